@@ -1,0 +1,97 @@
+//! Diagnostics as the core speaks them: byte ranges in a file, a kebab-case code, a severity and
+//! optional suggested edits. The CLI renders them as text or JSON, the server converts them to LSP.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::toolset::doc::ByteRange;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+    Hint,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "information",
+            Severity::Hint => "hint",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Severity> {
+        match s.to_ascii_lowercase().as_str() {
+            "error" => Some(Severity::Error),
+            "warning" | "warn" => Some(Severity::Warning),
+            "information" | "info" => Some(Severity::Information),
+            "hint" => Some(Severity::Hint),
+            _ => None,
+        }
+    }
+}
+
+/// A replacement the user can apply as a quick fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suggestion {
+    pub title: String,
+    pub range: ByteRange,
+    pub replacement: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub file: PathBuf,
+    pub range: ByteRange,
+    pub severity: Severity,
+    pub code: &'static str,
+    pub message: String,
+    pub suggestions: Vec<Suggestion>,
+}
+
+impl Diagnostic {
+    pub fn new(
+        file: impl Into<PathBuf>,
+        range: ByteRange,
+        severity: Severity,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic { file: file.into(), range, severity, code, message: message.into(), suggestions: Vec::new() }
+    }
+    pub fn error(file: impl Into<PathBuf>, range: ByteRange, code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(file, range, Severity::Error, code, message)
+    }
+    pub fn warning(file: impl Into<PathBuf>, range: ByteRange, code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(file, range, Severity::Warning, code, message)
+    }
+    pub fn with_suggestion(
+        mut self,
+        title: impl Into<String>,
+        range: ByteRange,
+        replacement: impl Into<String>,
+    ) -> Self {
+        self.suggestions.push(Suggestion { title: title.into(), range, replacement: replacement.into() });
+        self
+    }
+}
+
+/// The closest candidate to `word` by edit distance, when it is close enough to be a likely typo.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = word.to_ascii_lowercase();
+    let mut best: Option<(f64, &'a str)> = None;
+    for candidate in candidates {
+        let score = strsim::jaro_winkler(&lower, &candidate.to_ascii_lowercase());
+        let distance = strsim::levenshtein(&lower, &candidate.to_ascii_lowercase());
+        let close = score >= 0.85 || distance <= (word.len() / 4).max(1);
+        if close && best.is_none_or(|(s, _)| score > s) {
+            best = Some((score, candidate));
+        }
+    }
+    best.map(|(_, c)| c)
+}

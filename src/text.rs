@@ -1,0 +1,124 @@
+//! Line index over a text: byte offsets ↔ (line, column) in UTF-8 or UTF-16 code units.
+//! Tree-sitter and the loaders speak bytes; LSP clients and `check --format json` speak UTF-16
+//! (or UTF-8 when negotiated); the text output speaks 1-based characters. All conversion is here.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Utf8,
+    Utf16,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Position {
+    pub line: u32,
+    pub character: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    line_starts: Vec<usize>,
+    ascii: bool,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> Self {
+        let mut line_starts = vec![0];
+        for (i, b) in text.bytes().enumerate() {
+            if b == b'\n' {
+                line_starts.push(i + 1);
+            }
+        }
+        LineIndex { line_starts, ascii: text.is_ascii() }
+    }
+
+    pub fn line_count(&self) -> usize {
+        self.line_starts.len()
+    }
+
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        self.line_starts.get(line).copied()
+    }
+
+    /// The 0-based line holding `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        match self.line_starts.binary_search(&offset) {
+            Ok(line) => line,
+            Err(next) => next - 1,
+        }
+    }
+
+    pub fn position(&self, text: &str, offset: usize, encoding: Encoding) -> Position {
+        let offset = clamp_to_char(text, offset.min(text.len()));
+        let line = self.line_of(offset);
+        let start = self.line_starts[line];
+        let character = if self.ascii || encoding == Encoding::Utf8 {
+            offset - start
+        } else {
+            text[start..offset].encode_utf16().count()
+        };
+        Position { line: line as u32, character: character as u32 }
+    }
+
+    /// Byte offset of a client position; positions past a line's end clamp to its end.
+    pub fn offset(&self, text: &str, position: Position, encoding: Encoding) -> usize {
+        let Some(&start) = self.line_starts.get(position.line as usize) else {
+            return text.len();
+        };
+        let end = self.line_starts.get(position.line as usize + 1).map(|&next| next - 1).unwrap_or(text.len());
+        let line = &text[start..end];
+        let want = position.character as usize;
+        if self.ascii || encoding == Encoding::Utf8 {
+            return start + clamp_to_char(line, want.min(line.len()));
+        }
+        let mut units = 0;
+        for (i, ch) in line.char_indices() {
+            if units >= want {
+                return start + i;
+            }
+            units += ch.len_utf16();
+        }
+        end
+    }
+
+    /// 1-based line and 1-based character column, for terminal output.
+    pub fn line_col_1based(&self, text: &str, offset: usize) -> (usize, usize) {
+        let offset = clamp_to_char(text, offset.min(text.len()));
+        let line = self.line_of(offset);
+        let col = text[self.line_starts[line]..offset].chars().count();
+        (line + 1, col + 1)
+    }
+}
+
+fn clamp_to_char(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_round_trip() {
+        let text = "a = 1\nx = \"😀é\" + y\n";
+        let idx = LineIndex::new(text);
+        let y = text.find('y').unwrap();
+        let p = idx.position(text, y, Encoding::Utf16);
+        assert_eq!(p, Position { line: 1, character: 12 });
+        assert_eq!(idx.offset(text, p, Encoding::Utf16), y);
+        let p8 = idx.position(text, y, Encoding::Utf8);
+        assert_eq!(p8.character as usize, y - 6);
+        assert_eq!(idx.offset(text, p8, Encoding::Utf8), y);
+        assert_eq!(idx.line_col_1based(text, y), (2, 11));
+    }
+
+    #[test]
+    fn positions_past_the_end_clamp() {
+        let text = "ab\ncd";
+        let idx = LineIndex::new(text);
+        assert_eq!(idx.offset(text, Position { line: 0, character: 99 }, Encoding::Utf16), 2);
+        assert_eq!(idx.offset(text, Position { line: 9, character: 0 }, Encoding::Utf16), 5);
+    }
+}

@@ -1,0 +1,340 @@
+//! A position-keeping document tree for protocol files.
+//!
+//! Every loader (native, OpenAPI, ToolBench) reads JSON or YAML through this one tree so that each
+//! value knows the byte range it came from: go-to-definition lands on the exact operation and a
+//! broken operation gets a diagnostic on its own text. JSON goes through `jsonc-parser` (tolerant
+//! of comments and trailing commas), YAML through `saphyr`'s marked loader.
+
+use serde_json::{Map, Number, Value};
+
+/// A byte range `start..end` in a file's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub struct ByteRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl ByteRange {
+    pub fn new(start: usize, end: usize) -> Self {
+        ByteRange { start, end }
+    }
+    pub fn contains(&self, offset: usize) -> bool {
+        self.start <= offset && offset <= self.end
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum NodeKind {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(String),
+    Array(Vec<Node>),
+    /// Members in document order: (key, key range, value).
+    Object(Vec<(String, ByteRange, Node)>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub range: ByteRange,
+}
+
+/// A parse failure with the place it happened.
+#[derive(Debug, Clone)]
+pub struct ParseFailure {
+    pub range: ByteRange,
+    pub message: String,
+}
+
+impl Node {
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        match &self.kind {
+            NodeKind::Object(members) => members.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),
+            _ => None,
+        }
+    }
+    /// The range of `key` itself inside this object (for diagnostics on a name).
+    pub fn key_range(&self, key: &str) -> Option<ByteRange> {
+        match &self.kind {
+            NodeKind::Object(members) => members.iter().find(|(k, _, _)| k == key).map(|(_, r, _)| *r),
+            _ => None,
+        }
+    }
+    pub fn members(&self) -> &[(String, ByteRange, Node)] {
+        match &self.kind {
+            NodeKind::Object(members) => members,
+            _ => &[],
+        }
+    }
+    pub fn items(&self) -> &[Node] {
+        match &self.kind {
+            NodeKind::Array(items) => items,
+            _ => &[],
+        }
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.kind {
+            NodeKind::String(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_bool(&self) -> Option<bool> {
+        match &self.kind {
+            NodeKind::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    pub fn is_object(&self) -> bool {
+        matches!(self.kind, NodeKind::Object(_))
+    }
+    pub fn is_array(&self) -> bool {
+        matches!(self.kind, NodeKind::Array(_))
+    }
+    /// A string member, or "" when absent or not a string.
+    pub fn str_of(&self, key: &str) -> &str {
+        self.get(key).and_then(Node::as_str).unwrap_or("")
+    }
+
+    /// Follows a JSON pointer (`/components/schemas/Movie`, with `~0`/`~1` escapes).
+    pub fn pointer(&self, pointer: &str) -> Option<&Node> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let mut node = self;
+        for raw in pointer.strip_prefix('/')?.split('/') {
+            let part = raw.replace("~1", "/").replace("~0", "~");
+            node = match &node.kind {
+                NodeKind::Object(_) => node.get(&part)?,
+                NodeKind::Array(items) => items.get(part.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(node)
+    }
+
+    /// The plain JSON value, without positions.
+    pub fn to_json(&self) -> Value {
+        match &self.kind {
+            NodeKind::Null => Value::Null,
+            NodeKind::Bool(b) => Value::Bool(*b),
+            NodeKind::Number(n) => Value::Number(n.clone()),
+            NodeKind::String(s) => Value::String(s.clone()),
+            NodeKind::Array(items) => Value::Array(items.iter().map(Node::to_json).collect()),
+            NodeKind::Object(members) => {
+                let mut map = Map::new();
+                for (k, _, v) in members {
+                    map.insert(k.clone(), v.to_json());
+                }
+                Value::Object(map)
+            }
+        }
+    }
+}
+
+/// Which syntax a protocol file is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    Json,
+    Yaml,
+}
+
+impl Syntax {
+    pub fn of_path(path: &std::path::Path) -> Syntax {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yaml") | Some("yml") => Syntax::Yaml,
+            _ => Syntax::Json,
+        }
+    }
+}
+
+pub fn parse(text: &str, syntax: Syntax) -> Result<Node, ParseFailure> {
+    match syntax {
+        Syntax::Json => parse_json(text),
+        Syntax::Yaml => parse_yaml(text),
+    }
+}
+
+pub fn parse_json(text: &str) -> Result<Node, ParseFailure> {
+    use jsonc_parser::{CollectOptions, ParseOptions, parse_to_ast};
+    let options = ParseOptions {
+        allow_comments: true,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: true,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        ..Default::default()
+    };
+    let parsed = parse_to_ast(text, &CollectOptions::default(), &options).map_err(|e| {
+        let r = e.range();
+        ParseFailure {
+            range: ByteRange::new(r.start, r.end.max(r.start)),
+            message: format!("invalid JSON: {}", e.kind()),
+        }
+    })?;
+    match parsed.value {
+        Some(value) => Ok(from_jsonc(value)),
+        None => Err(ParseFailure {
+            range: ByteRange::new(0, 0),
+            message: "the file is empty: expected a JSON document".into(),
+        }),
+    }
+}
+
+fn from_jsonc(value: jsonc_parser::ast::Value<'_>) -> Node {
+    use jsonc_parser::ast::{ObjectPropName, Value as J};
+    let (kind, range) = match value {
+        J::StringLit(s) => (NodeKind::String(s.value.into_owned()), s.range),
+        J::NumberLit(n) => {
+            let number = n
+                .value
+                .parse::<i64>()
+                .map(Number::from)
+                .ok()
+                .or_else(|| n.value.parse::<f64>().ok().and_then(Number::from_f64))
+                .unwrap_or_else(|| Number::from(0));
+            (NodeKind::Number(number), n.range)
+        }
+        J::BooleanLit(b) => (NodeKind::Bool(b.value), b.range),
+        J::NullKeyword(n) => (NodeKind::Null, n.range),
+        J::Array(a) => (NodeKind::Array(a.elements.into_iter().map(from_jsonc).collect()), a.range),
+        J::Object(o) => {
+            let members = o
+                .properties
+                .into_iter()
+                .map(|p| {
+                    let (key, key_range) = match p.name {
+                        ObjectPropName::String(s) => (s.value.into_owned(), s.range),
+                        ObjectPropName::Word(w) => (w.value.to_string(), w.range),
+                    };
+                    (key, ByteRange::new(key_range.start, key_range.end), from_jsonc(p.value))
+                })
+                .collect();
+            (NodeKind::Object(members), o.range)
+        }
+    };
+    Node { kind, range: ByteRange::new(range.start, range.end) }
+}
+
+pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
+    use saphyr::{LoadableYamlNode, MarkedYaml};
+    let offsets = CharOffsets::new(text);
+    let docs = MarkedYaml::load_from_str(text).map_err(|e| {
+        let at = offsets.byte(e.marker().index());
+        ParseFailure { range: ByteRange::new(at, at), message: format!("invalid YAML: {}", e.info()) }
+    })?;
+    match docs.into_iter().next() {
+        Some(doc) => Ok(from_yaml(&doc, &offsets)),
+        None => Err(ParseFailure {
+            range: ByteRange::new(0, 0),
+            message: "the file is empty: expected a YAML document".into(),
+        }),
+    }
+}
+
+/// saphyr reports positions in characters; protocol ranges are bytes.
+struct CharOffsets {
+    /// Byte offset of each char index, only built when the text is not ASCII.
+    bytes: Option<Vec<usize>>,
+    len: usize,
+}
+
+impl CharOffsets {
+    fn new(text: &str) -> Self {
+        let bytes = if text.is_ascii() {
+            None
+        } else {
+            let mut v: Vec<usize> = text.char_indices().map(|(b, _)| b).collect();
+            v.push(text.len());
+            Some(v)
+        };
+        CharOffsets { bytes, len: text.len() }
+    }
+    fn byte(&self, char_index: usize) -> usize {
+        match &self.bytes {
+            None => char_index.min(self.len),
+            Some(v) => v.get(char_index).copied().unwrap_or(self.len),
+        }
+    }
+}
+
+fn from_yaml(node: &saphyr::MarkedYaml<'_>, offsets: &CharOffsets) -> Node {
+    use saphyr::{Scalar, YamlData};
+    let range = ByteRange::new(offsets.byte(node.span.start.index()), offsets.byte(node.span.end.index()));
+    let scalar = |s: &Scalar<'_>| match s {
+        Scalar::Null => NodeKind::Null,
+        Scalar::Boolean(b) => NodeKind::Bool(*b),
+        Scalar::Integer(i) => NodeKind::Number(Number::from(*i)),
+        Scalar::FloatingPoint(f) => {
+            Number::from_f64(f.into_inner()).map(NodeKind::Number).unwrap_or_else(|| NodeKind::String(f.to_string()))
+        }
+        Scalar::String(s) => NodeKind::String(s.to_string()),
+    };
+    let kind = match &node.data {
+        YamlData::Value(s) => scalar(s),
+        YamlData::Representation(text, _, _) => NodeKind::String(text.to_string()),
+        YamlData::Sequence(items) => NodeKind::Array(items.iter().map(|n| from_yaml(n, offsets)).collect()),
+        YamlData::Mapping(map) => NodeKind::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let key = match &k.data {
+                        YamlData::Value(Scalar::String(s)) => s.to_string(),
+                        YamlData::Value(Scalar::Integer(i)) => i.to_string(),
+                        YamlData::Value(Scalar::Boolean(b)) => b.to_string(),
+                        YamlData::Value(Scalar::FloatingPoint(f)) => f.to_string(),
+                        YamlData::Value(Scalar::Null) => "null".to_string(),
+                        YamlData::Representation(text, _, _) => text.to_string(),
+                        _ => String::new(),
+                    };
+                    let key_range =
+                        ByteRange::new(offsets.byte(k.span.start.index()), offsets.byte(k.span.end.index()));
+                    (key, key_range, from_yaml(v, offsets))
+                })
+                .collect(),
+        ),
+        YamlData::Tagged(_, inner) => return from_yaml(inner, offsets),
+        YamlData::Alias(_) | YamlData::BadValue => NodeKind::Null,
+    };
+    Node { kind, range }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_keeps_byte_ranges() {
+        let text = "{\n  \"a\": {\"b\": [1, 2.5, \"é\"]}, \"c\": null\n}";
+        let doc = parse_json(text).unwrap();
+        let b = doc.pointer("/a/b").unwrap();
+        assert_eq!(&text[b.range.start..b.range.end], "[1, 2.5, \"é\"]");
+        let r = doc.key_range("c").unwrap();
+        assert_eq!(&text[r.start..r.end], "\"c\"");
+        assert_eq!(doc.to_json(), serde_json::json!({"a": {"b": [1, 2.5, "é"]}, "c": null}));
+    }
+
+    #[test]
+    fn json_error_is_located() {
+        let err = parse_json("{\"a\": [1, 2}").unwrap_err();
+        assert!(err.range.start > 0, "{err:?}");
+        assert!(err.message.starts_with("invalid JSON"));
+    }
+
+    #[test]
+    fn yaml_keeps_byte_ranges_past_non_ascii() {
+        let text = "title: héllo\npaths:\n  /x:\n    get:\n      summary: s\n";
+        let doc = parse_yaml(text).unwrap();
+        let get = doc.pointer("/paths/~1x/get").unwrap();
+        assert!(text[get.range.start..].starts_with("summary"), "{:?}", &text[get.range.start..]);
+        let r = doc.pointer("/paths").unwrap().key_range("/x").unwrap();
+        assert_eq!(&text[r.start..r.end], "/x");
+        assert_eq!(doc.pointer("/title").unwrap().as_str(), Some("héllo"));
+    }
+
+    #[test]
+    fn yaml_error_is_located() {
+        let err = parse_yaml("a: [1, 2\nb: c\n").unwrap_err();
+        assert!(err.message.starts_with("invalid YAML"), "{err:?}");
+    }
+}

@@ -1,0 +1,282 @@
+//! The tool model and the catalog of every toolset in a workspace.
+//!
+//! Loaders (`native`, `openapi`, `toolbench`) turn protocol files into [`Tool`]s; the catalog
+//! indexes them by toolset and name for the analysis, the CLI and the server. Loading is tolerant:
+//! a problem in a protocol file becomes a [`Diagnostic`] located on that file and disables at most
+//! the one operation it concerns.
+
+pub mod doc;
+pub mod names;
+pub mod native;
+pub mod openapi;
+pub mod schema;
+pub mod toolbench;
+pub mod workspace;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::diagnostic::Diagnostic;
+use doc::ByteRange;
+
+/// Where a parameter travels when the tool is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ParamLocation {
+    Path,
+    Query,
+    Header,
+    Cookie,
+    /// A member of the JSON (or form) request body.
+    Body,
+    /// An argument of a tool that is not HTTP (MCP, native without transport).
+    Argument,
+}
+
+impl ParamLocation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamLocation::Path => "path",
+            ParamLocation::Query => "query",
+            ParamLocation::Header => "header",
+            ParamLocation::Cookie => "cookie",
+            ParamLocation::Body => "body",
+            ParamLocation::Argument => "argument",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "path" => ParamLocation::Path,
+            "query" => ParamLocation::Query,
+            "header" => ParamLocation::Header,
+            "cookie" => ParamLocation::Cookie,
+            "body" => ParamLocation::Body,
+            "argument" => ParamLocation::Argument,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Param {
+    /// The Python keyword: a safe identifier (`person_id`, `from_`).
+    pub name: String,
+    /// The name on the wire, as the protocol spells it (`person-id`, `from`).
+    pub wire_name: String,
+    pub location: ParamLocation,
+    pub required: bool,
+    pub description: String,
+    /// JSON Schema of the value (`{}` when the protocol says nothing).
+    pub schema: Value,
+    pub default: Option<Value>,
+    pub example: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Example {
+    pub question: Option<String>,
+    pub program: Option<String>,
+    pub arguments: Option<Value>,
+    pub response: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Provenance {
+    Declared,
+    Probed { date: String, samples: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// `path` is the template relative to the toolset's base URL (`/person/{person_id}`).
+    Http {
+        method: String,
+        path: String,
+    },
+    Mcp {
+        tool: String,
+    },
+    Command {
+        argv: Vec<String>,
+    },
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    Native,
+    OpenApi,
+    ToolBench,
+    Mcp,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Native => "native",
+            SourceKind::OpenApi => "openapi",
+            SourceKind::ToolBench => "toolbench",
+            SourceKind::Mcp => "mcp",
+        }
+    }
+}
+
+/// Where a tool is declared: the file and the exact byte range of its operation.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub kind: SourceKind,
+    /// The protocol file as the workspace names it (relative to the root when inside it).
+    pub file: PathBuf,
+    /// Byte range of the whole declaration (OpenAPI operation, api_list record, native entry).
+    pub range: ByteRange,
+    /// Byte range of the declaration's name (operation key, `api_name`, native `name`).
+    pub name_range: ByteRange,
+    pub method: Option<String>,
+    pub path: Option<String>,
+    /// ToolBench tool name / MCP tool name as declared.
+    pub tool: Option<String>,
+    /// ToolBench api name as declared.
+    pub api: Option<String>,
+    pub operation_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tool {
+    pub name: String,
+    pub toolset: String,
+    pub category: String,
+    pub description: String,
+    pub params: Vec<Param>,
+    /// JSON Schema of the successful response; `None` when unknown (probing fills it).
+    pub response: Option<Value>,
+    pub statuses: Vec<String>,
+    pub examples: Vec<Example>,
+    pub provenance: Provenance,
+    pub transport: Transport,
+    pub source: Source,
+}
+
+impl Tool {
+    /// `toolset.name`, the identity used everywhere outside Python code.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.toolset, self.name)
+    }
+    pub fn param(&self, name: &str) -> Option<&Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+    pub fn required(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| p.required)
+    }
+    pub fn optional(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| !p.required)
+    }
+    /// `GET /person/{person_id}` for HTTP tools.
+    pub fn endpoint(&self) -> Option<String> {
+        match &self.transport {
+            Transport::Http { method, path } => Some(format!("{} {}", method.to_ascii_uppercase(), path)),
+            _ => None,
+        }
+    }
+}
+
+/// How a toolset authenticates (from chainsmith.toml or the spec's securitySchemes).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Auth {
+    pub query: Option<String>,
+    pub header: Option<String>,
+    pub prefix: String,
+    pub value_env: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Toolset {
+    /// The Python module name (`chainsmith.tools.<name>`).
+    pub name: String,
+    pub kind: SourceKind,
+    pub files: Vec<PathBuf>,
+    pub description: String,
+    pub base_url: Option<String>,
+    pub auth: Option<Auth>,
+    pub tools: Vec<Tool>,
+}
+
+/// What one loader produced from one file.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub tools: Vec<Tool>,
+    pub diagnostics: Vec<Diagnostic>,
+    pub base_url: Option<String>,
+    pub auth: Option<Auth>,
+    pub description: String,
+}
+
+/// Every toolset of a workspace, indexed for lookups by the analysis and the server.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    pub toolsets: Vec<Toolset>,
+    /// Diagnostics on protocol files and on chainsmith.toml.
+    pub diagnostics: Vec<Diagnostic>,
+    by_toolset: HashMap<String, usize>,
+    /// (toolset index, tool name) → tool index.
+    by_tool: HashMap<(usize, String), usize>,
+    /// bare tool name → ids, for the CLI's bare-name lookups.
+    by_bare_name: HashMap<String, Vec<(usize, usize)>>,
+}
+
+impl Catalog {
+    pub fn new(toolsets: Vec<Toolset>, diagnostics: Vec<Diagnostic>) -> Self {
+        let mut catalog = Catalog { toolsets, diagnostics, ..Default::default() };
+        for (ti, ts) in catalog.toolsets.iter().enumerate() {
+            catalog.by_toolset.insert(ts.name.clone(), ti);
+            for (i, tool) in ts.tools.iter().enumerate() {
+                catalog.by_tool.insert((ti, tool.name.clone()), i);
+                catalog.by_bare_name.entry(tool.name.clone()).or_default().push((ti, i));
+            }
+        }
+        catalog
+    }
+
+    pub fn toolset(&self, name: &str) -> Option<&Toolset> {
+        self.by_toolset.get(name).map(|&i| &self.toolsets[i])
+    }
+
+    pub fn tool(&self, toolset: &str, name: &str) -> Option<&Tool> {
+        let ti = *self.by_toolset.get(toolset)?;
+        let i = *self.by_tool.get(&(ti, name.to_string()))?;
+        Some(&self.toolsets[ti].tools[i])
+    }
+
+    /// `toolset.name`, or a bare name when it is unique in the workspace.
+    pub fn find(&self, id: &str) -> Result<&Tool, String> {
+        if let Some((ts, name)) = id.split_once('.')
+            && let Some(tool) = self.tool(ts, name)
+        {
+            return Ok(tool);
+        }
+        match self.by_bare_name.get(id).map(Vec::as_slice) {
+            Some([(ti, i)]) => Ok(&self.toolsets[*ti].tools[*i]),
+            Some(many) if many.len() > 1 => Err(format!(
+                "`{id}` is ambiguous: {}",
+                many.iter().map(|(ti, i)| self.toolsets[*ti].tools[*i].id()).collect::<Vec<_>>().join(", ")
+            )),
+            _ => Err(format!("no tool `{id}` in the workspace")),
+        }
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        self.toolsets.iter().flat_map(|ts| ts.tools.iter())
+    }
+
+    pub fn tool_count(&self) -> usize {
+        self.toolsets.iter().map(|ts| ts.tools.len()).sum()
+    }
+
+    pub fn unprobed_count(&self) -> usize {
+        self.tools().filter(|t| t.response.is_none()).count()
+    }
+}
+
+pub type SharedCatalog = Arc<Catalog>;

@@ -1,0 +1,318 @@
+//! Reading JSON Schemas (with `$ref`s already resolved by the loaders): the effective types of a
+//! schema, what a key or an index yields, and whether a literal fits — the questions the analysis
+//! asks of every response access and every argument.
+
+use serde_json::Value;
+
+/// The JSON types a schema admits, after `nullable`, `type` arrays and `anyOf`/`oneOf`/`allOf`.
+/// Empty means "anything" (no constraint known).
+pub fn types(schema: &Value) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    collect_types(schema, &mut out, 0);
+    out
+}
+
+fn push(out: &mut Vec<&'static str>, t: &'static str) {
+    if !out.contains(&t) {
+        out.push(t);
+    }
+}
+
+fn static_type(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "object" => "object",
+        "array" => "array",
+        "string" => "string",
+        "integer" => "integer",
+        "number" => "number",
+        "boolean" => "boolean",
+        "null" => "null",
+        _ => return None,
+    })
+}
+
+fn collect_types(schema: &Value, out: &mut Vec<&'static str>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    let Some(obj) = schema.as_object() else { return };
+    let before = out.len();
+    match obj.get("type") {
+        Some(Value::String(t)) => {
+            if let Some(t) = static_type(t) {
+                push(out, t)
+            }
+        }
+        Some(Value::Array(ts)) => {
+            for t in ts.iter().filter_map(Value::as_str).filter_map(static_type) {
+                push(out, t);
+            }
+        }
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(alts)) = obj.get(key) {
+            let mut alt_types = Vec::new();
+            for alt in alts {
+                let mut t = Vec::new();
+                collect_types(alt, &mut t, depth + 1);
+                if t.is_empty() {
+                    // One unconstrained alternative makes the whole union unconstrained.
+                    out.truncate(before);
+                    return;
+                }
+                alt_types.extend(t);
+            }
+            for t in alt_types {
+                push(out, t);
+            }
+        }
+    }
+    if let Some(Value::Array(parts)) = obj.get("allOf") {
+        for part in parts {
+            collect_types(part, out, depth + 1);
+        }
+    }
+    if out.len() == before {
+        if obj.contains_key("properties") || obj.contains_key("additionalProperties") {
+            push(out, "object");
+        } else if obj.contains_key("items") {
+            push(out, "array");
+        } else if let Some(Value::Array(values)) = obj.get("enum") {
+            for v in values {
+                push(out, json_type(v));
+            }
+        }
+    }
+    if obj.get("nullable") == Some(&Value::Bool(true)) && !out.is_empty() {
+        push(out, "null");
+    }
+}
+
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The sub-schemas that together describe `schema` (itself plus `allOf`/`anyOf`/`oneOf` parts).
+fn parts(schema: &Value) -> Vec<&Value> {
+    let mut out = vec![schema];
+    let mut i = 0;
+    while i < out.len() && out.len() < 64 {
+        let s = out[i];
+        for key in ["allOf", "anyOf", "oneOf"] {
+            if let Some(Value::Array(alts)) = s.get(key) {
+                out.extend(alts.iter());
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// What looking up a key in an object schema yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyLookup<'a> {
+    /// The key is declared; its schema.
+    Declared(&'a Value),
+    /// The object admits any key (no `properties`, or `additionalProperties`); its schema if given.
+    Open(Option<&'a Value>),
+    /// The object declares its keys and this is not one of them.
+    Missing,
+}
+
+pub fn property<'a>(schema: &'a Value, key: &str) -> KeyLookup<'a> {
+    let mut declares_keys = false;
+    let mut open: Option<Option<&Value>> = None;
+    for part in parts(schema) {
+        if let Some(Value::Object(props)) = part.get("properties") {
+            declares_keys = true;
+            if let Some(s) = props.get(key) {
+                return KeyLookup::Declared(s);
+            }
+        }
+        match part.get("additionalProperties") {
+            Some(Value::Object(s)) if !s.is_empty() => {
+                open = Some(Some(part.get("additionalProperties").unwrap_or(&Value::Null)))
+            }
+            Some(Value::Bool(true)) | Some(Value::Object(_)) => open = open.or(Some(None)),
+            _ => {}
+        }
+        if part.get("patternProperties").is_some() {
+            open = open.or(Some(None));
+        }
+    }
+    match open {
+        Some(s) => KeyLookup::Open(s),
+        None if declares_keys => KeyLookup::Missing,
+        None => KeyLookup::Open(None),
+    }
+}
+
+/// The declared keys of an object schema, in declaration order, with their schemas.
+pub fn keys(schema: &Value) -> Vec<(&str, &Value)> {
+    let mut out: Vec<(&str, &Value)> = Vec::new();
+    for part in parts(schema) {
+        if let Some(Value::Object(props)) = part.get("properties") {
+            for (k, v) in props {
+                if !out.iter().any(|(name, _)| name == k) {
+                    out.push((k.as_str(), v));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The item schema of an array schema (`{}` semantics when absent: `None`).
+pub fn items(schema: &Value) -> Option<&Value> {
+    parts(schema).into_iter().find_map(|p| match p.get("items") {
+        Some(v @ Value::Object(_)) => Some(v),
+        Some(Value::Array(tuple)) => tuple.first(),
+        _ => None,
+    })
+}
+
+pub fn description(schema: &Value) -> Option<&str> {
+    parts(schema).into_iter().find_map(|p| p.get("description").and_then(Value::as_str)).filter(|d| !d.is_empty())
+}
+
+pub fn enum_values(schema: &Value) -> Option<&Vec<Value>> {
+    parts(schema).into_iter().find_map(|p| p.get("enum").and_then(Value::as_array))
+}
+
+/// Does a value of JSON type `actual` fit a schema admitting `expected` types?
+/// Integers fit numbers; an empty `expected` admits anything.
+pub fn type_fits(actual: &str, expected: &[&str]) -> bool {
+    expected.is_empty() || expected.contains(&actual) || (actual == "integer" && expected.contains(&"number"))
+}
+
+/// Checks a literal value against a parameter schema: its type and its enum.
+/// Returns a message for the user when it does not fit.
+pub fn check_literal(schema: &Value, value: &Value) -> Result<(), String> {
+    let expected = types(schema);
+    let actual = json_type(value);
+    if !type_fits(actual, &expected) {
+        // Query strings carry numbers as text; a numeric string is still a string literal, so keep
+        // the error: the protocol's type is what the tool validates.
+        return Err(format!("expected {}, found {} {}", expected.join(" | "), actual, short(value)));
+    }
+    if let Some(values) = enum_values(schema)
+        && !values.is_empty()
+        && !values.contains(value)
+    {
+        let allowed: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        return Err(format!("{} is not one of {}", short(value), allowed.join(", ")));
+    }
+    Ok(())
+}
+
+fn short(value: &Value) -> String {
+    let s = value.to_string();
+    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+}
+
+/// A one-line type summary: `object {id, name, …}`, `array of object {…}`, `string (date)`.
+pub fn summary(schema: &Value) -> String {
+    summary_at(schema, 0)
+}
+
+fn summary_at(schema: &Value, depth: usize) -> String {
+    let ts = types(schema);
+    if ts.is_empty() {
+        return "any".into();
+    }
+    let rendered: Vec<String> = ts
+        .iter()
+        .map(|t| match *t {
+            "object" => {
+                let ks = keys(schema);
+                if ks.is_empty() || depth > 0 {
+                    "object".to_string()
+                } else {
+                    let names: Vec<&str> = ks.iter().take(6).map(|(k, _)| *k).collect();
+                    let more = if ks.len() > 6 { ", …" } else { "" };
+                    format!("object {{{}{more}}}", names.join(", "))
+                }
+            }
+            "array" => match items(schema) {
+                Some(item) if depth < 2 => format!("array of {}", summary_at(item, depth + 1)),
+                _ => "array".into(),
+            },
+            "string" => match schema.get("format").and_then(Value::as_str) {
+                Some(f) => format!("string ({f})"),
+                None => "string".into(),
+            },
+            other => other.to_string(),
+        })
+        .collect();
+    rendered.join(" | ")
+}
+
+/// A multi-line outline of a schema's keys, for hover: `results: array of object` …
+pub fn outline(schema: &Value, max_lines: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    outline_into(schema, "", &mut lines, max_lines, 0);
+    lines
+}
+
+fn outline_into(schema: &Value, indent: &str, lines: &mut Vec<String>, max: usize, depth: usize) {
+    if depth > 3 {
+        return;
+    }
+    let target = if types(schema).contains(&"array") { items(schema).unwrap_or(schema) } else { schema };
+    for (key, sub) in keys(target) {
+        if lines.len() >= max {
+            lines.push(format!("{indent}…"));
+            return;
+        }
+        lines.push(format!("{indent}{key}: {}", summary_at(sub, 1)));
+        let sub_is_nested = !keys(sub).is_empty() || items(sub).is_some_and(|i| !keys(i).is_empty());
+        if sub_is_nested {
+            outline_into(sub, &format!("{indent}  "), lines, max, depth + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lookups_through_compositions() {
+        let s = json!({"allOf": [{"type": "object", "properties": {"id": {"type": "integer"}}},
+                                 {"properties": {"name": {"type": "string", "nullable": true}}}]});
+        assert_eq!(types(&s), vec!["object"]);
+        assert!(matches!(property(&s, "id"), KeyLookup::Declared(_)));
+        let KeyLookup::Declared(name) = property(&s, "name") else { panic!() };
+        assert_eq!(types(name), vec!["string", "null"]);
+        assert_eq!(property(&s, "nope"), KeyLookup::Missing);
+        assert_eq!(property(&json!({"type": "object"}), "x"), KeyLookup::Open(None));
+        assert_eq!(keys(&s).len(), 2);
+    }
+
+    #[test]
+    fn literals() {
+        let s = json!({"type": "string", "enum": ["day", "week"]});
+        assert!(check_literal(&s, &json!("day")).is_ok());
+        assert!(check_literal(&s, &json!("month")).unwrap_err().contains("not one of"));
+        assert!(check_literal(&json!({"type": "number"}), &json!(3)).is_ok());
+        assert!(check_literal(&json!({"type": "integer"}), &json!("3")).is_err());
+        assert!(check_literal(&json!({}), &json!("x")).is_ok());
+    }
+
+    #[test]
+    fn summaries() {
+        let s = json!({"type": "object", "properties": {"results": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}}}});
+        assert_eq!(summary(&s), "object {results}");
+        assert_eq!(outline(&s, 10), vec!["results: array of object", "  id: integer"]);
+    }
+}

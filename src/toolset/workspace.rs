@@ -1,0 +1,1 @@
+//! Workspace loading (in progress).
