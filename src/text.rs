@@ -111,7 +111,7 @@ mod tests {
         let p8 = idx.position(text, y, Encoding::Utf8);
         assert_eq!(p8.character as usize, y - 6);
         assert_eq!(idx.offset(text, p8, Encoding::Utf8), y);
-        assert_eq!(idx.line_col_1based(text, y), (2, 11));
+        assert_eq!(idx.line_col_1based(text, y), (2, 12));
     }
 
     #[test]
