@@ -1,1 +1,567 @@
-//! config (in progress)
+//! `chainsmith.toml` and editor settings → [`Config`].
+//!
+//! The file is read tolerantly: a syntax error is a diagnostic on the file and chainsmith falls back
+//! to discovering `protocols/`; a bad `[[toolsets]]` entry disables only that toolset; a bad section
+//! keeps that section's defaults. Editor settings (section `chainsmith`, same keys) override the file
+//! key by key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use toml::Spanned;
+
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::toolset::doc::ByteRange;
+
+pub const CONFIG_FILE: &str = "chainsmith.toml";
+
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// The workspace root, as given (relative paths stay relative so messages match the user's words).
+    pub root: PathBuf,
+    /// The chainsmith.toml that was read, if any.
+    pub file: Option<PathBuf>,
+    pub toolsets: Vec<ToolsetConfig>,
+    pub llm: LlmConfig,
+    pub runtime: RuntimeConfig,
+    pub generate: GenerateConfig,
+    pub probe: ProbeConfig,
+    pub toolnet: ToolnetConfig,
+    pub diagnostics: DiagnosticsConfig,
+    /// Problems found in chainsmith.toml or in the editor settings.
+    pub problems: Vec<Diagnostic>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsetConfig {
+    pub name: String,
+    pub source: ToolsetSource,
+    pub base_url: Option<String>,
+    pub auth: Option<AuthConfig>,
+    /// Where the entry is in chainsmith.toml.
+    pub range: ByteRange,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolsetSource {
+    OpenApi(String),
+    /// A protocol file of any kind, detected by content.
+    Protocol(String),
+    ToolBench(Vec<String>),
+    Mcp(McpConfig),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    pub query: Option<String>,
+    pub header: Option<String>,
+    #[serde(default)]
+    pub prefix: String,
+    pub value_env: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolset {
+    name: Option<String>,
+    openapi: Option<String>,
+    protocol: Option<String>,
+    toolbench: Option<OneOrMany>,
+    mcp: Option<McpConfig>,
+    base_url: Option<String>,
+    auth: Option<AuthConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: String,
+    pub timeout_s: u64,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "qwen2.5-coder:7b".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            timeout_s: 120,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RuntimeConfig {
+    pub python: String,
+    pub timeout_s: u64,
+    pub max_tool_calls: u32,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig { python: "python3".into(), timeout_s: 60, max_tool_calls: 200 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateConfig {
+    pub candidates: usize,
+    pub reflections: u32,
+    pub max_llm_calls: u32,
+    pub max_tokens: u64,
+}
+
+impl Default for GenerateConfig {
+    fn default() -> Self {
+        GenerateConfig { candidates: 20, reflections: 3, max_llm_calls: 12, max_tokens: 60000 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProbeConfig {
+    pub samples: u32,
+    pub rounds: u32,
+}
+
+impl Default for ProbeConfig {
+    fn default() -> Self {
+        ProbeConfig { samples: 3, rounds: 3 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolnetConfig {
+    pub alpha: f64,
+    pub beta: f64,
+}
+
+impl Default for ToolnetConfig {
+    fn default() -> Self {
+        ToolnetConfig { alpha: 0.5, beta: 0.5 }
+    }
+}
+
+/// `[diagnostics] severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiagnosticsConfig {
+    /// Code → severity; `None` turns the code off.
+    pub severity: HashMap<String, Option<Severity>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct RawDiagnostics {
+    severity: BTreeMap<String, String>,
+}
+
+impl DiagnosticsConfig {
+    /// The severity to report a diagnostic with, or `None` when its code is turned off.
+    pub fn severity_of(&self, code: &str, default: Severity) -> Option<Severity> {
+        match self.severity.get(code) {
+            Some(configured) => *configured,
+            None => Some(default),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct RawConfig {
+    #[serde(default)]
+    toolsets: Vec<Spanned<toml::Value>>,
+    llm: Option<Spanned<toml::Value>>,
+    runtime: Option<Spanned<toml::Value>>,
+    generate: Option<Spanned<toml::Value>>,
+    probe: Option<Spanned<toml::Value>>,
+    toolnet: Option<Spanned<toml::Value>>,
+    diagnostics: Option<Spanned<toml::Value>>,
+    #[serde(flatten)]
+    other: BTreeMap<String, Spanned<toml::Value>>,
+}
+
+impl Config {
+    /// Reads `<root>/chainsmith.toml` (when present) and applies editor-setting overrides.
+    pub fn load(root: &Path, overrides: Option<&serde_json::Value>) -> Config {
+        let path = root.join(CONFIG_FILE);
+        let text = std::fs::read_to_string(&path).ok();
+        Self::from_text(root, text.as_deref().map(|t| (path.as_path(), t)), overrides)
+    }
+
+    pub fn from_text(root: &Path, file: Option<(&Path, &str)>, overrides: Option<&serde_json::Value>) -> Config {
+        let mut config = Config { root: root.to_path_buf(), ..Default::default() };
+        let overrides = overrides.and_then(|o| o.as_object());
+        let override_of = |key: &str| overrides.and_then(|o| o.get(key)).filter(|v| !v.is_null());
+        let (file_path, raw) = match file {
+            Some((path, text)) => {
+                config.file = Some(path.to_path_buf());
+                match toml::from_str::<RawConfig>(text) {
+                    Ok(raw) => (path.to_path_buf(), Some(raw)),
+                    Err(e) => {
+                        let span = e.span().unwrap_or(0..0);
+                        config.problems.push(Diagnostic::error(
+                            path,
+                            ByteRange::new(span.start, span.end),
+                            "invalid-config",
+                            format!("{CONFIG_FILE} is not valid TOML: {}", e.message()),
+                        ));
+                        (path.to_path_buf(), None)
+                    }
+                }
+            }
+            None => (root.join(CONFIG_FILE), None),
+        };
+        let mut problems = Vec::new();
+        let mut section = |name: &str, value: Option<&Spanned<toml::Value>>| -> (Option<toml::Value>, ByteRange) {
+            let range = value.map(|v| table_extent(file.map(|f| f.1).unwrap_or(""), v.span())).unwrap_or_default();
+            let mut merged = value.map(|v| v.get_ref().clone());
+            if let Some(o) = override_of(name) {
+                match json_to_toml(o) {
+                    Some(o) => merged = Some(merge(merged, o)),
+                    None => problems.push(Diagnostic::error(
+                        &file_path,
+                        range,
+                        "invalid-config",
+                        format!("editor setting `chainsmith.{name}` cannot be used: it holds a null"),
+                    )),
+                }
+            }
+            (merged, range)
+        };
+        let raw_ref = raw.as_ref();
+        let sections = [
+            ("llm", section("llm", raw_ref.and_then(|r| r.llm.as_ref()))),
+            ("runtime", section("runtime", raw_ref.and_then(|r| r.runtime.as_ref()))),
+            ("generate", section("generate", raw_ref.and_then(|r| r.generate.as_ref()))),
+            ("probe", section("probe", raw_ref.and_then(|r| r.probe.as_ref()))),
+            ("toolnet", section("toolnet", raw_ref.and_then(|r| r.toolnet.as_ref()))),
+            ("diagnostics", section("diagnostics", raw_ref.and_then(|r| r.diagnostics.as_ref()))),
+        ];
+        config.problems.append(&mut problems);
+        for (name, (value, range)) in sections {
+            let Some(value) = value else { continue };
+            let problems = &mut config.problems;
+            match name {
+                "llm" => config.llm = typed(value, name, range, &file_path, problems).unwrap_or_default(),
+                "runtime" => config.runtime = typed(value, name, range, &file_path, problems).unwrap_or_default(),
+                "generate" => config.generate = typed(value, name, range, &file_path, problems).unwrap_or_default(),
+                "probe" => config.probe = typed(value, name, range, &file_path, problems).unwrap_or_default(),
+                "toolnet" => config.toolnet = typed(value, name, range, &file_path, problems).unwrap_or_default(),
+                _ => {
+                    let raw: RawDiagnostics = typed(value, name, range, &file_path, problems).unwrap_or_default();
+                    for (code, severity) in raw.severity {
+                        let parsed = match severity.as_str() {
+                            "off" | "ignore" | "none" => Some(None),
+                            other => Severity::parse(other).map(Some),
+                        };
+                        match parsed {
+                            Some(s) => {
+                                config.diagnostics.severity.insert(code, s);
+                            }
+                            None => problems.push(Diagnostic::error(
+                                &file_path,
+                                range,
+                                "invalid-config",
+                                format!(
+                                    "[diagnostics] severity `{severity}` for `{code}`: use error, warning, information, hint or off"
+                                ),
+                            )),
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(raw) = raw_ref {
+            for (key, value) in &raw.other {
+                let span = value.span();
+                config.problems.push(Diagnostic::warning(
+                    &file_path,
+                    ByteRange::new(span.start, span.end),
+                    "invalid-config",
+                    format!(
+                        "unknown section `{key}` in {CONFIG_FILE} (known: toolsets, llm, runtime, generate, probe, toolnet, diagnostics)"
+                    ),
+                ));
+            }
+        }
+        let toolset_entries: Vec<(toml::Value, ByteRange)> = match override_of("toolsets").and_then(json_to_toml) {
+            Some(toml::Value::Array(items)) => items.into_iter().map(|v| (v, ByteRange::default())).collect(),
+            _ => raw_ref
+                .map(|r| {
+                    r.toolsets
+                        .iter()
+                        .map(|t| (t.get_ref().clone(), table_extent(file.map(|f| f.1).unwrap_or(""), t.span())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        for (value, range) in toolset_entries {
+            if let Some(raw) = typed::<RawToolset>(value, "toolsets", range, &file_path, &mut config.problems)
+                && let Some(toolset) = toolset_config(raw, range, &file_path, &mut config.problems)
+            {
+                if config.toolsets.iter().any(|t| t.name == toolset.name) {
+                    config.problems.push(Diagnostic::error(
+                        &file_path,
+                        range,
+                        "invalid-config",
+                        format!("toolset `{}` is declared twice; the second one is ignored", toolset.name),
+                    ));
+                    continue;
+                }
+                config.toolsets.push(toolset);
+            }
+        }
+        config
+    }
+}
+
+/// toml spans an array-of-tables entry by its `[[header]]` only; a diagnostic on the entry should
+/// cover its keys too, up to the next table header.
+fn table_extent(text: &str, span: std::ops::Range<usize>) -> ByteRange {
+    let mut end = span.end.min(text.len());
+    if text.get(span.start..end).is_some_and(|h| h.starts_with('[')) {
+        let rest = &text[end..];
+        let next_header =
+            rest.match_indices('\n').map(|(i, _)| i + 1).find(|&i| rest[i..].trim_start().starts_with('['));
+        end += next_header.unwrap_or(rest.len());
+        while end > span.start && text[..end].ends_with(char::is_whitespace) {
+            end -= 1;
+        }
+    }
+    ByteRange::new(span.start, end)
+}
+
+fn toolset_config(
+    raw: RawToolset,
+    range: ByteRange,
+    file: &Path,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<ToolsetConfig> {
+    let mut sources = Vec::new();
+    if let Some(p) = raw.openapi {
+        sources.push(ToolsetSource::OpenApi(p));
+    }
+    if let Some(p) = raw.protocol {
+        sources.push(ToolsetSource::Protocol(p));
+    }
+    match raw.toolbench {
+        Some(OneOrMany::One(p)) => sources.push(ToolsetSource::ToolBench(vec![p])),
+        Some(OneOrMany::Many(ps)) => sources.push(ToolsetSource::ToolBench(ps)),
+        None => {}
+    }
+    if let Some(m) = raw.mcp {
+        sources.push(ToolsetSource::Mcp(m));
+    }
+    let Some(name) = raw.name.filter(|n| !n.is_empty()) else {
+        problems.push(Diagnostic::error(file, range, "invalid-config", "a [[toolsets]] entry needs a `name`"));
+        return None;
+    };
+    if !crate::toolset::names::is_identifier(&name) {
+        problems.push(Diagnostic::error(
+            file,
+            range,
+            "invalid-config",
+            format!("toolset name `{name}` is not a Python identifier (it becomes module chainsmith.tools.{name})"),
+        ));
+        return None;
+    }
+    if sources.len() != 1 {
+        problems.push(Diagnostic::error(
+            file,
+            range,
+            "invalid-config",
+            format!("toolset `{name}` needs exactly one of `openapi`, `protocol`, `toolbench` or `mcp`"),
+        ));
+        return None;
+    }
+    if let Some(auth) = &raw.auth
+        && auth.query.is_some() == auth.header.is_some()
+    {
+        problems.push(Diagnostic::error(
+            file,
+            range,
+            "invalid-config",
+            format!("toolset `{name}`: `auth` needs exactly one of `query` or `header`"),
+        ));
+        return None;
+    }
+    Some(ToolsetConfig {
+        name,
+        source: sources.pop().expect("exactly one source"),
+        base_url: raw.base_url,
+        auth: raw.auth,
+        range,
+    })
+}
+
+fn typed<T: DeserializeOwned>(
+    value: toml::Value,
+    section: &str,
+    range: ByteRange,
+    file: &Path,
+    problems: &mut Vec<Diagnostic>,
+) -> Option<T> {
+    match value.try_into::<T>() {
+        Ok(v) => Some(v),
+        Err(e) => {
+            problems.push(Diagnostic::error(
+                file,
+                range,
+                "invalid-config",
+                format!("[{section}] in {CONFIG_FILE}: {}; its defaults are used", e.message().trim()),
+            ));
+            None
+        }
+    }
+}
+
+fn merge(base: Option<toml::Value>, over: toml::Value) -> toml::Value {
+    match (base, over) {
+        (Some(toml::Value::Table(mut base)), toml::Value::Table(over)) => {
+            for (k, v) in over {
+                let merged = merge(base.remove(&k), v);
+                base.insert(k, merged);
+            }
+            toml::Value::Table(base)
+        }
+        (_, over) => over,
+    }
+}
+
+fn json_to_toml(value: &serde_json::Value) -> Option<toml::Value> {
+    Some(match value {
+        serde_json::Value::Null => return None,
+        serde_json::Value::Bool(b) => toml::Value::Boolean(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => toml::Value::Integer(i),
+            None => toml::Value::Float(n.as_f64()?),
+        },
+        serde_json::Value::String(s) => toml::Value::String(s.clone()),
+        serde_json::Value::Array(items) => toml::Value::Array(items.iter().filter_map(json_to_toml).collect()),
+        serde_json::Value::Object(map) => {
+            toml::Value::Table(map.iter().filter_map(|(k, v)| Some((k.clone(), json_to_toml(v)?))).collect())
+        }
+    })
+}
+
+/// The workspace root for paths given on the command line: the nearest ancestor of `start`
+/// holding chainsmith.toml or a `protocols/` folder, else `start` itself.
+pub fn discover_root(start: &Path) -> PathBuf {
+    let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+    let mut dir = if absolute.is_file() { absolute.parent().map(Path::to_path_buf) } else { Some(absolute.clone()) };
+    while let Some(d) = dir {
+        if d.join(CONFIG_FILE).is_file() || d.join("protocols").is_dir() {
+            return relative_to_cwd(&d);
+        }
+        dir = d.parent().map(Path::to_path_buf);
+    }
+    start.to_path_buf()
+}
+
+fn relative_to_cwd(path: &Path) -> PathBuf {
+    let Ok(cwd) = std::env::current_dir() else { return path.to_path_buf() };
+    match path.strip_prefix(&cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TEXT: &str = r#"
+[[toolsets]]
+name = "tmdb"
+openapi = "specs/tmdb_oas.json"
+base_url = "https://api.themoviedb.org/3"
+auth = { query = "api_key", value_env = "TMDB_KEY" }
+
+[[toolsets]]
+name = "rapid"
+toolbench = ["a.json", "b.json"]
+
+[[toolsets]]
+name = "broken"
+openapi = "x.json"
+protocol = "y.json"
+
+[llm]
+model = "m1"
+
+[runtime]
+timeout_s = "soon"
+
+[diagnostics]
+severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
+"#;
+
+    #[test]
+    fn reads_the_design_keys_tolerantly() {
+        let c = Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), TEXT)), None);
+        assert_eq!(c.toolsets.len(), 2, "{:?}", c.problems);
+        assert_eq!(c.toolsets[0].source, ToolsetSource::OpenApi("specs/tmdb_oas.json".into()));
+        assert_eq!(c.toolsets[0].auth.as_ref().unwrap().query.as_deref(), Some("api_key"));
+        assert_eq!(c.toolsets[1].source, ToolsetSource::ToolBench(vec!["a.json".into(), "b.json".into()]));
+        assert_eq!(c.llm.model, "m1");
+        assert_eq!(c.llm.timeout_s, 120);
+        assert_eq!(c.runtime, RuntimeConfig::default());
+        assert_eq!(c.diagnostics.severity_of("unknown-key", Severity::Warning), Some(Severity::Error));
+        assert_eq!(c.diagnostics.severity_of("argument-type-mismatch", Severity::Warning), None);
+        let messages: Vec<&str> = c.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(c.problems.len(), 2, "{messages:?}");
+        let broken = c.problems.iter().find(|p| p.message.contains("broken")).unwrap();
+        assert!(
+            TEXT[broken.range.start..broken.range.end].contains("name = \"broken\""),
+            "{:?}",
+            &TEXT[broken.range.start..broken.range.end]
+        );
+        let runtime = c.problems.iter().find(|p| p.message.contains("[runtime]")).unwrap();
+        assert!(TEXT[runtime.range.start..runtime.range.end].contains("soon"));
+    }
+
+    #[test]
+    fn editor_settings_override_key_by_key() {
+        let overrides = json!({"llm": {"base_url": "http://127.0.0.1:9/v1"}, "runtime": {"timeout_s": 5}});
+        let c = Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), TEXT)), Some(&overrides));
+        assert_eq!(c.llm.model, "m1");
+        assert_eq!(c.llm.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(c.runtime.timeout_s, 5);
+    }
+
+    #[test]
+    fn a_syntax_error_is_located_and_nothing_else_breaks() {
+        let text = "[[toolsets]]\nname = \"a\nopenapi = 1\n";
+        let c = Config::from_text(Path::new("."), Some((Path::new("chainsmith.toml"), text)), None);
+        assert_eq!(c.problems.len(), 1);
+        assert_eq!(c.problems[0].code, "invalid-config");
+        assert!(c.toolsets.is_empty());
+        assert_eq!(c.runtime.timeout_s, 60);
+    }
+}

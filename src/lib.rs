@@ -1,10 +1,14 @@
 //! chainsmith: a language server and CLI for tool-chain programs.
 //!
 //! The pipeline runs left to right: `toolset` reads the workspace's tool protocols into one
-//! catalog, `analysis` understands programs against it, and `server` / the CLI present the result.
+//! catalog, `analysis` understands programs against it, and `server` / `cli` present the result.
 //! Only `server` speaks LSP types; everything else speaks the core's own.
 
+pub mod analysis;
+pub mod cli;
 pub mod config;
 pub mod diagnostic;
+pub mod logging;
+pub mod server;
 pub mod text;
 pub mod toolset;

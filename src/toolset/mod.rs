@@ -224,6 +224,8 @@ pub struct Catalog {
     by_tool: HashMap<(usize, String), usize>,
     /// bare tool name → ids, for the CLI's bare-name lookups.
     by_bare_name: HashMap<String, Vec<(usize, usize)>>,
+    /// The text of every protocol file read, for positions (definitions, diagnostics).
+    pub texts: workspace::Texts,
 }
 
 impl Catalog {

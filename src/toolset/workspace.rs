@@ -1,1 +1,232 @@
-//! Workspace loading (in progress).
+//! Loading a workspace's toolsets: from `chainsmith.toml` when present, else every protocol file
+//! under `protocols/` (its `schema/` folder, the native format's own JSON Schema, excepted).
+//! Each file is parsed once into a position-keeping tree and handed to the loader its content
+//! calls for; every problem becomes a diagnostic on the file it is in.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::doc::{self, ByteRange, Node, Syntax};
+use super::{Auth, Catalog, Loaded, SourceKind, Toolset, names, native, openapi, toolbench};
+use crate::config::{AuthConfig, Config, ToolsetSource};
+use crate::diagnostic::Diagnostic;
+
+/// What kind of protocol a parsed document is, judged by its content.
+pub fn detect(doc: &Node) -> Option<SourceKind> {
+    if doc.get("openapi").is_some() || doc.get("swagger").is_some() {
+        return Some(SourceKind::OpenApi);
+    }
+    if doc.get("chainsmith").is_some() {
+        return Some(SourceKind::Native);
+    }
+    let looks_toolbench = |n: &Node| {
+        n.get("api_list").is_some()
+            || n.get("api_name").is_some()
+            || n.get("available_tools").is_some()
+            || (n.get("name").is_some() && n.get("parameters").is_some())
+            || n.get("function").is_some_and(|f| f.get("parameters").is_some())
+    };
+    if doc.is_object() && (looks_toolbench(doc) || doc.members().first().is_some_and(|(_, _, v)| looks_toolbench(v))) {
+        return Some(SourceKind::ToolBench);
+    }
+    if doc.items().first().is_some_and(looks_toolbench) {
+        return Some(SourceKind::ToolBench);
+    }
+    if doc.get("tools").is_some_and(Node::is_array) {
+        return Some(SourceKind::Native);
+    }
+    None
+}
+
+/// The texts of the protocol files that were read, for positions in diagnostics and definitions.
+pub type Texts = HashMap<PathBuf, Arc<str>>;
+
+/// Loads every toolset of the workspace described by `config`.
+pub fn load(config: &Config) -> Catalog {
+    let mut diagnostics = config.problems.clone();
+    let mut texts: Texts = HashMap::new();
+    let mut toolsets = Vec::new();
+    if config.toolsets.is_empty() {
+        for file in discover(&config.root.join("protocols")) {
+            let Some((doc, text)) = read_doc(&file, &mut texts, &mut diagnostics, None) else { continue };
+            let Some(kind) = detect(&doc) else {
+                // Unrecognised JSON under protocols/ is not necessarily a mistake (fixtures, notes).
+                continue;
+            };
+            let stem = file.file_name().and_then(|s| s.to_str()).unwrap_or("tools");
+            let stem = stem.split('.').next().unwrap_or(stem);
+            let mut name = names::toolset_from_stem(stem);
+            if kind == SourceKind::Native
+                && let Some(declared) = doc.get("name").and_then(Node::as_str)
+                && names::is_identifier(declared)
+            {
+                name = declared.to_string();
+            }
+            let loaded = load_doc(kind, &doc, &text, &file, &name);
+            merge_into(&mut toolsets, name, kind, file, loaded, &mut diagnostics);
+        }
+    } else {
+        let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+        for ts in &config.toolsets {
+            let (kind, files) = match &ts.source {
+                ToolsetSource::OpenApi(f) => (Some(SourceKind::OpenApi), vec![f.clone()]),
+                ToolsetSource::Protocol(f) => (None, vec![f.clone()]),
+                ToolsetSource::ToolBench(fs) => (Some(SourceKind::ToolBench), fs.clone()),
+                ToolsetSource::Mcp(_) => {
+                    // MCP tools are listed by the running server; the runtime fills this toolset.
+                    toolsets.push(Toolset {
+                        name: ts.name.clone(),
+                        kind: SourceKind::Mcp,
+                        files: vec![],
+                        description: String::new(),
+                        base_url: None,
+                        auth: None,
+                        tools: vec![],
+                    });
+                    continue;
+                }
+            };
+            let start = toolsets.len();
+            for rel in files {
+                let file = config.root.join(&rel);
+                let Some((doc, text)) = read_doc(&file, &mut texts, &mut diagnostics, Some((&config_file, ts.range)))
+                else {
+                    continue;
+                };
+                let detected = detect(&doc);
+                let kind = match (kind, detected) {
+                    (Some(k), _) => k,
+                    (None, Some(k)) => k,
+                    (None, None) => {
+                        diagnostics.push(Diagnostic::error(
+                            &file,
+                            ByteRange::new(0, 0),
+                            "unknown-protocol",
+                            "not a recognised protocol: expected an OpenAPI 3 document, a chainsmith toolset or ToolBench api_list records",
+                        ));
+                        continue;
+                    }
+                };
+                let loaded = load_doc(kind, &doc, &text, &file, &ts.name);
+                merge_into(&mut toolsets, ts.name.clone(), kind, file, loaded, &mut diagnostics);
+            }
+            if let Some(toolset) = toolsets.get_mut(start) {
+                if let Some(url) = &ts.base_url {
+                    toolset.base_url = Some(url.trim_end_matches('/').to_string());
+                }
+                if let Some(auth) = &ts.auth {
+                    toolset.auth = Some(auth_from_config(auth));
+                }
+            } else {
+                // Keep the module importable even when every file failed: the file diagnostics say why.
+                toolsets.push(Toolset {
+                    name: ts.name.clone(),
+                    kind: kind.unwrap_or(SourceKind::Native),
+                    files: vec![],
+                    description: String::new(),
+                    base_url: ts.base_url.clone(),
+                    auth: ts.auth.as_ref().map(auth_from_config),
+                    tools: vec![],
+                });
+            }
+        }
+    }
+    let mut catalog = Catalog::new(toolsets, diagnostics);
+    catalog.texts = texts;
+    catalog
+}
+
+fn auth_from_config(auth: &AuthConfig) -> Auth {
+    Auth {
+        query: auth.query.clone(),
+        header: auth.header.clone(),
+        prefix: auth.prefix.clone(),
+        value_env: auth.value_env.clone(),
+    }
+}
+
+fn load_doc(kind: SourceKind, doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
+    match kind {
+        SourceKind::OpenApi => openapi::load(doc, text, file, toolset),
+        SourceKind::Native => native::load(doc, text, file, toolset),
+        SourceKind::ToolBench | SourceKind::Mcp => toolbench::load(doc, text, file, toolset),
+    }
+}
+
+/// Adds a file's tools to the toolset of that name; several files of one toolset are a union
+/// (ToolBench's `toolbench = [..]`), the first declaration of a name winning.
+fn merge_into(
+    toolsets: &mut Vec<Toolset>,
+    name: String,
+    kind: SourceKind,
+    file: PathBuf,
+    mut loaded: Loaded,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    diagnostics.append(&mut loaded.diagnostics);
+    let Some(existing) = toolsets.iter_mut().find(|t| t.name == name) else {
+        toolsets.push(Toolset {
+            name,
+            kind,
+            files: vec![file],
+            description: loaded.description,
+            base_url: loaded.base_url,
+            auth: loaded.auth,
+            tools: loaded.tools,
+        });
+        return;
+    };
+    existing.files.push(file);
+    let known: std::collections::HashSet<String> = existing.tools.iter().map(|t| t.name.clone()).collect();
+    existing.tools.extend(loaded.tools.into_iter().filter(|t| !known.contains(&t.name)));
+    if existing.base_url.is_none() {
+        existing.base_url = loaded.base_url;
+    }
+}
+
+/// Reads and parses a protocol file, keeping its text; failures become diagnostics on the file
+/// (or, for a file that cannot be read, on the config entry naming it).
+fn read_doc(
+    file: &Path,
+    texts: &mut Texts,
+    diagnostics: &mut Vec<Diagnostic>,
+    named_in: Option<(&Path, ByteRange)>,
+) -> Option<(Node, Arc<str>)> {
+    let text: Arc<str> = match std::fs::read_to_string(file) {
+        Ok(t) => t.into(),
+        Err(e) => {
+            let (at, range) =
+                named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+            diagnostics.push(Diagnostic::error(
+                at,
+                range,
+                "unreadable-protocol",
+                format!("cannot read protocol file {}: {e}", file.display()),
+            ));
+            return None;
+        }
+    };
+    texts.insert(file.to_path_buf(), text.clone());
+    match doc::parse(&text, Syntax::of_path(file)) {
+        Ok(doc) => Some((doc, text)),
+        Err(failure) => {
+            diagnostics.push(Diagnostic::error(file, failure.range, "invalid-protocol", failure.message));
+            None
+        }
+    }
+}
+
+/// Protocol files under `dir`, sorted, skipping the native format's schema folder.
+fn discover(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "schema" && e.depth() == 1))
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("json" | "yaml" | "yml")))
+        .collect();
+    files.sort();
+    files
+}

@@ -1,0 +1,227 @@
+//! Analysis tests over a small OpenAPI toolset written inline: each asserts what a user would see
+//! (a diagnostic's code, its exact range, its message) for both dialects.
+
+use std::path::Path;
+
+use crate::config::{Config, DiagnosticsConfig};
+use crate::diagnostic::Diagnostic;
+use crate::toolset::Catalog;
+
+const SPEC: &str = r##"
+openapi: 3.0.0
+info: {title: Films, version: "1"}
+servers: [{url: "https://films.example/3"}]
+components:
+  securitySchemes:
+    key: {type: apiKey, in: query, name: api_key}
+  schemas:
+    Person:
+      type: object
+      properties:
+        id: {type: integer}
+        name: {type: string}
+        known_for:
+          type: array
+          items: {type: object, properties: {title: {type: string}}}
+paths:
+  /search/person:
+    get:
+      parameters:
+        - {name: query, in: query, required: true, schema: {type: string}}
+        - {name: page, in: query, schema: {type: integer}}
+        - {name: sort, in: query, schema: {type: string, enum: [asc, desc]}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  page: {type: integer}
+                  results: {type: array, items: {$ref: "#/components/schemas/Person"}}
+  /person/{person_id}:
+    parameters:
+      - {name: person_id, in: path, required: true, schema: {type: integer}}
+    get:
+      responses:
+        "200":
+          description: ok
+          content: {application/json: {schema: {$ref: "#/components/schemas/Person"}}}
+  /person/{person_id}/movie_credits:
+    parameters:
+      - {name: person_id, in: path, required: true, schema: {type: integer}}
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  crew:
+                    type: array
+                    items: {type: object, properties: {job: {type: string}, title: {type: string}}}
+  /person/popular:
+    get:
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object, properties: {results: {type: array}}}}}}
+"##;
+
+fn catalog() -> (tempfile::TempDir, Config, Catalog) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("protocols")).unwrap();
+    std::fs::write(dir.path().join("protocols/films.yaml"), SPEC).unwrap();
+    let config = Config::load(dir.path(), None);
+    let catalog = crate::toolset::workspace::load(&config);
+    assert!(catalog.diagnostics.is_empty(), "{:?}", catalog.diagnostics);
+    (dir, config, catalog)
+}
+
+fn check(program: &str) -> Vec<Diagnostic> {
+    let (_dir, _config, catalog) = catalog();
+    let tree = super::parse::parse(program);
+    super::analyze(Path::new("p.py"), program, &tree, &catalog, &DiagnosticsConfig::default()).diagnostics
+}
+
+/// (code, the text the range covers) for each diagnostic.
+fn spans(program: &str) -> Vec<(&'static str, String)> {
+    check(program).into_iter().map(|d| (d.code, program[d.range.start..d.range.end].to_string())).collect()
+}
+
+#[test]
+fn a_correct_module_program_has_no_diagnostics() {
+    let program = r#"
+from chainsmith.tools import films
+found = films.search_person(query="Sofia Coppola", page=1, sort="asc")
+pid = found["results"][0]["id"]
+credits = films.person_movie_credits(person_id=pid)
+jobs = [c["job"] for c in credits["crew"] if c.get("title")]
+for person in found["results"]:
+    if person["known_for"]:
+        print(person["known_for"][0]["title"], person.get("name"))
+def again(q):
+    with open("x") as f:
+        try:
+            return films.person(person_id=found["results"][-1]["id"])["name"]
+        except KeyError:
+            return None
+print(len(jobs))
+"#;
+    assert_eq!(check(program), vec![]);
+}
+
+#[test]
+fn module_dialect_mistakes_are_located() {
+    let program = r#"
+from chainsmith.tools import films, flims
+found = films.search_persn(query="x")
+a = films.search_person(querry="x", page="two", sort="up")
+b = films.search_person(query="x")
+c = b["result"]
+d = b[0]
+e = b["results"]["id"]
+f = films.person_movie_credits(person_id=b["results"][0]["name"])
+g = films.person(person_id=b["results"][0]["id"])["known_for"][0]["titel"]
+"#;
+    assert_eq!(
+        spans(program),
+        vec![
+            ("unknown-toolset", "flims".into()),
+            ("unknown-tool", "search_persn".into()),
+            ("missing-argument", "search_person".into()),
+            ("unknown-argument", "querry".into()),
+            ("wrong-type", "\"two\"".into()),
+            ("not-in-enum", "\"up\"".into()),
+            ("unknown-key", "\"result\"".into()),
+            ("bad-index", "0".into()),
+            ("bad-index", "\"id\"".into()),
+            ("argument-type-mismatch", "b[\"results\"][0][\"name\"]".into()),
+            ("unknown-key", "\"titel\"".into()),
+        ]
+    );
+    let diags = check(program);
+    assert!(diags[0].message.contains("did you mean `films`"), "{}", diags[0].message);
+    assert!(diags[1].message.contains("did you mean `search_person`"));
+    assert_eq!(diags[1].suggestions[0].replacement, "search_person");
+    assert!(diags[3].message.contains("did you mean `query`"));
+    assert_eq!(diags[2].suggestions[0].replacement, ", query=...");
+}
+
+#[test]
+fn http_dialect_matches_urls_and_checks_them() {
+    let program = r#"
+import requests
+BASE = "https://films.example/3"
+KEY = "k"
+s = requests.Session()
+found = s.get(f"{BASE}/search/person", params={"api_key": KEY, "query": "Sofia"}).json()
+pid = found["results"][0]["id"]
+credits = requests.get(BASE + "/person/" + str(pid) + "/movie_credits", params={"api_key": KEY}).json()
+print([c["job"] for c in credits["crew"]])
+popular = requests.get("https://films.example/3/person/popular?api_key=k").json()
+print(popular["results"])
+url = f"{BASE}/person/{pid}"
+person = requests.get(url).json()
+print(person["name"])
+"#;
+    assert_eq!(check(program), vec![]);
+    let bad = r#"
+import requests as rq
+BASE = "https://films.example/3"
+a = rq.get(BASE + "/search/persons", params={"query": "x"})
+b = rq.get(f"{BASE}/search/person", params={"querry": "x"}).json()
+c = rq.get(f"{BASE}/person/abc").json()
+d = rq.post(f"{BASE}/person/popular")
+e = rq.get(f"{BASE}/search/person?query=x").json()["results"][0]["nam"]
+f = rq.get("https://elsewhere.example/x").json()["anything"]
+"#;
+    assert_eq!(
+        spans(bad),
+        vec![
+            ("unknown-endpoint", "/search/persons".into()),
+            ("missing-argument", "f\"{BASE}/search/person\"".into()),
+            ("unknown-argument", "\"querry\"".into()),
+            ("wrong-type", "abc".into()),
+            ("unknown-endpoint", "/person/popular".into()),
+            ("unknown-key", "\"nam\"".into()),
+        ]
+    );
+    let diags = check(bad);
+    assert!(diags[0].message.contains("did you mean /search/person"), "{}", diags[0].message);
+    assert!(diags[4].message.contains("that path has GET"), "{}", diags[4].message);
+}
+
+#[test]
+fn suppressions_and_configured_severities() {
+    let (_dir, _config, catalog) = catalog();
+    let program = "from chainsmith.tools import films\nb = films.search_person(query=\"x\")\nc = b[\"nope\"]  # chainsmith: ignore[unknown-key]\nd = b[\"nope2\"]\n";
+    let tree = super::parse::parse(program);
+    let mut config = DiagnosticsConfig::default();
+    let diags = super::analyze(Path::new("p.py"), program, &tree, &catalog, &config).diagnostics;
+    assert_eq!(diags.len(), 1);
+    assert_eq!(diags[0].severity, crate::diagnostic::Severity::Warning);
+    config.severity.insert("unknown-key".into(), Some(crate::diagnostic::Severity::Error));
+    let diags = super::analyze(Path::new("p.py"), program, &tree, &catalog, &config).diagnostics;
+    assert_eq!(diags[0].severity, crate::diagnostic::Severity::Error);
+    config.severity.insert("unknown-key".into(), None);
+    assert!(super::analyze(Path::new("p.py"), program, &tree, &catalog, &config).diagnostics.is_empty());
+}
+
+#[test]
+fn calls_record_arguments_targets_and_lines() {
+    let (_dir, _config, catalog) = catalog();
+    let program = "import chainsmith.tools.films as f\nx = f.search_person(query=\"a\")\ny = f.person_movie_credits(person_id=x[\"results\"][0][\"id\"])\n";
+    let tree = super::parse::parse(program);
+    let analysis = super::analyze(Path::new("p.py"), program, &tree, &catalog, &DiagnosticsConfig::default());
+    assert!(analysis.diagnostics.is_empty(), "{:?}", analysis.diagnostics);
+    let names: Vec<(&str, Option<&str>, usize)> =
+        analysis.calls.iter().map(|c| (c.name.as_str(), c.target.as_deref(), c.line)).collect();
+    assert_eq!(names, vec![("search_person", Some("x"), 1), ("person_movie_credits", Some("y"), 2)]);
+    assert_eq!(analysis.calls[1].args[0].name, "person_id");
+    let at = program.find("\"id\"").unwrap() + 1;
+    let access = analysis.access_at(at).unwrap();
+    assert_eq!(access.key, super::Key::Str("id".into()));
+    assert_eq!(crate::toolset::schema::types(access.result.unwrap()), vec!["integer"]);
+}

@@ -1,0 +1,182 @@
+//! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use crate::analysis::{self, parse};
+use crate::config::{self, Config};
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::{Encoding, LineIndex};
+use crate::toolset::{Catalog, Tool, workspace};
+
+/// The workspace for a command: `--root`, else found from the first path, else the current folder.
+pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
+    match root {
+        Some(r) => r.to_path_buf(),
+        None => config::discover_root(paths.first().map(PathBuf::as_path).unwrap_or(Path::new("."))),
+    }
+}
+
+pub fn load_workspace(root: &Path) -> Result<(Config, Catalog)> {
+    if !root.is_dir() {
+        bail!("workspace root {} is not a folder", root.display());
+    }
+    let config = Config::load(root, None);
+    let catalog = workspace::load(&config);
+    Ok((config, catalog))
+}
+
+/// `chainsmith check`: exit 1 if any error (in programs or protocol files), else 0.
+pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Result<u8> {
+    let root = workspace_root(root, paths);
+    let (config, catalog) = load_workspace(&root)?;
+    let targets = if paths.is_empty() { vec![root.clone()] } else { paths.to_vec() };
+    let mut files = Vec::new();
+    for target in &targets {
+        if target.is_dir() {
+            files.extend(python_files(target));
+        } else if target.is_file() {
+            files.push(target.clone());
+        } else {
+            bail!("{}: no such file or folder", target.display());
+        }
+    }
+    let mut reports: Vec<(Diagnostic, std::sync::Arc<str>)> = Vec::new();
+    for d in &catalog.diagnostics {
+        let text =
+            catalog.texts.get(&d.file).cloned().or_else(|| std::fs::read_to_string(&d.file).ok().map(Into::into));
+        reports.push((d.clone(), text.unwrap_or_else(|| "".into())));
+    }
+    let mut parser = parse::parser();
+    for file in &files {
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let Some(tree) = parser.parse(&text, None) else { continue };
+        let result = analysis::analyze(file, &text, &tree, &catalog, &config.diagnostics);
+        let shared: std::sync::Arc<str> = text.into();
+        for d in result.diagnostics {
+            reports.push((d, shared.clone()));
+        }
+    }
+    let has_error = reports.iter().any(|(d, _)| d.severity == Severity::Error);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if json_format {
+        let items: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|(d, text)| {
+                let index = LineIndex::new(text);
+                let start = index.position(text, d.range.start, Encoding::Utf16);
+                let end = index.position(text, d.range.end, Encoding::Utf16);
+                json!({
+                    "file": d.file.display().to_string(),
+                    "range": {
+                        "start": {"line": start.line, "character": start.character},
+                        "end": {"line": end.line, "character": end.character},
+                    },
+                    "severity": d.severity.as_str(),
+                    "code": d.code,
+                    "message": d.message,
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
+    } else {
+        for (d, text) in &reports {
+            let (line, col) = LineIndex::new(text).line_col_1based(text, d.range.start);
+            writeln!(out, "{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message)?;
+        }
+        let errors = reports.iter().filter(|(d, _)| d.severity == Severity::Error).count();
+        let warnings = reports.iter().filter(|(d, _)| d.severity == Severity::Warning).count();
+        eprintln!(
+            "checked {} program{} against {} tools: {errors} error{}, {warnings} warning{}",
+            files.len(),
+            if files.len() == 1 { "" } else { "s" },
+            catalog.tool_count(),
+            if errors == 1 { "" } else { "s" },
+            if warnings == 1 { "" } else { "s" },
+        );
+    }
+    Ok(if has_error { 1 } else { 0 })
+}
+
+/// Python files under a folder, sorted, skipping hidden folders and virtual environments.
+fn python_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            e.depth() == 0
+                || !(name.starts_with('.') || name == "__pycache__" || name == "venv" || name == "node_modules")
+        })
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "py"))
+        .map(|e| e.into_path())
+        .collect();
+    files.sort();
+    files
+}
+
+pub fn tool_json(tool: &Tool) -> serde_json::Value {
+    let mut source = json!({
+        "kind": tool.source.kind.as_str(),
+        "file": tool.source.file.display().to_string(),
+    });
+    let fields = [
+        ("method", &tool.source.method),
+        ("path", &tool.source.path),
+        ("tool", &tool.source.tool),
+        ("api", &tool.source.api),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            source[key] = json!(v);
+        }
+    }
+    json!({
+        "toolset": tool.toolset,
+        "name": tool.name,
+        "id": tool.id(),
+        "category": tool.category,
+        "description": tool.description,
+        "source": source,
+        "required": tool.required().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        "optional": tool.optional().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+        "response_known": tool.response.is_some(),
+    })
+}
+
+/// `chainsmith tools`: every tool of the workspace; protocol problems go to stderr.
+pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
+    let root = workspace_root(root, &[]);
+    let (_, catalog) = load_workspace(&root)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if json_format {
+        let items: Vec<serde_json::Value> = catalog.tools().map(tool_json).collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
+    } else {
+        for toolset in &catalog.toolsets {
+            let base = toolset.base_url.as_deref().map(|b| format!(" ({b})")).unwrap_or_default();
+            writeln!(out, "{} — {} tools{base}", toolset.name, toolset.tools.len())?;
+            for tool in &toolset.tools {
+                let params: Vec<String> = tool
+                    .params
+                    .iter()
+                    .map(|p| if p.required { p.name.clone() } else { format!("{}?", p.name) })
+                    .collect();
+                let endpoint = tool.endpoint().map(|e| format!("  [{e}]")).unwrap_or_default();
+                let response = if tool.response.is_some() { "" } else { "  (response unknown)" };
+                writeln!(out, "  {}.{}({}){endpoint}{response}", toolset.name, tool.name, params.join(", "))?;
+            }
+        }
+    }
+    for d in &catalog.diagnostics {
+        let text = catalog.texts.get(&d.file).cloned().unwrap_or_else(|| "".into());
+        let (line, col) = LineIndex::new(&text).line_col_1based(&text, d.range.start);
+        eprintln!("{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message);
+    }
+    Ok(if catalog.diagnostics.iter().any(|d| d.severity == Severity::Error) { 1 } else { 0 })
+}
