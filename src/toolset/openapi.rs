@@ -1,10 +1,1282 @@
-//! Loader (in progress).
+//! The OpenAPI 3.0 / 3.1 loader: turns every operation under `paths` into a [`Tool`].
+//!
+//! It reads the position-keeping [`Node`] tree, so every tool knows the byte range of its operation
+//! (go-to-definition) and every problem is a [`Diagnostic`] on its own text. Local `$ref`s
+//! (`#/components/...`) are inlined into plain JSON Schemas, recursion cut with a note; path-item
+//! parameters are merged with the operation's; JSON request bodies become keyword parameters; the
+//! first successful JSON response gives the response schema and its examples. `servers` gives the
+//! base URL and `securitySchemes` the authentication.
+//!
+//! Loading is tolerant: a broken operation (an unresolvable `$ref`, a malformed operation) becomes
+//! a diagnostic and is left out; every other operation still loads.
 
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use super::Loaded;
-use super::doc::Node;
+use serde_json::{Map, Value, json};
 
-pub fn load(_doc: &Node, _text: &str, _file: &Path, _toolset: &str) -> Loaded {
-    Loaded::default()
+use super::doc::{ByteRange, Node, NodeKind};
+use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, names};
+use crate::diagnostic::Diagnostic;
+
+/// The operation keys of a path item, in the order OpenAPI lists them.
+const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+
+/// Output nesting beyond which a schema is no longer expanded (guards the stack, not correctness).
+const MAX_DEPTH: usize = 64;
+
+/// How many JSON nodes one schema may expand to before further `$ref`s are left unexpanded: inlining
+/// a DAG of components can grow exponentially, and loading must stay fast.
+const SCHEMA_BUDGET: usize = 200_000;
+
+/// Schema keywords whose values are data, not schemas: their `$ref`-looking members are left alone.
+const LITERAL_KEYWORDS: [&str; 5] = ["example", "examples", "default", "enum", "const"];
+
+/// Schema keywords whose values map arbitrary names to schemas.
+const SCHEMA_MAPS: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+
+/// Header parameters OpenAPI says to ignore: the transport sets them.
+const IGNORED_HEADERS: [&str; 3] = ["accept", "content-type", "authorization"];
+
+/// Loads the tools of one OpenAPI document. `doc` is `text` already parsed; `file` is the path that
+/// diagnostics and [`Source::file`] carry; `toolset` is the module name each tool belongs to.
+pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
+    let mut loaded = Loaded::default();
+    if !supported_version(doc, file, &mut loaded.diagnostics) {
+        return loaded;
+    }
+    if let Some(info) = doc.get("info") {
+        loaded.description = join_text(info.str_of("title"), info.str_of("description"));
+    }
+    loaded.base_url = base_url(doc);
+
+    let mut loader = Loader { resolver: Resolver::new(doc), file, toolset, diagnostics: Vec::new(), auth: None };
+    loader.auth = loader.auth(doc);
+    let operations = loader.operations(doc);
+    let names = operation_names(&operations);
+
+    // Names are taken in document order by every operation that exists, whether or not it then
+    // loads, so a broken operation never renames its neighbours.
+    let mut taken: HashMap<&str, &Operation> = HashMap::new();
+    let mut tools = Vec::new();
+    for (op, name) in operations.iter().zip(&names) {
+        if let Some(first) = taken.get(name.as_str()) {
+            loader.diagnostics.push(Diagnostic::error(
+                file,
+                op.key_range,
+                "name-collision",
+                format!(
+                    "operation {} would be named `{name}`, which {} already uses; this operation is skipped",
+                    op.label(),
+                    first.label()
+                ),
+            ));
+            continue;
+        }
+        taken.insert(name, op);
+        if let Some(tool) = loader.tool(op, name.clone()) {
+            tools.push(tool);
+        }
+    }
+
+    loaded.auth = loader.auth.take();
+    loaded.tools = tools;
+    loaded.diagnostics.append(&mut loader.diagnostics);
+    loaded
+}
+
+/// Only OpenAPI 3.x is read; anything else gets one diagnostic on its version field.
+fn supported_version(doc: &Node, file: &Path, diagnostics: &mut Vec<Diagnostic>) -> bool {
+    if !doc.is_object() {
+        diagnostics.push(Diagnostic::error(
+            file,
+            doc.range,
+            "unsupported-openapi",
+            "an OpenAPI document must be an object with an `openapi` version",
+        ));
+        return false;
+    }
+    if let Some(node) = doc.get("openapi") {
+        let version = scalar_text(node);
+        if version == "3" || version.starts_with("3.") {
+            return true;
+        }
+        let at = doc.key_range("openapi").unwrap_or(node.range);
+        diagnostics.push(Diagnostic::error(
+            file,
+            at,
+            "unsupported-openapi",
+            format!("OpenAPI version `{version}` is not supported; chainsmith reads OpenAPI 3.0 and 3.1"),
+        ));
+        return false;
+    }
+    if let Some(node) = doc.get("swagger") {
+        let at = doc.key_range("swagger").unwrap_or(node.range);
+        diagnostics.push(Diagnostic::error(
+            file,
+            at,
+            "unsupported-openapi",
+            format!(
+                "Swagger `{}` (OpenAPI 2) is not supported, so no tools are loaded from this file; \
+                 convert it to OpenAPI 3 (for example with swagger2openapi)",
+                scalar_text(node)
+            ),
+        ));
+        return false;
+    }
+    diagnostics.push(Diagnostic::error(
+        file,
+        ByteRange::new(doc.range.start, doc.range.start),
+        "unsupported-openapi",
+        "the document has no `openapi` version; chainsmith reads OpenAPI 3.0 and 3.1",
+    ));
+    false
+}
+
+/// A string or number as text (`openapi: 3.0` is a number in YAML).
+fn scalar_text(node: &Node) -> String {
+    match &node.kind {
+        NodeKind::String(s) => s.clone(),
+        NodeKind::Number(n) => n.to_string(),
+        NodeKind::Bool(b) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// A heading and a body joined into one text: `Search People. Search for people.`
+fn join_text(head: &str, body: &str) -> String {
+    let (head, body) = (head.trim(), body.trim());
+    if head.is_empty() {
+        return body.to_string();
+    }
+    if body.is_empty() || body.eq_ignore_ascii_case(head) {
+        return head.to_string();
+    }
+    if body.to_lowercase().starts_with(&head.to_lowercase()) {
+        return body.to_string();
+    }
+    let separator = if head.ends_with(['.', '!', '?', ':']) { " " } else { ". " };
+    format!("{head}{separator}{body}")
+}
+
+/// The first server's URL, `{variables}` replaced by their defaults, without a trailing `/`.
+fn base_url(doc: &Node) -> Option<String> {
+    let server = doc.get("servers")?.items().first()?;
+    let template = server.get("url")?.as_str()?;
+    let variables = server.get("variables");
+    let mut url = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else { break };
+        url.push_str(&rest[..open]);
+        let name = &rest[open + 1..close];
+        match variables.and_then(|v| v.get(name)).and_then(|v| v.get("default")).map(scalar_text) {
+            Some(value) if !value.is_empty() => url.push_str(&value),
+            _ => url.push_str(&rest[open..=close]),
+        }
+        rest = &rest[close + 1..];
+    }
+    url.push_str(rest);
+    let url = url.trim().trim_end_matches('/');
+    (!url.is_empty()).then(|| url.to_string())
+}
+
+/// Why a `$ref` could not be followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RefProblem {
+    /// A local pointer that leads nowhere.
+    Missing,
+    /// A reference to another document, which the loader does not fetch.
+    External,
+    /// `$ref`s that only lead to each other.
+    Cycle,
+}
+
+#[derive(Debug, Clone)]
+struct RefError<'a> {
+    /// The byte range of the `$ref`'s value.
+    range: ByteRange,
+    reference: &'a str,
+    problem: RefProblem,
+}
+
+impl RefError<'_> {
+    /// `consequence` says what the failure disables (`operation GET /x is disabled`).
+    fn diagnostic(&self, file: &Path, consequence: &str) -> Diagnostic {
+        let reference = self.reference;
+        let message = match self.problem {
+            RefProblem::Missing => format!("`$ref` `{reference}` does not resolve; {consequence}"),
+            RefProblem::External => format!(
+                "`$ref` `{reference}` points outside this document, which chainsmith does not follow; {consequence}"
+            ),
+            RefProblem::Cycle => format!("`$ref` `{reference}` only leads to other `$ref`s in a cycle; {consequence}"),
+        };
+        Diagnostic::error(file, self.range, "unresolved-ref", message)
+    }
+}
+
+/// Follows `$ref`s inside one document and inlines them into plain JSON Schemas.
+struct Resolver<'a> {
+    root: &'a Node,
+    /// The references being expanded right now (a reference met again is recursion).
+    stack: Vec<&'a str>,
+    /// Expansions that did not depend on where they were made (no recursion or budget cut inside),
+    /// with their size in nodes.
+    cache: HashMap<&'a str, (Value, usize)>,
+    /// How many expansions were cut so far; an expansion that saw a cut is not cached.
+    cuts: usize,
+    /// Nodes the current schema may still expand to.
+    budget: usize,
+}
+
+impl<'a> Resolver<'a> {
+    fn new(root: &'a Node) -> Self {
+        Resolver { root, stack: Vec::new(), cache: HashMap::new(), cuts: 0, budget: SCHEMA_BUDGET }
+    }
+
+    fn target(&self, reference: &str) -> Result<&'a Node, RefProblem> {
+        let fragment = reference.strip_prefix('#').ok_or(RefProblem::External)?;
+        let pointer = percent_decode(fragment);
+        self.root.pointer(&pointer).ok_or(RefProblem::Missing)
+    }
+
+    /// The object a node stands for: itself, or where its `$ref` (chain) leads.
+    fn deref(&self, node: &'a Node) -> Result<&'a Node, RefError<'a>> {
+        let mut node = node;
+        let mut last: Option<(&'a str, ByteRange)> = None;
+        for _ in 0..32 {
+            let Some(r) = node.get("$ref") else { return Ok(node) };
+            let Some(reference) = r.as_str() else { return Ok(node) };
+            last = Some((reference, r.range));
+            node = self.target(reference).map_err(|problem| RefError { range: r.range, reference, problem })?;
+        }
+        let (reference, range) = last.unwrap_or(("", node.range));
+        Err(RefError { range, reference, problem: RefProblem::Cycle })
+    }
+
+    /// A schema node as a self-contained JSON Schema, every local `$ref` inlined.
+    fn schema(&mut self, node: &'a Node) -> Result<Value, RefError<'a>> {
+        self.budget = SCHEMA_BUDGET;
+        self.stack.clear();
+        self.value(node, 0, false)
+    }
+
+    /// `names`: the node maps arbitrary names to schemas (`properties`), so its keys are not keywords.
+    fn value(&mut self, node: &'a Node, depth: usize, names: bool) -> Result<Value, RefError<'a>> {
+        self.budget = self.budget.saturating_sub(1);
+        match &node.kind {
+            NodeKind::Object(members) => {
+                if !names
+                    && let Some(r) = node.get("$ref")
+                    && let Some(reference) = r.as_str()
+                {
+                    return self.expand(node, r, reference, depth);
+                }
+                if depth >= MAX_DEPTH {
+                    self.cuts += 1;
+                    return Ok(json!({"description": "(nested too deeply; not expanded)"}));
+                }
+                let mut map = Map::with_capacity(members.len());
+                for (key, _, member) in members {
+                    let value = self.member(key, member, depth, names)?;
+                    map.insert(key.clone(), value);
+                }
+                Ok(Value::Object(map))
+            }
+            NodeKind::Array(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.value(item, depth + 1, false)?);
+                }
+                Ok(Value::Array(out))
+            }
+            _ => Ok(node.to_json()),
+        }
+    }
+
+    /// One member of a schema object: data keywords are copied, everything else is a schema.
+    fn member(&mut self, key: &str, member: &'a Node, depth: usize, names: bool) -> Result<Value, RefError<'a>> {
+        if names {
+            self.value(member, depth + 1, false)
+        } else if LITERAL_KEYWORDS.contains(&key) || key.starts_with("x-") {
+            Ok(member.to_json())
+        } else {
+            self.value(member, depth + 1, SCHEMA_MAPS.contains(&key))
+        }
+    }
+
+    fn expand(&mut self, node: &'a Node, r: &'a Node, reference: &'a str, depth: usize) -> Result<Value, RefError<'a>> {
+        let mut value = if self.stack.contains(&reference) {
+            self.cuts += 1;
+            json!({"description": format!("recursive: `{reference}` again (not expanded further)")})
+        } else if depth >= MAX_DEPTH || self.budget == 0 {
+            self.cuts += 1;
+            json!({"description": format!("`{reference}` (not expanded: the schema is too large)")})
+        } else if let Some((cached, size)) = self.cache.get(reference) {
+            self.budget = self.budget.saturating_sub(*size);
+            cached.clone()
+        } else {
+            let target = self.target(reference).map_err(|problem| RefError { range: r.range, reference, problem })?;
+            let (cuts, budget) = (self.cuts, self.budget);
+            self.stack.push(reference);
+            let expanded = self.value(target, depth + 1, false);
+            self.stack.pop();
+            let expanded = expanded?;
+            if self.cuts == cuts {
+                self.cache.insert(reference, (expanded.clone(), budget.saturating_sub(self.budget)));
+            }
+            expanded
+        };
+        // Members next to a `$ref` (3.1 allows them; 3.0 documents use them for descriptions) refine
+        // the target.
+        if let Value::Object(map) = &mut value {
+            for (key, _, member) in node.members() {
+                if key != "$ref" {
+                    let member = self.member(key, member, depth, false)?;
+                    map.insert(key.clone(), member);
+                }
+            }
+        }
+        Ok(value)
+    }
+}
+
+/// `%7B` → `{` in a URI fragment (JSON pointer escapes `~0`/`~1` are left to [`Node::pointer`]).
+fn percent_decode(text: &str) -> String {
+    if !text.contains('%') {
+        return text.to_string();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(high), Some(low)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            let byte = (high * 16 + low) as u8;
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+/// One `paths` entry's operation, before it becomes a tool.
+struct Operation<'a> {
+    path: &'a str,
+    /// Lowercase, as OpenAPI spells the key.
+    method: &'static str,
+    key_range: ByteRange,
+    node: &'a Node,
+    /// The path item holding it (after its own `$ref`, if any).
+    item: &'a Node,
+}
+
+impl Operation<'_> {
+    /// `GET /person/{person_id}`.
+    fn label(&self) -> String {
+        format!("{} {}", self.method.to_ascii_uppercase(), self.path)
+    }
+}
+
+/// A `{parameter}` path segment.
+fn is_template(segment: &str) -> bool {
+    segment.starts_with('{') && segment.ends_with('}')
+}
+
+fn has_path_params(path: &str) -> bool {
+    path.split('/').any(is_template)
+}
+
+/// The design's naming rule: the name from the path; when several operations of the file share it,
+/// the ones with path parameters append them (`items_by_id`) while one without keeps the plain name.
+fn operation_names(operations: &[Operation]) -> Vec<String> {
+    let bases: Vec<String> = operations.iter().map(|op| names::openapi_tool(op.method, op.path)).collect();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for base in &bases {
+        *counts.entry(base.as_str()).or_default() += 1;
+    }
+    operations
+        .iter()
+        .zip(&bases)
+        .map(|(op, base)| {
+            if counts[base.as_str()] > 1 && has_path_params(op.path) {
+                names::openapi_disambiguated(base, op.path)
+            } else {
+                base.clone()
+            }
+        })
+        .collect()
+}
+
+/// The template variables of a path (`/a/{x}/b/{y}` → `x`, `y`).
+fn path_variables(path: &str) -> impl Iterator<Item = &str> {
+    path.split('{').skip(1).filter_map(|s| s.split_once('}').map(|(name, _)| name)).filter(|n| !n.is_empty())
+}
+
+/// The media type without parameters, lowercase (`application/json; charset=utf-8` → `application/json`).
+fn media_essence(media_type: &str) -> String {
+    media_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+}
+
+fn is_json_media(essence: &str) -> bool {
+    essence == "application/json" || essence.ends_with("/json") || essence.ends_with("+json")
+}
+
+fn is_form_media(essence: &str) -> bool {
+    essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data"
+}
+
+/// The JSON media type of a `content` map: `application/json` first, then any other JSON type.
+fn json_media(content: Option<&Node>) -> Option<&Node> {
+    let members = content?.members();
+    let essences: Vec<String> = members.iter().map(|(k, _, _)| media_essence(k)).collect();
+    let pick = essences
+        .iter()
+        .position(|e| e == "application/json")
+        .or_else(|| essences.iter().position(|e| is_json_media(e)))?;
+    Some(&members[pick].2)
+}
+
+/// A request body's media type: JSON, then forms, then whatever comes first. The flag says whether
+/// its members travel as named fields (JSON or a form).
+fn body_media(content: Option<&Node>) -> Option<(&Node, bool)> {
+    if let Some(json) = json_media(content) {
+        return Some((json, true));
+    }
+    let members = content?.members();
+    if let Some((_, _, form)) = members.iter().find(|(k, _, _)| is_form_media(&media_essence(k))) {
+        return Some((form, true));
+    }
+    members.first().map(|(_, _, node)| (node, false))
+}
+
+/// The top-level properties of an object schema (its own and its `allOf` parts'), with whether each
+/// is required, or `None` when the schema is not an object with declared properties.
+fn body_properties(schema: &Value) -> Option<Vec<(String, Value, bool)>> {
+    let mut parts = vec![schema];
+    let mut i = 0;
+    while i < parts.len() && parts.len() < 64 {
+        if let Some(Value::Array(all)) = parts[i].get("allOf") {
+            parts.extend(all.iter());
+        }
+        i += 1;
+    }
+    let declared_type = schema.get("type").and_then(Value::as_str);
+    if declared_type.is_some_and(|t| t != "object") {
+        return None;
+    }
+    let mut required: HashSet<&str> = HashSet::new();
+    let mut out: Vec<(String, Value, bool)> = Vec::new();
+    for part in &parts {
+        if let Some(Value::Array(names)) = part.get("required") {
+            required.extend(names.iter().filter_map(Value::as_str));
+        }
+    }
+    for part in &parts {
+        let Some(Value::Object(props)) = part.get("properties") else { continue };
+        for (name, prop) in props {
+            // Read-only members come back in responses; a request never sends them.
+            if prop.get("readOnly") == Some(&Value::Bool(true)) || out.iter().any(|(n, _, _)| n == name) {
+                continue;
+            }
+            out.push((name.clone(), prop.clone(), required.contains(name.as_str())));
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A schema's example: `example`, else the first of 3.1's `examples`.
+fn schema_example(schema: &Value) -> Option<Value> {
+    schema.get("example").cloned().or_else(|| schema.get("examples").and_then(Value::as_array)?.first().cloned())
+}
+
+/// Python names must be unique in a signature: a later parameter with a taken name gets its
+/// location appended (`id` in the path and in the body → `id`, `id_body`).
+fn dedupe_param_names(params: &mut [Param]) {
+    let mut used: HashSet<String> = HashSet::new();
+    for param in params.iter_mut() {
+        if used.contains(&param.name) {
+            let base = format!("{}_{}", param.name, param.location.as_str());
+            let mut candidate = base.clone();
+            let mut n = 2;
+            while used.contains(&candidate) {
+                candidate = format!("{base}{n}");
+                n += 1;
+            }
+            param.name = candidate;
+        }
+        used.insert(param.name.clone());
+    }
+}
+
+/// What an operation's `responses` say.
+struct Responses {
+    /// The success schema, `None` when unknown.
+    schema: Option<Value>,
+    /// Every declared status code, in document order.
+    statuses: Vec<String>,
+    examples: Vec<Example>,
+}
+
+/// What the loader carries from operation to operation.
+struct Loader<'a, 'f> {
+    resolver: Resolver<'a>,
+    file: &'f Path,
+    toolset: &'f str,
+    diagnostics: Vec<Diagnostic>,
+    auth: Option<Auth>,
+}
+
+impl<'a> Loader<'a, '_> {
+    /// The authentication of the first usable security scheme, those the document requires first.
+    /// apiKey (query/header) and http bearer are what the design names; OAuth 2 / OpenID Connect
+    /// tokens also travel as bearer tokens, so they are accepted after those.
+    fn auth(&mut self, doc: &'a Node) -> Option<Auth> {
+        let schemes = doc.pointer("/components/securitySchemes")?;
+        let mut order: Vec<&str> = Vec::new();
+        for requirement in doc.get("security").map(Node::items).unwrap_or_default() {
+            for (name, _, _) in requirement.members() {
+                if !order.contains(&name.as_str()) {
+                    order.push(name);
+                }
+            }
+        }
+        for (name, _, _) in schemes.members() {
+            if !order.contains(&name.as_str()) {
+                order.push(name);
+            }
+        }
+        let mut best: Option<(u8, Auth)> = None;
+        for name in order {
+            let Some(scheme) = schemes.get(name) else { continue };
+            let scheme = match self.resolver.deref(scheme) {
+                Ok(scheme) => scheme,
+                Err(err) => {
+                    let consequence = format!("security scheme `{name}` is ignored");
+                    self.diagnostics.push(err.diagnostic(self.file, &consequence));
+                    continue;
+                }
+            };
+            if let Some((rank, auth)) = scheme_auth(scheme)
+                && best.as_ref().is_none_or(|(r, _)| rank < *r)
+            {
+                best = Some((rank, auth));
+            }
+        }
+        best.map(|(_, auth)| auth)
+    }
+
+    /// Every operation under `paths`, in document order.
+    fn operations(&mut self, doc: &'a Node) -> Vec<Operation<'a>> {
+        let mut out = Vec::new();
+        let Some(paths) = doc.get("paths") else { return out };
+        if !paths.is_object() {
+            self.diagnostics.push(Diagnostic::error(
+                self.file,
+                paths.range,
+                "invalid-operation",
+                "`paths` must be an object mapping paths to their operations; no tools are loaded",
+            ));
+            return out;
+        }
+        for (path, _, item) in paths.members() {
+            if path.starts_with("x-") {
+                continue;
+            }
+            let item = match self.resolver.deref(item) {
+                Ok(item) => item,
+                Err(err) => {
+                    let consequence = format!("the operations of `{path}` are disabled");
+                    self.diagnostics.push(err.diagnostic(self.file, &consequence));
+                    continue;
+                }
+            };
+            if !item.is_object() {
+                self.diagnostics.push(Diagnostic::error(
+                    self.file,
+                    item.range,
+                    "invalid-operation",
+                    format!("the path item `{path}` must be an object of operations; it is skipped"),
+                ));
+                continue;
+            }
+            for (key, key_range, node) in item.members() {
+                let Some(method) = METHODS.iter().find(|m| key.eq_ignore_ascii_case(m)) else { continue };
+                out.push(Operation { path, method, key_range: *key_range, node, item });
+            }
+        }
+        out
+    }
+
+    /// The tool of one operation, or `None` (with a diagnostic) when the operation is disabled.
+    fn tool(&mut self, op: &Operation<'a>, name: String) -> Option<Tool> {
+        if !op.node.is_object() {
+            self.diagnostics.push(Diagnostic::error(
+                self.file,
+                op.node.range,
+                "invalid-operation",
+                format!("operation {} must be an object; it is skipped", op.label()),
+            ));
+            return None;
+        }
+        match self.build(op, name) {
+            Ok(tool) => Some(tool),
+            Err(err) => {
+                let consequence = format!("operation {} is disabled", op.label());
+                self.diagnostics.push(err.diagnostic(self.file, &consequence));
+                None
+            }
+        }
+    }
+
+    fn build(&mut self, op: &Operation<'a>, name: String) -> Result<Tool, RefError<'a>> {
+        let node = op.node;
+        let method = op.method.to_ascii_uppercase();
+        let mut params = self.parameters(op)?;
+        params.extend(self.request_body(op)?);
+        dedupe_param_names(&mut params);
+        let Responses { schema: response, statuses, examples } = self.responses(op)?;
+
+        let category = node
+            .get("tags")
+            .and_then(|tags| tags.items().first())
+            .and_then(Node::as_str)
+            .map(str::to_string)
+            .or_else(|| op.path.split('/').find(|s| !s.is_empty() && !is_template(s)).map(String::from))
+            .unwrap_or_else(|| "root".into());
+        let mut description = join_text(node.str_of("summary"), node.str_of("description"));
+        if description.is_empty() {
+            description = join_text(op.item.str_of("summary"), op.item.str_of("description"));
+        }
+        let operation_id = node.get("operationId").and_then(Node::as_str).map(str::to_string);
+
+        Ok(Tool {
+            name,
+            toolset: self.toolset.to_string(),
+            category,
+            description,
+            params,
+            response,
+            statuses,
+            examples,
+            provenance: Provenance::Declared,
+            transport: Transport::Http { method: method.clone(), path: op.path.to_string() },
+            source: Source {
+                kind: SourceKind::OpenApi,
+                file: self.file.to_path_buf(),
+                range: node.range,
+                name_range: op.key_range,
+                method: Some(method),
+                path: Some(op.path.to_string()),
+                tool: None,
+                api: None,
+                operation_id,
+            },
+        })
+    }
+
+    /// Path-item parameters, overridden by the operation's own (same name and location).
+    fn parameters(&mut self, op: &Operation<'a>) -> Result<Vec<Param>, RefError<'a>> {
+        let mut params: Vec<Param> = Vec::new();
+        for list in [op.item.get("parameters"), op.node.get("parameters")].into_iter().flatten() {
+            if !list.is_array() {
+                self.diagnostics.push(Diagnostic::error(
+                    self.file,
+                    list.range,
+                    "invalid-operation",
+                    format!("`parameters` of {} must be a list; it is ignored", op.label()),
+                ));
+                continue;
+            }
+            for item in list.items() {
+                let declared = self.resolver.deref(item)?;
+                let Some(param) = self.parameter(declared, op)? else { continue };
+                match params.iter_mut().find(|p| p.wire_name == param.wire_name && p.location == param.location) {
+                    Some(existing) => *existing = param,
+                    None => params.push(param),
+                }
+            }
+        }
+        // Every template variable must be filled: one the document forgot is assumed a required string.
+        for variable in path_variables(op.path) {
+            if !params.iter().any(|p| p.location == ParamLocation::Path && p.wire_name == variable) {
+                self.diagnostics.push(Diagnostic::warning(
+                    self.file,
+                    op.key_range,
+                    "undeclared-path-param",
+                    format!(
+                        "path parameter `{variable}` of {} is not declared; it is assumed to be a required string",
+                        op.label()
+                    ),
+                ));
+                params.push(Param {
+                    name: names::python_param(variable),
+                    wire_name: variable.to_string(),
+                    location: ParamLocation::Path,
+                    required: true,
+                    description: String::new(),
+                    schema: json!({"type": "string"}),
+                    default: None,
+                    example: None,
+                });
+            }
+        }
+        Ok(params)
+    }
+
+    /// One Parameter Object, or `None` when it is malformed (diagnosed) or ignored.
+    fn parameter(&mut self, declared: &'a Node, op: &Operation<'a>) -> Result<Option<Param>, RefError<'a>> {
+        let invalid = |this: &mut Self, range: ByteRange, what: String| {
+            this.diagnostics.push(Diagnostic::error(
+                this.file,
+                range,
+                "invalid-operation",
+                format!("{what} in {}; the parameter is ignored", op.label()),
+            ));
+        };
+        if !declared.is_object() {
+            invalid(self, declared.range, "a parameter must be an object".into());
+            return Ok(None);
+        }
+        let wire = declared.get("name").and_then(Node::as_str).filter(|n| !n.is_empty());
+        let location = declared.get("in").and_then(Node::as_str);
+        let (Some(wire), Some(location_text)) = (wire, location) else {
+            let missing = if wire.is_none() { "`name`" } else { "`in`" };
+            invalid(self, declared.range, format!("a parameter without {missing}"));
+            return Ok(None);
+        };
+        let location = match ParamLocation::parse(location_text) {
+            Some(l @ (ParamLocation::Path | ParamLocation::Query | ParamLocation::Header | ParamLocation::Cookie)) => l,
+            _ => {
+                let range = declared.get("in").map_or(declared.range, |n| n.range);
+                invalid(
+                    self,
+                    range,
+                    format!(
+                        "parameter `{wire}` has `in: {location_text}`, which is not an OpenAPI 3 location \
+                         (path, query, header, cookie; bodies are `requestBody`)"
+                    ),
+                );
+                return Ok(None);
+            }
+        };
+        if location == ParamLocation::Header && IGNORED_HEADERS.iter().any(|h| wire.eq_ignore_ascii_case(h)) {
+            return Ok(None);
+        }
+        // The credential is added by the runtime from the toolset's auth, never passed by a program.
+        if let Some(auth) = &self.auth {
+            let is_credential = match location {
+                ParamLocation::Query => auth.query.as_deref() == Some(wire),
+                ParamLocation::Header => auth.header.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(wire)),
+                _ => false,
+            };
+            if is_credential {
+                return Ok(None);
+            }
+        }
+
+        let schema = if let Some(schema) = declared.get("schema") {
+            self.resolver.schema(schema)?
+        } else if let Some(schema) = declared.get("content").and_then(|c| c.members().first()?.2.get("schema")) {
+            self.resolver.schema(schema)?
+        } else {
+            json!({})
+        };
+        let mut example = declared.get("example").map(Node::to_json);
+        if example.is_none()
+            && let Some((_, _, first)) = declared.get("examples").and_then(|e| e.members().first())
+        {
+            example = self.resolver.deref(first)?.get("value").map(Node::to_json);
+        }
+        let example = example.or_else(|| schema_example(&schema));
+        let description = match declared.str_of("description").trim() {
+            "" => schema.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+            text => text.to_string(),
+        };
+        Ok(Some(Param {
+            name: names::python_param(wire),
+            wire_name: wire.to_string(),
+            location,
+            required: location == ParamLocation::Path || declared.get("required").and_then(Node::as_bool) == Some(true),
+            description,
+            default: schema.get("default").cloned(),
+            example,
+            schema,
+        }))
+    }
+
+    /// The request body as parameters: one per top-level property of a JSON (or form) object, else
+    /// a single `body`.
+    ///
+    /// `requestBody.required` defaults to false in OpenAPI, yet most documents leave it out even
+    /// when the body is needed; so only an explicit `required: false` makes every member optional,
+    /// otherwise the schema's `required` list decides.
+    fn request_body(&mut self, op: &Operation<'a>) -> Result<Vec<Param>, RefError<'a>> {
+        let Some(body) = op.node.get("requestBody") else { return Ok(Vec::new()) };
+        let body = self.resolver.deref(body)?;
+        let body_required = body.get("required").and_then(Node::as_bool) != Some(false);
+        let description = body.str_of("description").trim().to_string();
+        let (schema, example, fielded) = match body_media(body.get("content")) {
+            Some((media, fielded)) => {
+                let schema = match media.get("schema") {
+                    Some(schema) => self.resolver.schema(schema)?,
+                    None => json!({}),
+                };
+                let mut example = media.get("example").map(Node::to_json);
+                if example.is_none()
+                    && let Some((_, _, first)) = media.get("examples").and_then(|e| e.members().first())
+                {
+                    example = self.resolver.deref(first)?.get("value").map(Node::to_json);
+                }
+                (schema, example, fielded)
+            }
+            None => (json!({}), None, false),
+        };
+        if fielded && let Some(properties) = body_properties(&schema) {
+            return Ok(properties
+                .into_iter()
+                .map(|(wire, prop, required)| Param {
+                    name: names::python_param(&wire),
+                    description: prop.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string(),
+                    default: prop.get("default").cloned(),
+                    example: schema_example(&prop).or_else(|| example.as_ref()?.get(&wire).cloned()),
+                    wire_name: wire,
+                    location: ParamLocation::Body,
+                    required: body_required && required,
+                    schema: prop,
+                })
+                .collect());
+        }
+        let description = if description.is_empty() {
+            schema.get("description").and_then(Value::as_str).unwrap_or("").trim().to_string()
+        } else {
+            description
+        };
+        Ok(vec![Param {
+            name: "body".into(),
+            wire_name: "body".into(),
+            location: ParamLocation::Body,
+            required: body_required,
+            description,
+            default: schema.get("default").cloned(),
+            example: example.or_else(|| schema_example(&schema)),
+            schema,
+        }])
+    }
+
+    /// The response schema (first 2xx with JSON content; `default` only without any 2xx), the
+    /// declared statuses and the examples of that response.
+    fn responses(&mut self, op: &Operation<'a>) -> Result<Responses, RefError<'a>> {
+        let mut statuses = Vec::new();
+        let Some(responses) = op.node.get("responses").filter(|r| r.is_object()) else {
+            // Still callable, so the tool stays loaded: only its response is unknown until probed.
+            let message = match op.node.get("responses") {
+                None => {
+                    format!("operation {} declares no `responses`; its response is unknown until probed", op.label())
+                }
+                Some(_) => format!(
+                    "`responses` of {} must be an object of status codes; its response is unknown until probed",
+                    op.label()
+                ),
+            };
+            self.diagnostics.push(Diagnostic::warning(self.file, op.key_range, "missing-responses", message));
+            return Ok(Responses { schema: None, statuses, examples: Vec::new() });
+        };
+        // (rank, status number) → response; 2xx by number, then 2XX, then default.
+        let mut candidates: Vec<((u8, u16), &'a Node)> = Vec::new();
+        for (status, _, response) in responses.members() {
+            if status.starts_with("x-") {
+                continue;
+            }
+            statuses.push(status.clone());
+            let response = self.resolver.deref(response)?;
+            let rank = match status.as_str() {
+                s if s.len() == 3 && s.starts_with('2') && s.bytes().all(|b| b.is_ascii_digit()) => {
+                    (0, s.parse().unwrap_or(299))
+                }
+                s if s.eq_ignore_ascii_case("2xx") => (1, 0),
+                "default" => (2, 0),
+                _ => continue,
+            };
+            candidates.push((rank, response));
+        }
+        candidates.sort_by_key(|(rank, _)| *rank);
+        if candidates.iter().any(|((rank, _), _)| *rank < 2) {
+            candidates.retain(|((rank, _), _)| *rank < 2);
+        }
+        for (_, response) in candidates {
+            let Some(media) = json_media(response.get("content")) else { continue };
+            let schema = match media.get("schema") {
+                Some(schema) => Some(self.resolver.schema(schema)?),
+                None => None,
+            };
+            let mut examples = Vec::new();
+            if let Some(example) = media.get("example") {
+                examples.push(Example { response: Some(example.to_json()), ..Default::default() });
+            }
+            for (_, _, example) in media.get("examples").map(Node::members).unwrap_or_default() {
+                if let Some(value) = self.resolver.deref(example)?.get("value") {
+                    examples.push(Example { response: Some(value.to_json()), ..Default::default() });
+                }
+            }
+            return Ok(Responses { schema, statuses, examples });
+        }
+        Ok(Responses { schema: None, statuses, examples: Vec::new() })
+    }
+}
+
+/// A security scheme as auth, with a rank (lower is preferred), when chainsmith can apply it.
+fn scheme_auth(scheme: &Node) -> Option<(u8, Auth)> {
+    let bearer = || Auth { header: Some("Authorization".into()), prefix: "Bearer ".into(), ..Default::default() };
+    match scheme.str_of("type") {
+        "apiKey" => {
+            let name = scheme.str_of("name");
+            if name.is_empty() {
+                return None;
+            }
+            match scheme.str_of("in") {
+                "query" => Some((0, Auth { query: Some(name.into()), ..Default::default() })),
+                "header" => Some((0, Auth { header: Some(name.into()), ..Default::default() })),
+                _ => None,
+            }
+        }
+        "http" if scheme.str_of("scheme").eq_ignore_ascii_case("bearer") => Some((0, bearer())),
+        "oauth2" | "openIdConnect" => Some((1, bearer())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostic::Severity;
+    use crate::toolset::doc::{Syntax, parse};
+
+    fn load_text(text: &str, syntax: Syntax) -> Loaded {
+        let doc = parse(text, syntax).expect("the test document parses");
+        load(&doc, text, Path::new("api.yaml"), "api")
+    }
+
+    fn tool<'l>(loaded: &'l Loaded, name: &str) -> &'l Tool {
+        loaded.tools.iter().find(|t| t.name == name).unwrap_or_else(|| {
+            panic!("no tool `{name}` in {:?}", loaded.tools.iter().map(|t| &t.name).collect::<Vec<_>>())
+        })
+    }
+
+    fn slice(text: &str, range: ByteRange) -> &str {
+        &text[range.start..range.end]
+    }
+
+    #[test]
+    fn tmdb_loads_every_operation() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/restbench/tmdb_oas.json");
+        let text = std::fs::read_to_string(path).expect("the TMDB spec is readable");
+        let doc = parse(&text, Syntax::Json).expect("the TMDB spec parses");
+        let started = std::time::Instant::now();
+        let loaded = load(&doc, &text, Path::new("tmdb_oas.json"), "tmdb");
+        let elapsed = started.elapsed();
+
+        let errors: Vec<_> = loaded.diagnostics.iter().filter(|d| d.severity == Severity::Error).collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+        assert_eq!(loaded.tools.len(), 54);
+        assert_eq!(loaded.tools.iter().filter(|t| t.response.is_some()).count(), 54);
+        assert!(loaded.tools.iter().all(|t| t.toolset == "tmdb" && t.source.file == Path::new("tmdb_oas.json")));
+        assert_eq!(loaded.base_url.as_deref(), Some("https://api.themoviedb.org/3"));
+        assert_eq!(loaded.auth, Some(Auth { query: Some("api_key".into()), ..Default::default() }));
+        assert!(!loaded.description.is_empty());
+
+        let search = tool(&loaded, "search_person");
+        let query = search.param("query").expect("search_person has `query`");
+        assert!(query.required);
+        assert_eq!(query.location, ParamLocation::Query);
+        assert_eq!(query.schema, json!({"type": "string"}));
+        assert_eq!(search.param("page").and_then(|p| p.default.clone()), Some(json!(1)));
+        let response = search.response.as_ref().unwrap();
+        assert_eq!(response.pointer("/properties/results/type"), Some(&json!("array")));
+        // `$ref`s are inlined: known_for items are movie/tv objects, not references.
+        let known_for = response.pointer("/properties/results/items/properties/known_for/items/oneOf/0").unwrap();
+        assert!(known_for.get("$ref").is_none() && known_for.get("properties").is_some(), "{known_for}");
+        assert_eq!(search.statuses, ["200", "401", "404"]);
+        assert!(!search.examples.is_empty());
+        assert_eq!(search.transport, Transport::Http { method: "GET".into(), path: "/search/person".into() });
+        assert_eq!(search.source.operation_id.as_deref(), Some("GET_search-person"));
+        assert_eq!(search.description, "Search People. Search for people.");
+
+        let credits = tool(&loaded, "person_movie_credits");
+        let person_id = credits.param("person_id").expect("declared at the path item");
+        assert!(person_id.required);
+        assert_eq!(person_id.location, ParamLocation::Path);
+        assert_eq!(person_id.schema, json!({"type": "integer"}));
+        assert_eq!(credits.response.as_ref().unwrap().pointer("/properties/crew/type"), Some(&json!("array")));
+
+        let person = tool(&loaded, "person");
+        assert_eq!(person.source.path.as_deref(), Some("/person/{person_id}"));
+        assert!(text[person.source.range.start..].starts_with('{'));
+        assert_eq!(slice(&text, person.source.name_range), "\"get\"");
+        assert!(slice(&text, person.source.range).contains("\"operationId\""));
+
+        // Generous bound for debug builds; the real cost is a few milliseconds.
+        assert!(elapsed.as_secs_f64() < 5.0, "loading took {elapsed:?}");
+    }
+
+    const ITEMS: &str = r##"openapi: 3.1.0
+info:
+  title: Items API
+  description: Things to test.
+servers:
+  - url: https://{host}/v1/
+    variables:
+      host:
+        default: api.example.com
+components:
+  securitySchemes:
+    token:
+      type: http
+      scheme: bearer
+  parameters:
+    Limit:
+      name: limit
+      in: query
+      description: How many.
+      schema: {type: integer, default: 10}
+  requestBodies:
+    NewItem:
+      required: true
+      content:
+        application/json:
+          schema: {$ref: '#/components/schemas/NewItem'}
+          example: {name: lamp, tags: [light]}
+  schemas:
+    Item:
+      type: object
+      properties:
+        id: {type: integer, readOnly: true}
+        name: {type: string}
+        children:
+          type: array
+          items: {$ref: '#/components/schemas/Item'}
+    NewItem:
+      type: object
+      required: [name]
+      properties:
+        name: {type: string, description: The item's name.}
+        tags: {type: array, items: {type: string}}
+paths:
+  /items:
+    get:
+      tags: [inventory]
+      summary: List items
+      parameters:
+        - $ref: '#/components/parameters/Limit'
+        - name: from
+          in: query
+          schema: {type: string}
+        - in: query
+          schema: {type: string}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: array
+                items: {$ref: '#/components/schemas/Item'}
+              example: [{id: 1, name: a}]
+    post:
+      summary: Create an item.
+      description: Stores it.
+      requestBody: {$ref: '#/components/requestBodies/NewItem'}
+      responses:
+        '201':
+          description: created
+          content:
+            application/json; charset=utf-8:
+              schema: {$ref: '#/components/schemas/Item'}
+  /items/{id}:
+    parameters:
+      - name: id
+        in: path
+        schema: {type: integer}
+    get:
+      operationId: getItem
+      parameters:
+        - name: id
+          in: path
+          description: The item.
+          schema: {type: integer}
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Item'}
+              examples:
+                one: {value: {id: 1, name: a}}
+    delete:
+      responses:
+        '204':
+          description: gone
+  /broken:
+    get:
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema: {$ref: '#/components/schemas/Nope'}
+  /silent:
+    get:
+      summary: No responses here
+  /a/{x}/b:
+    get:
+      responses: {'200': {description: ok}}
+  /a/b/{x}:
+    get:
+      responses: {'200': {description: ok}}
+"##;
+
+    #[test]
+    fn yaml_spec_loads_with_refs_bodies_and_collisions() {
+        let loaded = load_text(ITEMS, Syntax::Yaml);
+        let mut names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["a_b_by_x", "delete_items", "items", "items_by_id", "post_items", "silent"]);
+        assert_eq!(loaded.base_url.as_deref(), Some("https://api.example.com/v1"));
+        assert_eq!(
+            loaded.auth,
+            Some(Auth { header: Some("Authorization".into()), prefix: "Bearer ".into(), ..Default::default() })
+        );
+        assert_eq!(loaded.description, "Items API. Things to test.");
+
+        let items = tool(&loaded, "items");
+        assert_eq!(items.category, "inventory");
+        let limit = items.param("limit").unwrap();
+        assert_eq!(
+            (limit.required, limit.default.clone(), limit.description.as_str()),
+            (false, Some(json!(10)), "How many.")
+        );
+        let from = items.param("from_").unwrap();
+        assert_eq!(from.wire_name, "from");
+        assert_eq!(items.params.len(), 2, "the parameter without `name` is dropped");
+        let child = items.response.as_ref().unwrap().pointer("/items/properties/children/items").unwrap();
+        assert!(child["description"].as_str().unwrap().starts_with("recursive"), "{child}");
+        assert_eq!(items.examples.len(), 1);
+        assert_eq!(slice(ITEMS, items.source.name_range), "get");
+
+        let by_id = tool(&loaded, "items_by_id");
+        assert_eq!(by_id.params.len(), 1, "the operation's `id` overrides the path item's");
+        assert_eq!(by_id.params[0].description, "The item.");
+        assert!(by_id.params[0].required);
+        assert_eq!(by_id.category, "items");
+        assert_eq!(by_id.source.operation_id.as_deref(), Some("getItem"));
+        assert_eq!(by_id.examples[0].response, Some(json!({"id": 1, "name": "a"})));
+
+        let post = tool(&loaded, "post_items");
+        assert_eq!(post.description, "Create an item. Stores it.");
+        assert_eq!(post.endpoint().as_deref(), Some("POST /items"));
+        let name = post.param("name").unwrap();
+        assert_eq!((name.location, name.required), (ParamLocation::Body, true));
+        assert_eq!(name.example, Some(json!("lamp")));
+        let tags = post.param("tags").unwrap();
+        assert!(!tags.required);
+        assert_eq!(tags.schema, json!({"type": "array", "items": {"type": "string"}}));
+        assert!(post.param("id").is_none(), "read-only members are not sent");
+        assert_eq!(post.response.as_ref().unwrap()["type"], json!("object"));
+
+        let delete = tool(&loaded, "delete_items");
+        assert!(delete.response.is_none());
+        assert_eq!(delete.statuses, ["204"]);
+        assert_eq!(delete.param("id").map(|p| p.location), Some(ParamLocation::Path));
+
+        let silent = tool(&loaded, "silent");
+        assert!(silent.response.is_none() && silent.statuses.is_empty());
+
+        let codes: Vec<&str> = loaded.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes.iter().filter(|c| **c == "unresolved-ref").count(), 1, "{:#?}", loaded.diagnostics);
+        let bad = loaded.diagnostics.iter().find(|d| d.code == "unresolved-ref").unwrap();
+        assert_eq!(bad.severity, Severity::Error);
+        assert_eq!(slice(ITEMS, bad.range).trim_matches('\''), "#/components/schemas/Nope");
+        assert!(bad.message.contains("operation GET /broken is disabled"), "{}", bad.message);
+
+        let missing = loaded.diagnostics.iter().find(|d| d.code == "missing-responses").unwrap();
+        assert_eq!(missing.severity, Severity::Warning);
+        assert_eq!(slice(ITEMS, missing.range), "get");
+        assert!(ITEMS[..missing.range.start].ends_with("/silent:\n    "));
+
+        let collision = loaded.diagnostics.iter().find(|d| d.code == "name-collision").unwrap();
+        assert!(ITEMS[..collision.range.start].ends_with("/a/b/{x}:\n    "), "{collision:?}");
+        assert!(collision.message.contains("a_b_by_x"), "{}", collision.message);
+
+        let invalid = loaded.diagnostics.iter().find(|d| d.code == "invalid-operation").unwrap();
+        assert!(slice(ITEMS, invalid.range).starts_with("in: query"), "{invalid:?}");
+    }
+
+    #[test]
+    fn json_spec_ranges_and_bad_operations() {
+        let text = r##"{
+  "openapi": "3.0.3",
+  "info": {"title": "T"},
+  "components": {"securitySchemes": {"k": {"type": "apiKey", "in": "header", "name": "X-Key"}}},
+  "paths": {
+    "/x/{id}": {
+      "get": "not an operation",
+      "put": {
+        "parameters": [{"name": "X-Key", "in": "header"}, {"name": "q", "in": "body"}],
+        "requestBody": {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        "responses": {"default": {"description": "", "content": {"application/json": {"schema": {"$ref": "other.json#/A"}}}}}
+      },
+      "post": {
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "array"}}}},
+        "responses": {"default": {"description": "", "content": {"application/problem+json": {"schema": {"type": "object"}}}}}
+      }
+    }
+  }
+}"##;
+        let loaded = load_text(text, Syntax::Json);
+        assert_eq!(loaded.tools.len(), 1, "{:#?}", loaded.diagnostics);
+        let post = &loaded.tools[0];
+        assert_eq!(post.name, "post_x");
+        assert_eq!(post.response, Some(json!({"type": "object"})));
+        let body = post.param("body").unwrap();
+        assert_eq!((body.location, body.required), (ParamLocation::Body, false));
+        assert_eq!(body.schema, json!({"type": "array"}));
+        let id = post.param("id").expect("an undeclared path variable is still a parameter");
+        assert!(id.required);
+        assert_eq!(loaded.auth, Some(Auth { header: Some("X-Key".into()), ..Default::default() }));
+
+        let by_code = |code: &str| loaded.diagnostics.iter().filter(|d| d.code == code).collect::<Vec<_>>();
+        let invalid = by_code("invalid-operation");
+        assert_eq!(invalid.len(), 2, "{invalid:#?}");
+        assert_eq!(slice(text, invalid[0].range), "\"not an operation\"");
+        assert_eq!(slice(text, invalid[1].range), "\"body\"");
+        let external = by_code("unresolved-ref");
+        assert_eq!(external.len(), 1);
+        assert_eq!(slice(text, external[0].range), "\"other.json#/A\"");
+        assert!(external[0].message.contains("operation PUT /x/{id} is disabled"), "{}", external[0].message);
+    }
+
+    #[test]
+    fn swagger_two_is_unsupported() {
+        let text = "swagger: \"2.0\"\ninfo: {title: Old}\npaths:\n  /x:\n    get:\n      responses: {}\n";
+        let loaded = load_text(text, Syntax::Yaml);
+        assert!(loaded.tools.is_empty());
+        assert_eq!(loaded.diagnostics.len(), 1);
+        let d = &loaded.diagnostics[0];
+        assert_eq!((d.code, d.severity), ("unsupported-openapi", Severity::Error));
+        assert_eq!(slice(text, d.range), "swagger");
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(percent_decode("/components/schemas/a%7Bb%7D"), "/components/schemas/a{b}");
+        assert_eq!(join_text("Title", ""), "Title");
+        assert_eq!(join_text("Get it", "Get it now."), "Get it now.");
+        assert_eq!(path_variables("/a/{x}/b/{y}").collect::<Vec<_>>(), ["x", "y"]);
+    }
 }
