@@ -6,6 +6,7 @@
 
 pub mod dialect;
 pub mod flow;
+pub mod ide;
 pub mod parse;
 
 use std::path::Path;

@@ -225,3 +225,99 @@ fn calls_record_arguments_targets_and_lines() {
     assert_eq!(access.key, super::Key::Str("id".into()));
     assert_eq!(crate::toolset::schema::types(access.result.unwrap()), vec!["integer"]);
 }
+
+mod ide {
+    use super::*;
+    use crate::analysis::ide::{self, CompletionKind};
+
+    /// Completion labels at the `|` in `program` (the bar is removed first).
+    fn labels_at(program: &str) -> (Vec<String>, Vec<ide::Completion>) {
+        let (_dir, _config, catalog) = catalog();
+        let offset = program.find('|').unwrap();
+        let text = program.replacen('|', "", 1);
+        let tree = crate::analysis::parse::parse(&text);
+        let c = ide::complete(Path::new("p.py"), &text, &tree, offset, &catalog, &DiagnosticsConfig::default());
+        (c.items.iter().map(|i| i.label.clone()).collect(), c.items)
+    }
+
+    #[test]
+    fn toolsets_and_tools() {
+        assert_eq!(labels_at("from chainsmith.tools import fi|").0, vec!["films"]);
+        let (labels, items) = labels_at("from chainsmith.tools import films\nfilms.sea|");
+        assert_eq!(labels, vec!["search_person"]);
+        assert_eq!(items[0].insert_text, "search_person(query=${1})$0");
+        assert!(items[0].is_snippet);
+        assert_eq!(items[0].tool_id.as_deref(), Some("films.search_person"));
+        let (labels, _) = labels_at("import chainsmith.tools.films as f\nx = f.|");
+        assert_eq!(labels.len(), 4);
+    }
+
+    #[test]
+    fn arguments_and_enum_values() {
+        let (labels, items) = labels_at("from chainsmith.tools import films\nfilms.search_person(|)");
+        assert_eq!(labels, vec!["query=", "page=", "sort="]);
+        assert_eq!(items[0].sort_text, "0_query");
+        assert!(items[0].detail.contains("required"));
+        let (labels, _) = labels_at("from chainsmith.tools import films\nfilms.search_person(query=\"x\", |");
+        assert_eq!(labels, vec!["page=", "sort="]);
+        let (labels, _) = labels_at("from chainsmith.tools import films\nfilms.search_person(query=\"x\", sort=|");
+        assert_eq!(labels, vec!["\"asc\"", "\"desc\""]);
+    }
+
+    #[test]
+    fn response_keys_at_any_depth_on_half_typed_lines() {
+        let base = "from chainsmith.tools import films\nx = films.search_person(query=\"a\")\n";
+        let (labels, items) = labels_at(&format!("{base}print(x[\"|"));
+        assert_eq!(labels, vec!["page", "results"]);
+        assert_eq!(items[1].kind, CompletionKind::Key);
+        assert_eq!(items[1].detail, "array of object");
+        let (labels, _) = labels_at(&format!("{base}for p in x[\"results\"]:\n    print(p[\"kn|\"])\n"));
+        assert_eq!(labels, vec!["known_for"]);
+        let (labels, items) = labels_at(&format!("{base}y = x[\"results\"][0][|"));
+        assert_eq!(labels, vec!["id", "name", "known_for"]);
+        assert_eq!(items[0].insert_text, "\"id\"");
+        let (labels, _) = labels_at(&format!("{base}z = x.get('|"));
+        assert_eq!(labels, vec!["page", "results"]);
+    }
+
+    #[test]
+    fn endpoint_paths_inside_url_strings() {
+        let program = "import requests\nBASE = \"https://films.example/3\"\nr = requests.get(f\"{BASE}/person/|";
+        let (labels, _) = labels_at(program);
+        assert_eq!(labels, vec!["/person/popular", "/person/{person_id}", "/person/{person_id}/movie_credits"]);
+    }
+
+    #[test]
+    fn hover_signature_and_definition() {
+        let (_dir, _config, catalog) = catalog();
+        let text = "from chainsmith.tools import films\nx = films.search_person(query=\"a\", page=2)\nprint(x[\"results\"][0][\"id\"])\n";
+        let tree = crate::analysis::parse::parse(text);
+        let cfg = DiagnosticsConfig::default();
+        let at = |needle: &str| text.find(needle).unwrap() + 1;
+        let h = ide::hover(Path::new("p.py"), text, &tree, at("search_person"), &catalog, &cfg).unwrap();
+        assert!(h.markdown.contains("**films.search_person**"), "{}", h.markdown);
+        assert!(h.markdown.contains("`query`: string (query)"), "{}", h.markdown);
+        assert!(h.markdown.contains("results: array of object"), "{}", h.markdown);
+        let h = ide::hover(Path::new("p.py"), text, &tree, at("\"results\""), &catalog, &cfg).unwrap();
+        assert!(h.markdown.starts_with("**\"results\"**: array of object"), "{}", h.markdown);
+        let h = ide::hover(Path::new("p.py"), text, &tree, at("\"id\""), &catalog, &cfg).unwrap();
+        assert!(h.markdown.starts_with("**\"id\"**: integer"), "{}", h.markdown);
+        let h = ide::hover(Path::new("p.py"), text, &tree, at("page="), &catalog, &cfg).unwrap();
+        assert!(h.markdown.starts_with("`page`: integer — query"), "{}", h.markdown);
+
+        let s = ide::signature_help(Path::new("p.py"), text, &tree, at("2)"), &catalog, &cfg).unwrap();
+        assert!(s.label.starts_with("search_person(query: string, page: integer = …"), "{}", s.label);
+        assert_eq!(s.active_parameter, Some(1));
+
+        let d = ide::definition(Path::new("p.py"), text, &tree, at("search_person"), &catalog, &cfg).unwrap();
+        assert!(d.file.ends_with("protocols/films.yaml"));
+        let spec = &catalog.texts[&d.file];
+        assert!(spec[d.range.start..].starts_with("parameters:"), "{:?}", &spec[d.range.start..d.range.start + 20]);
+        let d2 = ide::definition(Path::new("p.py"), text, &tree, at("\"id\""), &catalog, &cfg).unwrap();
+        assert_eq!(d, d2);
+
+        let symbols = ide::document_symbols(Path::new("p.py"), text, &tree, &catalog, &cfg);
+        assert_eq!(symbols[0].name, "x = films.search_person");
+        assert_eq!(ide::workspace_symbols(&catalog, "person", 10).len(), 4);
+    }
+}

@@ -1,0 +1,714 @@
+//! Editor features over the analysis, in the core's own types (byte offsets, plain strings):
+//! completion, hover, signature help, go-to-definition and document symbols. The server converts
+//! these to LSP; nothing here knows about LSP.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tree_sitter::Tree;
+
+use super::dialect::Imports;
+use super::{Analysis, Dialect, Key, analyze, parse};
+use crate::config::DiagnosticsConfig;
+use crate::toolset::doc::ByteRange;
+use crate::toolset::{Catalog, Param, Tool, Transport, schema};
+
+/// Completion lists are cut here; the client asks again as the user types (`isIncomplete`).
+pub const MAX_COMPLETIONS: usize = 200;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompletionKind {
+    Toolset,
+    Tool,
+    Argument,
+    EnumValue,
+    Key,
+    Endpoint,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub label: String,
+    pub kind: CompletionKind,
+    /// One line shown beside the label (a signature, a type).
+    pub detail: String,
+    /// Text to insert; a snippet (`$1`, `${1:query}`) when `is_snippet`.
+    pub insert_text: String,
+    pub is_snippet: bool,
+    /// The range the insertion replaces (the word being typed).
+    pub replace: ByteRange,
+    pub sort_text: String,
+    /// Markdown documentation, when cheap; tools leave it to `resolve` (`tool_id`).
+    pub documentation: Option<String>,
+    /// `toolset.name` of a tool item, for lazy documentation.
+    pub tool_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completions {
+    pub items: Vec<Completion>,
+    /// More items exist than were sent (large toolsets): the client should ask again as the user types.
+    pub is_incomplete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hover {
+    pub markdown: String,
+    pub range: ByteRange,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignatureHelp {
+    /// `search_person(*, query: str, page: int = …) -> object {…}`
+    pub label: String,
+    pub documentation: String,
+    /// Each parameter's byte range in `label`, with its documentation.
+    pub parameters: Vec<(ByteRange, String)>,
+    pub active_parameter: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    pub file: PathBuf,
+    pub range: ByteRange,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SymbolKind {
+    /// A tool call (name: `tmdb.search_person`).
+    Call,
+    /// A variable holding a tool response.
+    Variable,
+    Function,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Symbol {
+    pub name: String,
+    pub detail: String,
+    pub kind: SymbolKind,
+    pub range: ByteRange,
+    pub selection_range: ByteRange,
+}
+
+/// Completions at `offset` (a byte offset into `text`). Works on text the user is still typing:
+/// the current line is cut at the cursor and closed (string, brackets) before analysis.
+pub fn complete(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    offset: usize,
+    catalog: &Catalog,
+    config: &DiagnosticsConfig,
+) -> Completions {
+    let offset = floor_char(text, offset.min(text.len()));
+    let line_start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line = &text[line_start..offset];
+    let word_start =
+        offset - line.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').map(char::len_utf8).sum::<usize>();
+    let word = &text[word_start..offset];
+    let word_end = offset
+        + text[offset..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').map(char::len_utf8).sum::<usize>();
+    let replace = ByteRange::new(word_start, word_end);
+    let before_word = text[line_start..word_start].trim_end_matches(' ');
+
+    // `from chainsmith.tools import tm|`, `import chainsmith.tools.tm|`
+    let trimmed = line.trim_start();
+    if (trimmed.starts_with("from chainsmith.tools import") && !trimmed.contains('('))
+        || (trimmed.starts_with("import chainsmith.tools.") && before_word.ends_with("chainsmith.tools."))
+        || (trimmed.starts_with("from chainsmith.tools import (") && !trimmed.contains(')'))
+    {
+        return toolset_completions(catalog, word, replace);
+    }
+    if let Some(before_dot) = before_word.strip_suffix('.') {
+        let object_start =
+            before_dot.rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).map(|i| i + 1).unwrap_or(0);
+        let object = &before_dot[object_start..];
+        if object == "chainsmith.tools" {
+            return toolset_completions(catalog, word, replace);
+        }
+        let imports = Imports::collect(tree.root_node(), text);
+        if let Some(toolset) = imports.toolsets.get(object) {
+            return tool_completions(catalog, toolset, word, replace);
+        }
+        return Completions::default();
+    }
+
+    // Everything else needs the analysis of the text as it would parse with this line closed.
+    let (patched, key_hint) = patch_line(text, line_start, offset);
+    let patched_tree = parse::parse(&patched);
+    let analysis = analyze(file, &patched, &patched_tree, catalog, config);
+
+    if let Some(quote) = key_hint {
+        // Inside `x["par|` (or `.get("par|`): the keys of x's schema.
+        if let Some(access) = analysis.access_at(offset) {
+            return key_completions(access.container, word, ByteRange::new(word_start, word_end), quote);
+        }
+    }
+    if before_word.ends_with('[') && !before_word.ends_with("[[") {
+        if let Some(access) = analysis.access_at(offset) {
+            return key_completions(access.container, word, replace, None);
+        }
+    }
+    if let Some(site) = analysis.urls.iter().find(|u| u.range.start < offset && offset <= u.range.end)
+        && let Some(path_start) = site.path_start
+        && path_start <= offset
+        && offset <= site.range.end
+    {
+        let typed = &text[path_start..offset];
+        if !typed.contains(['?', '{']) {
+            return endpoint_completions(catalog, &site.toolset, typed, ByteRange::new(path_start, word_end));
+        }
+    }
+    if let Some(call) = analysis.call_at(offset)
+        && call.dialect == Dialect::Module
+        && call.args_range.start < offset
+        && offset < call.args_range.end.max(offset + 1)
+        && let Some(tool) = call.tool
+    {
+        if before_word.ends_with('=') && !before_word.ends_with("==") {
+            let name = before_word[..before_word.len() - 1].trim_end();
+            let name = &name[name.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map(|i| i + 1).unwrap_or(0)..];
+            if let Some(param) = tool.param(name) {
+                return enum_completions(param, replace);
+            }
+            return Completions::default();
+        }
+        if let Some(quote) = key_hint
+            && let Some(name) = keyword_before_string(before_word)
+            && let Some(param) = tool.param(name)
+        {
+            let mut c = enum_completions(param, replace);
+            for item in &mut c.items {
+                item.insert_text = item.insert_text.trim_matches(quote.unwrap_or('"')).to_string();
+            }
+            return c;
+        }
+        if before_word.ends_with('(') || before_word.ends_with(',') {
+            let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
+            return argument_completions(tool, &given, word, replace);
+        }
+    }
+    Completions::default()
+}
+
+fn floor_char(text: &str, mut offset: usize) -> usize {
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// `name="` before a string being typed → `name`.
+fn keyword_before_string(before_word: &str) -> Option<&str> {
+    let s = before_word.strip_suffix(['"', '\''])?.trim_end();
+    let s = s.strip_suffix('=')?.trim_end();
+    let start = s.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map(|i| i + 1).unwrap_or(0);
+    let name = &s[start..];
+    (!name.is_empty()).then_some(name)
+}
+
+/// The text with the line holding `offset` cut at `offset` and closed: an open string gets its
+/// quote, open brackets their closers, a dangling `=` a placeholder. Returns the quote character
+/// when the cursor is inside a string literal (`Some(None)` is never returned: `Option<Option<char>>`
+/// distinguishes "in a string with this quote" from "not in a string").
+fn patch_line(text: &str, line_start: usize, offset: usize) -> (String, Option<Option<char>>) {
+    let line = &text[line_start..offset];
+    let mut stack: Vec<char> = Vec::new();
+    let mut in_string: Option<char> = None;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match in_string {
+            Some(q) => {
+                if c == '\\' {
+                    chars.next();
+                } else if c == q {
+                    in_string = None;
+                }
+            }
+            None => match c {
+                '"' | '\'' => in_string = Some(c),
+                '#' => break,
+                '(' => stack.push(')'),
+                '[' => stack.push(']'),
+                '{' => stack.push('}'),
+                ')' | ']' | '}' => {
+                    if stack.last() == Some(&c) {
+                        stack.pop();
+                    }
+                }
+                _ => {}
+            },
+        }
+    }
+    let line_end = text[offset..].find('\n').map(|i| offset + i).unwrap_or(text.len());
+    let mut patched = String::with_capacity(text.len() + 8);
+    patched.push_str(&text[..offset]);
+    if let Some(q) = in_string {
+        patched.push(q);
+    } else {
+        let t = line.trim_end();
+        if t.ends_with('=') && !t.ends_with("==") || t.ends_with(':') && stack.last() == Some(&'}') {
+            patched.push_str("None");
+        } else if t.ends_with('.') {
+            patched.push_str("_");
+        }
+    }
+    while let Some(closer) = stack.pop() {
+        patched.push(closer);
+    }
+    patched.push_str(&text[line_end..]);
+    (patched, in_string.map(Some))
+}
+
+fn toolset_completions(catalog: &Catalog, word: &str, replace: ByteRange) -> Completions {
+    let items = catalog
+        .toolsets
+        .iter()
+        .filter(|t| matches_word(&t.name, word))
+        .map(|t| Completion {
+            label: t.name.clone(),
+            kind: CompletionKind::Toolset,
+            detail: format!("{} tools · {}", t.tools.len(), t.kind.as_str()),
+            insert_text: t.name.clone(),
+            is_snippet: false,
+            replace,
+            sort_text: t.name.clone(),
+            documentation: (!t.description.is_empty()).then(|| t.description.clone()),
+            tool_id: None,
+        })
+        .collect();
+    Completions { items, is_incomplete: false }
+}
+
+fn matches_word(candidate: &str, word: &str) -> bool {
+    word.is_empty() || candidate.to_ascii_lowercase().contains(&word.to_ascii_lowercase())
+}
+
+fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteRange) -> Completions {
+    let Some(ts) = catalog.toolset(toolset) else { return Completions::default() };
+    let lower = word.to_ascii_lowercase();
+    let mut matched: Vec<(u8, &Tool)> = ts
+        .tools
+        .iter()
+        .filter_map(|t| {
+            if lower.is_empty() || t.name.starts_with(&lower) {
+                Some((0, t))
+            } else if t.name.contains(&lower) {
+                Some((1, t))
+            } else {
+                None
+            }
+        })
+        .collect();
+    let is_incomplete = matched.len() > MAX_COMPLETIONS;
+    if is_incomplete {
+        matched.select_nth_unstable_by(MAX_COMPLETIONS, |a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+        matched.truncate(MAX_COMPLETIONS);
+    }
+    let items = matched
+        .into_iter()
+        .map(|(rank, tool)| {
+            let mut snippet = format!("{}(", tool.name);
+            for (i, p) in tool.required().enumerate() {
+                if i > 0 {
+                    snippet.push_str(", ");
+                }
+                snippet.push_str(&format!("{}=${{{}}}", p.name, i + 1));
+            }
+            snippet.push_str(")$0");
+            Completion {
+                label: tool.name.clone(),
+                kind: CompletionKind::Tool,
+                detail: signature_line(tool),
+                insert_text: snippet,
+                is_snippet: true,
+                replace,
+                sort_text: format!("{rank}_{}", tool.name),
+                documentation: None,
+                tool_id: Some(tool.id()),
+            }
+        })
+        .collect();
+    Completions { items, is_incomplete }
+}
+
+fn argument_completions(tool: &Tool, given: &[&str], word: &str, replace: ByteRange) -> Completions {
+    let items = tool
+        .params
+        .iter()
+        .filter(|p| !given.contains(&p.name.as_str()) && matches_word(&p.name, word))
+        .map(|p| Completion {
+            label: format!("{}=", p.name),
+            kind: CompletionKind::Argument,
+            detail: format!("{}{}", param_type(p), if p.required { " (required)" } else { "" }),
+            insert_text: format!("{}=", p.name),
+            is_snippet: false,
+            replace,
+            sort_text: format!("{}_{}", if p.required { 0 } else { 1 }, p.name),
+            documentation: Some(param_markdown(p)),
+            tool_id: None,
+        })
+        .collect();
+    Completions { items, is_incomplete: false }
+}
+
+fn enum_completions(param: &Param, replace: ByteRange) -> Completions {
+    let Some(values) = schema::enum_values(&param.schema) else { return Completions::default() };
+    let items = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let text = v.to_string();
+            Completion {
+                label: text.clone(),
+                kind: CompletionKind::EnumValue,
+                detail: format!("{} value", param.name),
+                insert_text: text,
+                is_snippet: false,
+                replace,
+                sort_text: format!("{i:04}"),
+                documentation: None,
+                tool_id: None,
+            }
+        })
+        .collect();
+    Completions { items, is_incomplete: false }
+}
+
+fn key_completions(container: &Value, word: &str, replace: ByteRange, quote: Option<char>) -> Completions {
+    let object = if schema::types(container).contains(&"object") || schema::types(container).is_empty() {
+        container
+    } else {
+        return Completions::default();
+    };
+    let items = schema::keys(object)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, (k, _))| matches_word(k, word))
+        .map(|(i, (key, sub))| Completion {
+            label: key.to_string(),
+            kind: CompletionKind::Key,
+            detail: schema::summary(sub),
+            insert_text: match quote {
+                Some(_) => key.to_string(),
+                None => format!("\"{key}\""),
+            },
+            is_snippet: false,
+            replace,
+            sort_text: format!("{i:04}"),
+            documentation: schema::description(sub).map(str::to_string),
+            tool_id: None,
+        })
+        .collect();
+    Completions { items, is_incomplete: false }
+}
+
+fn endpoint_completions(catalog: &Catalog, toolset: &str, typed: &str, replace: ByteRange) -> Completions {
+    let Some(ts) = catalog.toolset(toolset) else { return Completions::default() };
+    let mut items: Vec<Completion> = ts
+        .tools
+        .iter()
+        .filter_map(|t| match &t.transport {
+            Transport::Http { method, path } if path.starts_with(typed) || typed.is_empty() => Some(Completion {
+                label: path.clone(),
+                kind: CompletionKind::Endpoint,
+                detail: format!("{} · {}", method.to_ascii_uppercase(), t.name),
+                insert_text: path.clone(),
+                is_snippet: false,
+                replace,
+                sort_text: path.clone(),
+                documentation: None,
+                tool_id: Some(t.id()),
+            }),
+            _ => None,
+        })
+        .collect();
+    let is_incomplete = items.len() > MAX_COMPLETIONS;
+    items.sort_by(|a, b| a.sort_text.cmp(&b.sort_text));
+    items.truncate(MAX_COMPLETIONS);
+    Completions { items, is_incomplete }
+}
+
+fn param_type(p: &Param) -> String {
+    let mut t = schema::summary(&p.schema);
+    if let Some(values) = schema::enum_values(&p.schema) {
+        let shown: Vec<String> = values.iter().take(6).map(Value::to_string).collect();
+        t = format!("{} ({})", t, shown.join(" | "));
+    }
+    t
+}
+
+fn param_markdown(p: &Param) -> String {
+    let mut out = format!(
+        "`{}`: {} — {}{}",
+        p.name,
+        param_type(p),
+        p.location.as_str(),
+        if p.required { ", required" } else { "" }
+    );
+    if p.wire_name != p.name {
+        out.push_str(&format!(" (sent as `{}`)", p.wire_name));
+    }
+    if let Some(d) = &p.default {
+        out.push_str(&format!(", default `{d}`"));
+    }
+    if !p.description.is_empty() {
+        out.push_str("\n\n");
+        out.push_str(p.description.trim());
+    }
+    out
+}
+
+/// `(query, page?) → object {page, results, …}`
+pub fn signature_line(tool: &Tool) -> String {
+    let params: Vec<String> =
+        tool.params.iter().map(|p| if p.required { p.name.clone() } else { format!("{}?", p.name) }).collect();
+    let response = match &tool.response {
+        Some(r) => schema::summary(r),
+        None => "unknown".into(),
+    };
+    format!("({}) → {response}", params.join(", "))
+}
+
+/// Full markdown documentation of a tool (`completionItem/resolve`, hover).
+pub fn tool_markdown(catalog: &Catalog, tool_id: &str) -> Option<String> {
+    catalog.find(tool_id).ok().map(describe_tool)
+}
+
+pub fn describe_tool(tool: &Tool) -> String {
+    let mut out = format!("**{}**", tool.id());
+    if let Some(endpoint) = tool.endpoint() {
+        out.push_str(&format!(" · `{endpoint}`"));
+    }
+    if let Transport::Mcp { tool: original } = &tool.transport {
+        out.push_str(&format!(" · MCP tool `{original}`"));
+    }
+    if let Some(op) = &tool.source.operation_id {
+        out.push_str(&format!(" · operationId `{op}`"));
+    }
+    if !tool.category.is_empty() {
+        out.push_str(&format!(" · {}", tool.category));
+    }
+    if !tool.description.trim().is_empty() {
+        out.push_str("\n\n");
+        out.push_str(tool.description.trim());
+    }
+    if !tool.params.is_empty() {
+        out.push_str("\n\n**Parameters**\n");
+        for p in &tool.params {
+            let desc = p.description.trim().lines().next().unwrap_or("");
+            out.push_str(&format!(
+                "- `{}`{}: {} ({}){}\n",
+                p.name,
+                if p.required { "" } else { "?" },
+                param_type(p),
+                p.location.as_str(),
+                if desc.is_empty() { String::new() } else { format!(" — {desc}") }
+            ));
+        }
+    }
+    match &tool.response {
+        Some(r) => {
+            out.push_str(&format!("\n**Response**: {}\n", schema::summary(r)));
+            let lines = schema::outline(r, 24);
+            if !lines.is_empty() {
+                out.push_str("```\n");
+                out.push_str(&lines.join("\n"));
+                out.push_str("\n```\n");
+            }
+        }
+        None => out.push_str("\n**Response**: unknown (not declared; probing can discover it)\n"),
+    }
+    if let Some(example) = tool.examples.iter().find_map(|e| e.response.as_ref()) {
+        let mut shown = serde_json::to_string(example).unwrap_or_default();
+        if shown.chars().count() > 300 {
+            shown = format!("{}…", shown.chars().take(300).collect::<String>());
+        }
+        out.push_str(&format!("\n**Example response**\n```json\n{shown}\n```\n"));
+    }
+    out
+}
+
+pub fn hover(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    offset: usize,
+    catalog: &Catalog,
+    config: &DiagnosticsConfig,
+) -> Option<Hover> {
+    let analysis = analyze(file, text, tree, catalog, config);
+    if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
+        let ts = catalog.toolset(&import.toolset)?;
+        let mut md = format!("**toolset {}** · {} tools · {}", ts.name, ts.tools.len(), ts.kind.as_str());
+        if let Some(base) = &ts.base_url {
+            md.push_str(&format!(" · `{base}`"));
+        }
+        if !ts.description.is_empty() {
+            md.push_str(&format!("\n\n{}", ts.description));
+        }
+        return Some(Hover { markdown: md, range: import.range });
+    }
+    if let Some(access) = analysis.access_at(offset) {
+        let label = match &access.key {
+            Key::Str(k) => format!("\"{k}\""),
+            Key::Int(i) => format!("[{i}]"),
+            Key::Other => "[…]".into(),
+        };
+        let tool = analysis.calls.get(access.call).map(|c| c.name.clone()).unwrap_or_default();
+        let md = match access.result {
+            Some(sub) => {
+                let mut md = format!("**{label}**: {} — from `{tool}`", schema::summary(sub));
+                if let Some(d) = schema::description(sub) {
+                    md.push_str(&format!("\n\n{d}"));
+                }
+                let lines = schema::outline(sub, 16);
+                if !lines.is_empty() {
+                    md.push_str(&format!("\n```\n{}\n```", lines.join("\n")));
+                }
+                md
+            }
+            None => format!("**{label}** — not described by the response schema of `{tool}`"),
+        };
+        return Some(Hover { markdown: md, range: access.key_range });
+    }
+    let call = analysis.calls.iter().find(|c| {
+        c.name_range.contains(offset) || c.args.iter().any(|a| a.name_range.is_some_and(|r| r.contains(offset)))
+    })?;
+    let tool = call.tool?;
+    if let Some(arg) = call.args.iter().find(|a| a.name_range.is_some_and(|r| r.contains(offset))) {
+        let param = tool.params.iter().find(|p| p.name == arg.name || p.wire_name == arg.name)?;
+        return Some(Hover { markdown: param_markdown(param), range: arg.name_range.unwrap_or_default() });
+    }
+    Some(Hover { markdown: describe_tool(tool), range: call.name_range })
+}
+
+pub fn signature_help(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    offset: usize,
+    catalog: &Catalog,
+    config: &DiagnosticsConfig,
+) -> Option<SignatureHelp> {
+    let line_start = text[..offset.min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let (patched, _) = patch_line(text, line_start, floor_char(text, offset.min(text.len())));
+    let patched_tree;
+    let (text, tree) = if patched == text {
+        (text, tree)
+    } else {
+        patched_tree = parse::parse(&patched);
+        (patched.as_str(), &patched_tree)
+    };
+    let analysis = analyze(file, text, tree, catalog, config);
+    let call = analysis
+        .calls
+        .iter()
+        .filter(|c| c.args_range.start < offset && offset <= c.args_range.end && c.tool.is_some())
+        .min_by_key(|c| c.args_range.end - c.args_range.start)?;
+    let tool = call.tool?;
+    let wire = call.dialect == Dialect::Http;
+    let mut label = format!("{}(", tool.name);
+    let mut parameters = Vec::new();
+    for (i, p) in tool.params.iter().enumerate() {
+        if i > 0 {
+            label.push_str(", ");
+        }
+        let start = label.len();
+        let name = if wire { &p.wire_name } else { &p.name };
+        label.push_str(&format!("{name}: {}", schema::summary(&p.schema)));
+        if !p.required {
+            label.push_str(" = …");
+        }
+        parameters.push((ByteRange::new(start, label.len()), param_markdown(p)));
+    }
+    label.push_str(&format!(") → {}", tool.response.as_ref().map(schema::summary).unwrap_or_else(|| "unknown".into())));
+    let current = call
+        .args
+        .iter()
+        .find(|a| a.name_range.is_some_and(|r| r.start <= offset) && offset <= a.value_range.end)
+        .map(|a| a.name.as_str());
+    let active_parameter = match current {
+        Some(name) => tool.params.iter().position(|p| p.name == name || p.wire_name == name),
+        None => {
+            let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
+            tool.params.iter().position(|p| p.required && !given.contains(&p.name.as_str()))
+        }
+    };
+    Some(SignatureHelp { label, documentation: tool.description.clone(), parameters, active_parameter })
+}
+
+/// The protocol declaration of the tool (or response field's tool) at `offset`.
+pub fn definition(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    offset: usize,
+    catalog: &Catalog,
+    config: &DiagnosticsConfig,
+) -> Option<Definition> {
+    let analysis = analyze(file, text, tree, catalog, config);
+    if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
+        let ts = catalog.toolset(&import.toolset)?;
+        return Some(Definition { file: ts.files.first()?.clone(), range: ByteRange::default() });
+    }
+    let tool = if let Some(access) = analysis.access_at(offset) {
+        analysis.calls.get(access.call)?.tool?
+    } else {
+        analysis.calls.iter().find(|c| c.name_range.contains(offset))?.tool?
+    };
+    Some(Definition { file: tool.source.file.clone(), range: tool.source.range })
+}
+
+pub fn document_symbols(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    catalog: &Catalog,
+    config: &DiagnosticsConfig,
+) -> Vec<Symbol> {
+    let analysis: Analysis = analyze(file, text, tree, catalog, config);
+    let mut symbols = Vec::new();
+    for call in &analysis.calls {
+        let id = format!("{}.{}", call.toolset, call.name);
+        symbols.push(Symbol {
+            name: match &call.target {
+                Some(t) => format!("{t} = {id}"),
+                None => id.clone(),
+            },
+            detail: call.tool.and_then(Tool::endpoint).unwrap_or_default(),
+            kind: if call.target.is_some() { SymbolKind::Variable } else { SymbolKind::Call },
+            range: call.statement_range,
+            selection_range: call.name_range,
+        });
+    }
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "function_definition"
+            && let Some(name) = node.child_by_field_name("name")
+        {
+            symbols.push(Symbol {
+                name: parse::text_of(name, text).to_string(),
+                detail: String::new(),
+                kind: SymbolKind::Function,
+                range: parse::range_of(node),
+                selection_range: parse::range_of(name),
+            });
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    symbols.sort_by_key(|s| s.range.start);
+    symbols
+}
+
+/// Tools whose name or id contains `query` (case-insensitive), for workspace symbols.
+pub fn workspace_symbols<'c>(catalog: &'c Catalog, query: &str, limit: usize) -> Vec<&'c Tool> {
+    let q = query.to_ascii_lowercase();
+    let mut found: Vec<&Tool> =
+        catalog.tools().filter(|t| q.is_empty() || t.name.contains(&q) || t.toolset.contains(&q)).collect();
+    found.sort_by_key(|t| (!t.name.starts_with(&q), t.name.len()));
+    found.truncate(limit);
+    found
+}
