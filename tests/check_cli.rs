@@ -1,0 +1,114 @@
+//! `chainsmith check` and `chainsmith tools` as a user runs them, on the TMDB example workspace.
+
+use std::path::Path;
+use std::process::Command;
+
+fn chainsmith(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the chainsmith binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn the_example_chains_are_clean() {
+    let (code, stdout, stderr) = chainsmith(&["check", "examples/tmdb/chains"]);
+    assert_eq!(stdout, "", "a correct chain gets no diagnostic at all");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("checked 12 programs against 54 tools"), "{stderr}");
+}
+
+/// Every line marked `# mistake: <code>` gets exactly that diagnostic, and nothing else is reported.
+#[test]
+fn every_planted_mistake_is_reported_on_its_line() {
+    let mut expected = Vec::new();
+    for entry in std::fs::read_dir("examples/tmdb/mistakes").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "py") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                if let Some((_, code)) = line.split_once("# mistake: ") {
+                    expected.push((path.file_name().unwrap().to_string_lossy().to_string(), i as u64, code.trim().to_string()));
+                }
+            }
+        }
+    }
+    expected.sort();
+    assert!(expected.len() >= 10, "{expected:?}");
+    let (code, stdout, _) = chainsmith(&["check", "--format", "json", "examples/tmdb/mistakes"]);
+    assert_eq!(code, 1, "errors exit 1");
+    let items: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    let mut got: Vec<(String, u64, String)> = items
+        .iter()
+        .map(|d| {
+            let file = Path::new(d["file"].as_str().unwrap()).file_name().unwrap().to_string_lossy().to_string();
+            (file, d["range"]["start"]["line"].as_u64().unwrap(), d["code"].as_str().unwrap().to_string())
+        })
+        .collect();
+    got.sort();
+    assert_eq!(got, expected);
+    for d in &items {
+        assert!(["error", "warning"].contains(&d["severity"].as_str().unwrap()));
+        assert!(!d["message"].as_str().unwrap().is_empty());
+        assert!(d["range"]["end"]["character"].as_u64() >= d["range"]["start"]["character"].as_u64());
+    }
+}
+
+#[test]
+fn text_output_is_path_line_col() {
+    let (code, stdout, _) = chainsmith(&["check", "examples/tmdb/mistakes/wrong_module.py"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout.lines().next().unwrap(),
+        "examples/tmdb/mistakes/wrong_module.py:5:30: error[unknown-toolset]: no toolset `tmbd` in this workspace; did you mean `tmdb`?"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let (code, _, stderr) = chainsmith(&["check", "no/such/file.py"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no such file or folder"), "{stderr}");
+}
+
+#[test]
+fn tools_json_has_the_design_shape() {
+    let (code, stdout, _) = chainsmith(&["--root", "examples/tmdb", "tools", "--format", "json"]);
+    assert_eq!(code, 0);
+    let tools: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(tools.len(), 54);
+    let credits = tools.iter().find(|t| t["id"] == "tmdb.person_movie_credits").unwrap();
+    assert_eq!(credits["toolset"], "tmdb");
+    assert_eq!(credits["name"], "person_movie_credits");
+    assert_eq!(credits["source"]["kind"], "openapi");
+    assert_eq!(credits["source"]["method"], "GET");
+    assert_eq!(credits["source"]["path"], "/person/{person_id}/movie_credits");
+    assert_eq!(credits["source"]["file"], "examples/tmdb/specs/tmdb_oas.json");
+    assert_eq!(credits["required"], serde_json::json!(["person_id"]));
+    assert_eq!(credits["response_known"], true);
+}
+
+#[test]
+fn a_broken_protocol_file_is_a_located_error_and_loses_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("protocols")).unwrap();
+    let spec = std::fs::read_to_string("examples/tmdb/specs/tmdb_oas.json").unwrap();
+    // Break one operation's $ref: only that operation goes away.
+    let broken = spec.replacen("#/components/schemas/", "#/components/schemas/Nope", 1);
+    std::fs::write(dir.path().join("protocols/tmdb.json"), &broken).unwrap();
+    std::fs::write(dir.path().join("protocols/bad.json"), "{\"openapi\": \"3.0.0\", \"paths\": {").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", root, "tools", "--format", "json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let tools: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(tools.len(), 53, "one operation disabled, the rest loaded");
+    assert!(stderr.contains("protocols/bad.json:1:"), "{stderr}");
+    assert!(stderr.contains("[invalid-protocol]"), "{stderr}");
+    assert!(stderr.contains("[unresolved-ref]"), "{stderr}");
+}
