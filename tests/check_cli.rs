@@ -9,11 +9,7 @@ fn chainsmith(args: &[&str]) -> (i32, String, String) {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("the chainsmith binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
 #[test]
@@ -34,7 +30,11 @@ fn every_planted_mistake_is_reported_on_its_line() {
             let text = std::fs::read_to_string(&path).unwrap();
             for (i, line) in text.lines().enumerate() {
                 if let Some((_, code)) = line.split_once("# mistake: ") {
-                    expected.push((path.file_name().unwrap().to_string_lossy().to_string(), i as u64, code.trim().to_string()));
+                    expected.push((
+                        path.file_name().unwrap().to_string_lossy().to_string(),
+                        i as u64,
+                        code.trim().to_string(),
+                    ));
                 }
             }
         }

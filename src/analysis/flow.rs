@@ -867,10 +867,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 .required()
                 .filter(|p| {
                     let name = if wire { p.wire_name.as_str() } else { p.name.as_str() };
-                    !given.contains(&name)
-                        && !(wire && p.location == ParamLocation::Path)
-                        && !(wire && p.location == ParamLocation::Header)
-                        && auth_param.as_deref() != Some(p.wire_name.as_str())
+                    // The URL carries path parameters and the runtime adds headers and the auth key.
+                    let supplied_elsewhere = wire && matches!(p.location, ParamLocation::Path | ParamLocation::Header);
+                    !given.contains(&name) && !supplied_elsewhere && auth_param.as_deref() != Some(p.wire_name.as_str())
                 })
                 .collect();
             if !missing.is_empty() {
@@ -1178,10 +1177,8 @@ impl<'t, 'c> Walker<'t, 'c> {
                 let mut cursor = node.walk();
                 for child in node.children(&mut cursor) {
                     match child.kind() {
-                        "string_start" => {
-                            if text_of(child, self.text).to_ascii_lowercase().contains('b') {
-                                return vec![hole(node)];
-                            }
+                        "string_start" if text_of(child, self.text).to_ascii_lowercase().contains('b') => {
+                            return vec![hole(node)];
                         }
                         "string_content" => {
                             let value = super::parse::content_value(child, self.text);

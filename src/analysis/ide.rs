@@ -145,10 +145,11 @@ pub fn complete(
             return key_completions(access.container, word, ByteRange::new(word_start, word_end), quote);
         }
     }
-    if before_word.ends_with('[') && !before_word.ends_with("[[") {
-        if let Some(access) = analysis.access_at(offset) {
-            return key_completions(access.container, word, replace, None);
-        }
+    if before_word.ends_with('[')
+        && !before_word.ends_with("[[")
+        && let Some(access) = analysis.access_at(offset)
+    {
+        return key_completions(access.container, word, replace, None);
     }
     if let Some(site) = analysis.urls.iter().find(|u| u.range.start < offset && offset <= u.range.end)
         && let Some(path_start) = site.path_start
@@ -232,10 +233,8 @@ fn patch_line(text: &str, line_start: usize, offset: usize) -> (String, Option<O
                 '(' => stack.push(')'),
                 '[' => stack.push(']'),
                 '{' => stack.push('}'),
-                ')' | ']' | '}' => {
-                    if stack.last() == Some(&c) {
-                        stack.pop();
-                    }
+                ')' | ']' | '}' if stack.last() == Some(&c) => {
+                    stack.pop();
                 }
                 _ => {}
             },
@@ -251,7 +250,7 @@ fn patch_line(text: &str, line_start: usize, offset: usize) -> (String, Option<O
         if t.ends_with('=') && !t.ends_with("==") || t.ends_with(':') && stack.last() == Some(&'}') {
             patched.push_str("None");
         } else if t.ends_with('.') {
-            patched.push_str("_");
+            patched.push('_');
         }
     }
     while let Some(closer) = stack.pop() {

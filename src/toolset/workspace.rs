@@ -24,6 +24,7 @@ pub fn detect(doc: &Node) -> Option<SourceKind> {
         n.get("api_list").is_some()
             || n.get("api_name").is_some()
             || n.get("available_tools").is_some()
+            || n.get("answer_generation").is_some_and(|a| a.get("function").is_some())
             || (n.get("name").is_some() && n.get("parameters").is_some())
             || n.get("function").is_some_and(|f| f.get("parameters").is_some())
     };
@@ -33,7 +34,12 @@ pub fn detect(doc: &Node) -> Option<SourceKind> {
     if doc.items().first().is_some_and(looks_toolbench) {
         return Some(SourceKind::ToolBench);
     }
-    if doc.get("tools").is_some_and(Node::is_array) {
+    // A `tools` array alone is not enough (an OpenAI request body has one): the entries must look
+    // like native tools.
+    if doc
+        .get("tools")
+        .is_some_and(|t| t.items().first().is_some_and(|e| e.get("name").is_some() && e.get("type").is_none()))
+    {
         return Some(SourceKind::Native);
     }
     None

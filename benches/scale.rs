@@ -1,0 +1,320 @@
+//! ToolBench-scale benchmark: 16,000 APIs cloned from StableToolBench's real API records (tools
+//! renamed per clone), a 1,000-line chain over them, and the release binary driven as a user
+//! drives it: `chainsmith check` (wall time, peak RSS) and `chainsmith lsp` over stdio
+//! (completion and re-diagnosis latency, measured as client round trips).
+//!
+//! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const TARGET_APIS: usize = 16_000;
+const PROGRAM_LINES: usize = 1_000;
+
+fn main() {
+    let binary = release_binary();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (apis, tools) = write_workspace(dir.path());
+    let (program, call_lines) = write_program(dir.path());
+    println!(
+        "workspace: {apis} APIs in {tools} tools; program: {} lines, {} tool calls",
+        program.lines().count(),
+        call_lines.len()
+    );
+
+    // --- check: load + index + analysis, wall time and peak RSS of the process -------------------
+    let mut walls = Vec::new();
+    let mut rss_kb = 0;
+    for _ in 0..5 {
+        let start = Instant::now();
+        let out = Command::new(&binary)
+            .args(["--root", dir.path().to_str().unwrap(), "check", "chain.py"])
+            .current_dir(dir.path())
+            .output()
+            .expect("chainsmith check runs");
+        walls.push(start.elapsed());
+        assert!(out.status.code() == Some(0), "check failed: {}", String::from_utf8_lossy(&out.stdout));
+        rss_kb = rss_kb.max(children_max_rss_kb());
+    }
+    walls.sort();
+    println!(
+        "check (1,000-line chain, load + index + analysis): median {:.0} ms, max {:.0} ms, peak RSS {} MB",
+        ms(walls[walls.len() / 2]),
+        ms(*walls.last().unwrap()),
+        rss_kb / 1024
+    );
+
+    // --- LSP round trips ---------------------------------------------------------------------------
+    let mut lsp = Lsp::start(&binary, dir.path());
+    let uri = format!("file://{}", dir.path().join("chain.py").display());
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": program}}),
+    );
+    lsp.wait_diagnostics(&uri, Duration::from_secs(30));
+
+    let lines: Vec<&str> = program.lines().collect();
+    let mut tool_completion = Vec::new();
+    let mut key_completion = Vec::new();
+    for (n, &line_no) in call_lines.iter().cycle().take(300).enumerate() {
+        // After `rapid.` on a call line: the tool list.
+        let col = lines[line_no].find("rapid.").unwrap() + "rapid.".len();
+        let (t, result) = lsp.request_timed(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": uri}, "position": {"line": line_no, "character": col}}),
+        );
+        assert!(
+            result["items"].as_array().is_some_and(|i| !i.is_empty()),
+            "no tool completions at {line_no}:{col}: {result}"
+        );
+        tool_completion.push(t);
+        // Inside the subscript on the next line: `print(rN["|`.
+        let access_line = line_no + 1;
+        let col = lines[access_line].find("[\"").unwrap() + 2;
+        let (t, result) = lsp.request_timed(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": uri}, "position": {"line": access_line, "character": col}}),
+        );
+        if n == 0 {
+            assert!(
+                result["items"].as_array().is_some_and(|i| !i.is_empty()),
+                "no key completions at {access_line}:{col}: {result}"
+            );
+        }
+        key_completion.push(t);
+    }
+    let mut rediagnosis = Vec::new();
+    let mut version = 1;
+    for &line_no in call_lines.iter().take(200) {
+        // One character typed at the end of a comment-free line, then removed: each edit is a
+        // full re-diagnosis of the 1,000-line chain, timed until its diagnostics arrive.
+        for (text, start, end) in [(" ", 0, 0), ("", 0, 1)] {
+            version += 1;
+            let t0 = Instant::now();
+            lsp.notify("textDocument/didChange", json!({
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"range": {"start": {"line": line_no, "character": start}, "end": {"line": line_no, "character": end}}, "text": text}]
+            }));
+            lsp.wait_diagnostics(&uri, Duration::from_secs(10));
+            rediagnosis.push(t0.elapsed());
+        }
+    }
+    lsp.shutdown();
+    report("completion after `toolset.` (16k-API toolset)", &mut tool_completion);
+    report("completion inside a response subscript", &mut key_completion);
+    report("re-diagnosis after a one-character edit", &mut rediagnosis);
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn report(what: &str, samples: &mut [Duration]) {
+    samples.sort();
+    let pct =
+        |p: f64| ms(samples[((samples.len() as f64 * p).ceil() as usize).saturating_sub(1).min(samples.len() - 1)]);
+    println!(
+        "{what}: n={} p50 {:.2} ms, p90 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        samples.len(),
+        pct(0.5),
+        pct(0.9),
+        pct(0.99),
+        ms(*samples.last().unwrap())
+    );
+}
+
+fn children_max_rss_kb() -> i64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    usage.ru_maxrss
+}
+
+fn release_binary() -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--bin", "chainsmith"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo build runs");
+    assert!(status.success());
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("release/chainsmith")
+}
+
+/// Clones StableToolBench's distinct API records, renaming the tool per clone, up to 16,000 APIs.
+fn write_workspace(dir: &Path) -> (usize, usize) {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/datasets/stabletoolbench/solvable_queries/test_instruction");
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&data).expect("StableToolBench data").map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let mut records: Vec<Value> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for f in files {
+        let queries: Vec<Value> = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        for q in queries {
+            for api in q["api_list"].as_array().unwrap() {
+                let key = (api["tool_name"].to_string(), api["api_name"].to_string());
+                if seen.insert(key) {
+                    records.push(api.clone());
+                }
+            }
+        }
+    }
+    let mut cloned = Vec::with_capacity(TARGET_APIS);
+    let mut tools = std::collections::HashSet::new();
+    'outer: for clone in 0.. {
+        for r in &records {
+            if cloned.len() == TARGET_APIS {
+                break 'outer;
+            }
+            let mut r = r.clone();
+            let tool = format!("{} {clone}", r["tool_name"].as_str().unwrap());
+            tools.insert(tool.clone());
+            r["tool_name"] = json!(tool);
+            cloned.push(r);
+        }
+    }
+    std::fs::write(dir.join("apis.json"), serde_json::to_string(&cloned).unwrap()).unwrap();
+    std::fs::write(dir.join("chainsmith.toml"), "[[toolsets]]\nname = \"rapid\"\ntoolbench = \"apis.json\"\n").unwrap();
+    (cloned.len(), tools.len())
+}
+
+/// A 1,000-line chain in the module dialect: calls with their required arguments, each followed
+/// by an access into its response. Returns the text and the 0-based lines of the calls.
+fn write_program(dir: &Path) -> (String, Vec<usize>) {
+    let out = Command::new(release_binary_path())
+        .args(["--root", dir.to_str().unwrap(), "tools", "--format", "json"])
+        .output()
+        .expect("chainsmith tools runs");
+    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).expect("tools json");
+    let mut text = String::from("from chainsmith.tools import rapid\n\n");
+    let mut call_lines = Vec::new();
+    let usable = tools.iter().filter(|t| t["response_known"] == true);
+    for (n, tool) in usable.cycle().step_by(7).enumerate() {
+        if text.lines().count() + 2 > PROGRAM_LINES {
+            break;
+        }
+        let args: Vec<String> =
+            tool["required"].as_array().unwrap().iter().map(|p| format!("{}=ARG", p.as_str().unwrap())).collect();
+        call_lines.push(text.lines().count());
+        text.push_str(&format!("r{n} = rapid.{}({})\n", tool["name"].as_str().unwrap(), args.join(", ")));
+        text.push_str(&format!("print(r{n}[\"\"])  # chainsmith: ignore\n"));
+    }
+    text = format!("ARG = None\n{text}");
+    let call_lines = call_lines.into_iter().map(|l| l + 1).collect();
+    std::fs::write(dir.join("chain.py"), &text).unwrap();
+    (text, call_lines)
+}
+
+fn release_binary_path() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("release/chainsmith")
+}
+
+/// A minimal LSP client over the server's stdio.
+struct Lsp {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: i64,
+}
+
+impl Lsp {
+    fn start(binary: &Path, root: &Path) -> Lsp {
+        let mut child = Command::new(binary)
+            .arg("lsp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chainsmith lsp starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut lsp = Lsp { child, stdin, stdout, next_id: 1 };
+        let uri = format!("file://{}", root.display());
+        lsp.request("initialize", json!({"processId": null, "rootUri": uri, "capabilities": {"general": {"positionEncodings": ["utf-16"]}}, "workspaceFolders": [{"uri": uri, "name": "bench"}]}));
+        lsp.notify("initialized", json!({}));
+        lsp
+    }
+
+    fn send(&mut self, message: Value) {
+        let body = message.to_string();
+        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn receive(&mut self) -> Value {
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).expect("server output");
+            assert!(!line.is_empty(), "server closed its output");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length: ") {
+                length = v.parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        self.stdout.read_exact(&mut body).unwrap();
+        serde_json::from_slice(&body).unwrap()
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.request_timed(method, params).1
+    }
+
+    fn request_timed(&mut self, method: &str, params: Value) -> (Duration, Value) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let start = Instant::now();
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let message = self.receive();
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                return (start.elapsed(), message["result"].clone());
+            }
+            if message.get("method").is_some() && message.get("id").is_some() {
+                // A server request (configuration, registration): answer it.
+                let reply = if message["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
+                self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": reply}));
+            }
+        }
+    }
+
+    fn wait_diagnostics(&mut self, uri: &str, timeout: Duration) {
+        let start = Instant::now();
+        loop {
+            assert!(start.elapsed() < timeout, "no diagnostics for {uri}");
+            let message = self.receive();
+            if message["method"] == "textDocument/publishDiagnostics" && message["params"]["uri"] == uri {
+                return;
+            }
+            if message.get("method").is_some() && message.get("id").is_some() {
+                let reply = if message["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
+                self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": reply}));
+            }
+        }
+    }
+
+    fn shutdown(mut self) {
+        self.request("shutdown", Value::Null);
+        self.notify("exit", Value::Null);
+        let _ = self.child.wait();
+    }
+}
