@@ -44,7 +44,9 @@ struct ArgSite<'t> {
     location: Option<ParamLocation>,
 }
 
-pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog) -> Analysis<'c> {
+/// Analyses the program; with `until`, statements starting after that offset are skipped (what
+/// follows the cursor cannot change what completion or hover sees there).
+pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog, until: Option<usize>) -> Analysis<'c> {
     let root = tree.root_node();
     let imports = Imports::collect(root, text);
     let mut walker = Walker {
@@ -57,6 +59,7 @@ pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog) -> An
         out: Analysis::default(),
         statement: ByteRange::default(),
         target: None,
+        until: until.unwrap_or(usize::MAX),
     };
     walker.collect_assignments(root);
     walker.check_imports();
@@ -76,6 +79,8 @@ struct Walker<'t, 'c> {
     /// The statement being walked and the name its value is assigned to.
     statement: ByteRange,
     target: Option<String>,
+    /// Statements starting after this offset are not walked.
+    until: usize,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
@@ -189,8 +194,11 @@ impl<'t, 'c> Walker<'t, 'c> {
                     .or_default()
                     .push((node.start_byte(), right));
             }
-            let mut cursor = node.walk();
-            stack.extend(node.named_children(&mut cursor));
+            // URL constants are assigned by statements; expressions need not be searched.
+            if node.kind() == "assignment" || contains_statements(node.kind()) {
+                let mut cursor = node.walk();
+                stack.extend(node.named_children(&mut cursor));
+            }
         }
         for list in self.assignments.values_mut() {
             list.sort_by_key(|(at, _)| *at);
@@ -210,6 +218,9 @@ impl<'t, 'c> Walker<'t, 'c> {
         let mut cursor = node.walk();
         let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
         for child in children {
+            if child.start_byte() > self.until {
+                break;
+            }
             self.statement(child);
         }
     }
@@ -1262,6 +1273,11 @@ impl Ty<'_> {
     fn is_unknown_or_module(&self) -> bool {
         matches!(self, Ty::Unknown)
     }
+}
+
+/// Node kinds whose children include statements (or, for `expression_statement`, assignments).
+pub fn contains_statements(kind: &str) -> bool {
+    is_statement_like(kind) || kind == "module"
 }
 
 fn is_statement_like(kind: &str) -> bool {

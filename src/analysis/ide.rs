@@ -8,7 +8,7 @@ use serde_json::Value;
 use tree_sitter::Tree;
 
 use super::dialect::Imports;
-use super::{Analysis, Dialect, Key, analyze, parse};
+use super::{Analysis, Dialect, Key, analyze, analyze_until, parse};
 use crate::config::DiagnosticsConfig;
 use crate::toolset::doc::ByteRange;
 use crate::toolset::{Catalog, Param, Tool, Transport, schema};
@@ -135,9 +135,8 @@ pub fn complete(
     }
 
     // Everything else needs the analysis of the text as it would parse with this line closed.
-    let (patched, key_hint) = patch_line(text, line_start, offset);
-    let patched_tree = parse::parse(&patched);
-    let analysis = analyze(file, &patched, &patched_tree, catalog, config);
+    let (patched, key_hint) = patch_line(text, tree, line_start, offset);
+    let analysis = analyze_until(file, &patched.text, &patched.tree, catalog, config, Some(offset));
 
     if let Some(quote) = key_hint {
         // Inside `x["par|` (or `.get("par|`): the keys of x's schema.
@@ -209,11 +208,11 @@ fn keyword_before_string(before_word: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
-/// The text with the line holding `offset` cut at `offset` and closed: an open string gets its
-/// quote, open brackets their closers, a dangling `=` a placeholder. Returns the quote character
-/// when the cursor is inside a string literal (`Some(None)` is never returned: `Option<Option<char>>`
-/// distinguishes "in a string with this quote" from "not in a string").
-fn patch_line(text: &str, line_start: usize, offset: usize) -> (String, Option<Option<char>>) {
+/// The text and tree as they would be with the line holding `offset` cut at `offset` and closed:
+/// an open string gets its quote, open brackets their closers, a dangling `=` a placeholder. The
+/// tree is re-parsed incrementally from the document's own. Also returns the quote character when
+/// the cursor is inside a string literal.
+fn patch_line(text: &str, tree: &Tree, line_start: usize, offset: usize) -> (parse::ParsedText, Option<Option<char>>) {
     let line = &text[line_start..offset];
     let mut stack: Vec<char> = Vec::new();
     let mut in_string: Option<char> = None;
@@ -241,23 +240,43 @@ fn patch_line(text: &str, line_start: usize, offset: usize) -> (String, Option<O
         }
     }
     let line_end = text[offset..].find('\n').map(|i| offset + i).unwrap_or(text.len());
-    let mut patched = String::with_capacity(text.len() + 8);
-    patched.push_str(&text[..offset]);
+    let mut insert = String::new();
     if let Some(q) = in_string {
-        patched.push(q);
+        insert.push(q);
     } else {
         let t = line.trim_end();
         if t.ends_with('=') && !t.ends_with("==") || t.ends_with(':') && stack.last() == Some(&'}') {
-            patched.push_str("None");
+            insert.push_str("None");
         } else if t.ends_with('.') {
-            patched.push('_');
+            insert.push('_');
         }
     }
     while let Some(closer) = stack.pop() {
-        patched.push(closer);
+        insert.push(closer);
     }
-    patched.push_str(&text[line_end..]);
-    (patched, in_string.map(Some))
+    // A statement that already parses needs no patch (and no re-parse).
+    if text[offset..line_end] == insert || !statement_has_error(tree, offset) {
+        return (parse::ParsedText { text: text.to_string(), tree: tree.clone() }, in_string.map(Some));
+    }
+    // Requests at a position only look at what precedes it, and the text after an unfinished line
+    // is what makes re-parsing slow (error recovery defeats reuse): keep the prefix only.
+    let mut prefix = String::with_capacity(offset + insert.len());
+    prefix.push_str(&text[..offset]);
+    prefix.push_str(&insert);
+    (parse::ParsedText::new(prefix), in_string.map(Some))
+}
+
+/// Whether the statement holding `offset` (or the text around it) has a syntax error.
+fn statement_has_error(tree: &Tree, offset: usize) -> bool {
+    let root = tree.root_node();
+    let Some(mut node) = root.descendant_for_byte_range(offset.saturating_sub(1), offset) else { return true };
+    while let Some(parent) = node.parent() {
+        if parent.id() == root.id() || parent.kind() == "block" {
+            break;
+        }
+        node = parent;
+    }
+    node.has_error() || node.is_error() || node.is_missing()
 }
 
 fn toolset_completions(catalog: &Catalog, word: &str, replace: ByteRange) -> Completions {
@@ -537,7 +556,7 @@ pub fn hover(
     catalog: &Catalog,
     config: &DiagnosticsConfig,
 ) -> Option<Hover> {
-    let analysis = analyze(file, text, tree, catalog, config);
+    let analysis = analyze_until(file, text, tree, catalog, config, Some(offset));
     if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
         let ts = catalog.toolset(&import.toolset)?;
         let mut md = format!("**toolset {}** · {} tools · {}", ts.name, ts.tools.len(), ts.kind.as_str());
@@ -592,15 +611,8 @@ pub fn signature_help(
     config: &DiagnosticsConfig,
 ) -> Option<SignatureHelp> {
     let line_start = text[..offset.min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let (patched, _) = patch_line(text, line_start, floor_char(text, offset.min(text.len())));
-    let patched_tree;
-    let (text, tree) = if patched == text {
-        (text, tree)
-    } else {
-        patched_tree = parse::parse(&patched);
-        (patched.as_str(), &patched_tree)
-    };
-    let analysis = analyze(file, text, tree, catalog, config);
+    let (patched, _) = patch_line(text, tree, line_start, floor_char(text, offset.min(text.len())));
+    let analysis = analyze_until(file, &patched.text, &patched.tree, catalog, config, Some(offset));
     let call = analysis
         .calls
         .iter()
@@ -647,7 +659,7 @@ pub fn definition(
     catalog: &Catalog,
     config: &DiagnosticsConfig,
 ) -> Option<Definition> {
-    let analysis = analyze(file, text, tree, catalog, config);
+    let analysis = analyze_until(file, text, tree, catalog, config, Some(offset));
     if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
         let ts = catalog.toolset(&import.toolset)?;
         return Some(Definition { file: ts.files.first()?.clone(), range: ByteRange::default() });

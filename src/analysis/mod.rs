@@ -140,7 +140,19 @@ pub fn analyze<'c>(
     catalog: &'c Catalog,
     config: &DiagnosticsConfig,
 ) -> Analysis<'c> {
-    let mut analysis = flow::run(file, text, tree, catalog);
+    analyze_until(file, text, tree, catalog, config, None)
+}
+
+/// [`analyze`], skipping statements that start after `until` (for requests at a position).
+pub fn analyze_until<'c>(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    catalog: &'c Catalog,
+    config: &DiagnosticsConfig,
+    until: Option<usize>,
+) -> Analysis<'c> {
+    let mut analysis = flow::run(file, text, tree, catalog, until);
     let suppressions = Suppressions::scan(text);
     analysis.diagnostics.retain_mut(|d| {
         if suppressions.suppresses(text, d.range.start, d.code) {

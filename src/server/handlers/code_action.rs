@@ -1,0 +1,90 @@
+//! `textDocument/codeAction`: quick fixes from the suggestions the core attaches to diagnostics
+//! (did-you-mean renames of tools, arguments, keys, endpoints; protocol-file respellings).
+//! Programs are re-analysed on the snapshot, so the fixes always match the text the client sees.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use tower_lsp_server::lsp_types as lsp;
+
+use crate::diagnostic::Diagnostic;
+use crate::server::convert;
+use crate::server::session::{Snapshot, World};
+use crate::text::{Encoding, LineIndex};
+use crate::toolset::doc::ByteRange;
+
+use super::diagnostics;
+
+/// Quick fixes in an open program.
+pub fn code_action(snap: &Snapshot, params: &lsp::CodeActionParams) -> Option<lsp::CodeActionResponse> {
+    if !wants_quickfix(params) {
+        return Some(Vec::new());
+    }
+    let found = diagnostics::core(snap);
+    let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, snap.world.encoding);
+    Some(actions(&found, &snap.uri, snap.text(), &snap.line_index, snap.world.encoding, requested))
+}
+
+/// Quick fixes in a protocol file or chainsmith.toml, from the catalog's diagnostics on it.
+pub fn protocol_code_action(
+    world: &World,
+    path: &Path,
+    params: &lsp::CodeActionParams,
+) -> Option<lsp::CodeActionResponse> {
+    if !wants_quickfix(params) {
+        return Some(Vec::new());
+    }
+    let path = world.resolve(path);
+    let found: Vec<Diagnostic> =
+        world.catalog.diagnostics.iter().filter(|d| world.resolve(&d.file) == path).cloned().collect();
+    if found.is_empty() {
+        return Some(Vec::new());
+    }
+    let text = world.file_text(&path)?;
+    let index = LineIndex::new(&text);
+    let requested = convert::byte_range(&index, &text, params.range, world.encoding);
+    Some(actions(&found, &params.text_document.uri, &text, &index, world.encoding, requested))
+}
+
+fn wants_quickfix(params: &lsp::CodeActionParams) -> bool {
+    match &params.context.only {
+        Some(kinds) => kinds.contains(&lsp::CodeActionKind::QUICKFIX),
+        None => true,
+    }
+}
+
+fn actions(
+    found: &[Diagnostic],
+    uri: &lsp::Uri,
+    text: &str,
+    index: &LineIndex,
+    encoding: Encoding,
+    requested: ByteRange,
+) -> lsp::CodeActionResponse {
+    let mut out = Vec::new();
+    for d in found {
+        let touches = d.range.start <= requested.end && requested.start <= d.range.end;
+        if !touches || d.suggestions.is_empty() {
+            continue;
+        }
+        let diagnostic = convert::diagnostic(d, index, text, encoding);
+        for (i, suggestion) in d.suggestions.iter().enumerate() {
+            let edit = lsp::TextEdit {
+                range: convert::range(index, text, suggestion.range, encoding),
+                new_text: suggestion.replacement.clone(),
+            };
+            out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                title: suggestion.title.clone(),
+                kind: Some(lsp::CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![diagnostic.clone()]),
+                edit: Some(lsp::WorkspaceEdit {
+                    changes: Some(HashMap::from([(uri.clone(), vec![edit])])),
+                    ..Default::default()
+                }),
+                is_preferred: Some(i == 0),
+                ..Default::default()
+            }));
+        }
+    }
+    out
+}

@@ -1,0 +1,46 @@
+//! `textDocument/publishDiagnostics` payloads: one per open program (re-analysed after every
+//! edit) and one per protocol file / chainsmith.toml with problems.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use tower_lsp_server::lsp_types as lsp;
+
+use crate::analysis;
+use crate::diagnostic::Diagnostic;
+use crate::server::convert;
+use crate::server::session::{Snapshot, World};
+use crate::text::LineIndex;
+
+/// The program's diagnostics, analysed against the snapshot's catalog and configuration.
+pub fn program(snap: &Snapshot) -> Vec<lsp::Diagnostic> {
+    core(snap).iter().map(|d| convert::diagnostic(d, &snap.line_index, snap.text(), snap.world.encoding)).collect()
+}
+
+/// The core diagnostics of a program (also used by code actions for their suggestions).
+pub fn core(snap: &Snapshot) -> Vec<Diagnostic> {
+    let world = &snap.world;
+    let result =
+        analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
+    result.diagnostics
+}
+
+/// Diagnostics of protocol files and chainsmith.toml, grouped by file (sorted, for stable output).
+pub fn workspace(world: &World) -> Vec<(lsp::Uri, Vec<lsp::Diagnostic>)> {
+    let mut by_file: BTreeMap<PathBuf, Vec<&Diagnostic>> = BTreeMap::new();
+    for d in &world.catalog.diagnostics {
+        by_file.entry(world.resolve(&d.file)).or_default().push(d);
+    }
+    let mut out = Vec::new();
+    for (path, diagnostics) in by_file {
+        let Some(uri) = world.uri_of(&path) else {
+            tracing::warn!("no URI for {}; its {} diagnostics are not published", path.display(), diagnostics.len());
+            continue;
+        };
+        let text = world.file_text(&path).unwrap_or_else(|| "".into());
+        let index = LineIndex::new(&text);
+        let converted = diagnostics.iter().map(|d| convert::diagnostic(d, &index, &text, world.encoding)).collect();
+        out.push((uri, converted));
+    }
+    out
+}

@@ -1,0 +1,32 @@
+//! `workspace/executeCommand`. The editor commands are advertised so clients can bind them; the
+//! features behind them (runs, generation, probing, ToolNet) are not part of this build yet.
+
+use tower_lsp_server::lsp_types as lsp;
+
+pub const COMMANDS: [&str; 6] = [
+    "chainsmith.run",
+    "chainsmith.generate",
+    "chainsmith.fix",
+    "chainsmith.probe",
+    "chainsmith.probeAll",
+    "chainsmith.graph",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
+    Unavailable { message: String },
+    /// Not a chainsmith command: an `InvalidParams` error.
+    Unknown { message: String },
+}
+
+pub fn execute_command(params: &lsp::ExecuteCommandParams) -> Outcome {
+    let command = params.command.as_str();
+    if COMMANDS.contains(&command) {
+        Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
+    } else {
+        Outcome::Unknown {
+            message: format!("unknown command `{command}`; chainsmith provides {}", COMMANDS.join(", ")),
+        }
+    }
+}

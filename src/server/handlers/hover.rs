@@ -1,0 +1,16 @@
+//! `textDocument/hover`: a tool's protocol, an argument's parameter, a response field's schema.
+
+use tower_lsp_server::lsp_types as lsp;
+
+use crate::analysis::ide;
+use crate::server::convert;
+use crate::server::session::Snapshot;
+
+pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
+    let world = &snap.world;
+    let position = params.text_document_position_params.position;
+    let offset = convert::offset(&snap.line_index, snap.text(), position, world.encoding);
+    let found =
+        ide::hover(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics)?;
+    Some(convert::hover(found, &snap.line_index, snap.text(), world.encoding))
+}

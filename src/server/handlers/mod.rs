@@ -1,0 +1,14 @@
+//! One file per request. Each handler is a plain function of (snapshot, params): it runs on an
+//! immutable copy of the state, never touches the session lock and never awaits, so the router
+//! can run it under `catch_unwind` and answer concurrently with edits.
+
+pub mod code_action;
+pub mod completion;
+pub mod completion_resolve;
+pub mod definition;
+pub mod diagnostics;
+pub mod document_symbol;
+pub mod execute_command;
+pub mod hover;
+pub mod signature_help;
+pub mod workspace_symbol;

@@ -1,0 +1,405 @@
+//! The server's mutable state: open programs (text + incrementally maintained syntax tree + version),
+//! the workspace configuration and catalog, and what the client can do.
+//!
+//! Only notification handlers change a [`Session`], under the server's `std::sync` lock and before
+//! any `.await`. Requests copy out a [`Snapshot`] (all `Arc`s) and release the lock at once, so a
+//! slow request never blocks typing and never sees a half-applied edit.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tower_lsp_server::UriExt;
+use tower_lsp_server::lsp_types::{ClientCapabilities, TextDocumentContentChangeEvent, Uri};
+
+use crate::analysis::parse::ParsedText;
+use crate::config::{CONFIG_FILE, Config, ToolsetSource};
+use crate::text::{Encoding, LineIndex};
+use crate::toolset::Catalog;
+
+use super::convert;
+
+/// What the client said it supports, reduced to the answers the server needs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientSupport {
+    /// `workspace/configuration` (pull settings).
+    pub configuration: bool,
+    /// Dynamic registration of `workspace/didChangeWatchedFiles`.
+    pub watch_files: bool,
+    pub snippets: bool,
+    /// Signature help parameter labels as offsets into the signature label.
+    pub label_offsets: bool,
+    /// Hierarchical `DocumentSymbol`s (else flat `SymbolInformation`).
+    pub hierarchical_symbols: bool,
+}
+
+impl ClientSupport {
+    pub fn from_capabilities(caps: &ClientCapabilities) -> Self {
+        let workspace = caps.workspace.as_ref();
+        let text = caps.text_document.as_ref();
+        ClientSupport {
+            configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
+            watch_files: workspace
+                .and_then(|w| w.did_change_watched_files.as_ref())
+                .and_then(|w| w.dynamic_registration)
+                .unwrap_or(false),
+            snippets: text
+                .and_then(|t| t.completion.as_ref())
+                .and_then(|c| c.completion_item.as_ref())
+                .and_then(|i| i.snippet_support)
+                .unwrap_or(false),
+            label_offsets: text
+                .and_then(|t| t.signature_help.as_ref())
+                .and_then(|s| s.signature_information.as_ref())
+                .and_then(|s| s.parameter_information.as_ref())
+                .and_then(|p| p.label_offset_support)
+                .unwrap_or(false),
+            hierarchical_symbols: text
+                .and_then(|t| t.document_symbol.as_ref())
+                .and_then(|d| d.hierarchical_document_symbol_support)
+                .unwrap_or(false),
+        }
+    }
+}
+
+/// An open program.
+#[derive(Clone)]
+pub struct Document {
+    pub uri: Uri,
+    pub path: PathBuf,
+    pub version: i32,
+    pub parsed: Arc<ParsedText>,
+    pub line_index: Arc<LineIndex>,
+}
+
+impl Document {
+    pub fn new(uri: Uri, path: PathBuf, version: i32, text: String) -> Self {
+        let line_index = Arc::new(LineIndex::new(&text));
+        Document { uri, path, version, parsed: Arc::new(ParsedText::new(text)), line_index }
+    }
+
+    /// Applies `didChange` content changes in order (each range refers to the text left by the
+    /// previous change): ranged changes edit the tree incrementally, full texts re-parse.
+    pub fn apply_changes(&mut self, changes: Vec<TextDocumentContentChangeEvent>, encoding: Encoding, version: i32) {
+        let mut parsed = (*self.parsed).clone();
+        let mut line_index = self.line_index.clone();
+        for change in changes {
+            match change.range {
+                Some(range) => {
+                    let bytes = convert::byte_range(&line_index, &parsed.text, range, encoding);
+                    parsed.edit(bytes, &change.text);
+                }
+                None => parsed = ParsedText::new(change.text),
+            }
+            line_index = Arc::new(LineIndex::new(&parsed.text));
+        }
+        self.parsed = Arc::new(parsed);
+        self.line_index = line_index;
+        self.version = version;
+    }
+}
+
+/// The workspace as requests see it: immutable and cheap to copy.
+#[derive(Clone)]
+pub struct World {
+    pub root: Option<PathBuf>,
+    pub config: Arc<Config>,
+    pub catalog: Arc<Catalog>,
+    pub encoding: Encoding,
+    pub support: ClientSupport,
+    /// Bumped on every configuration / catalog reload.
+    pub generation: u64,
+}
+
+impl World {
+    /// The text a core path (protocol file, chainsmith.toml) refers to: the catalog's copy (the
+    /// one its byte ranges were computed on), else the file on disk.
+    pub fn file_text(&self, path: &Path) -> Option<Arc<str>> {
+        if let Some(text) = self.catalog.texts.get(path) {
+            return Some(text.clone());
+        }
+        let resolved = self.resolve(path);
+        if let Some(text) = self.catalog.texts.get(&resolved) {
+            return Some(text.clone());
+        }
+        std::fs::read_to_string(&resolved).ok().map(Into::into)
+    }
+
+    /// A core path made absolute against the workspace root.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
+        match &self.root {
+            Some(root) if path.is_relative() => root.join(path),
+            _ => path.to_path_buf(),
+        }
+    }
+
+    pub fn uri_of(&self, path: &Path) -> Option<Uri> {
+        Uri::from_file_path(self.resolve(path))
+    }
+}
+
+/// A request's view of one open program plus the workspace.
+#[derive(Clone)]
+pub struct Snapshot {
+    pub uri: Uri,
+    pub path: PathBuf,
+    pub version: i32,
+    pub parsed: Arc<ParsedText>,
+    pub line_index: Arc<LineIndex>,
+    pub world: World,
+}
+
+impl Snapshot {
+    pub fn text(&self) -> &str {
+        &self.parsed.text
+    }
+}
+
+pub struct Session {
+    pub root: Option<PathBuf>,
+    /// Editor settings: `initializationOptions` overlaid with `workspace/configuration`.
+    pub init_settings: Option<serde_json::Value>,
+    pub pulled_settings: Option<serde_json::Value>,
+    pub config: Arc<Config>,
+    pub catalog: Arc<Catalog>,
+    pub encoding: Encoding,
+    pub support: ClientSupport,
+    pub generation: u64,
+    /// Open programs by URI (as text: `Uri` caches parts of itself, so it makes a poor map key).
+    pub documents: HashMap<String, Document>,
+    /// Protocol files / chainsmith.toml that currently carry published diagnostics.
+    pub published_workspace: HashMap<String, Uri>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session {
+            root: None,
+            init_settings: None,
+            pulled_settings: None,
+            config: Arc::new(Config::default()),
+            catalog: Arc::new(Catalog::default()),
+            encoding: Encoding::Utf16,
+            support: ClientSupport::default(),
+            generation: 0,
+            documents: HashMap::new(),
+            published_workspace: HashMap::new(),
+        }
+    }
+}
+
+impl Session {
+    pub fn world(&self) -> World {
+        World {
+            root: self.root.clone(),
+            config: self.config.clone(),
+            catalog: self.catalog.clone(),
+            encoding: self.encoding,
+            support: self.support,
+            generation: self.generation,
+        }
+    }
+
+    pub fn document(&self, uri: &Uri) -> Option<&Document> {
+        self.documents.get(uri.as_str())
+    }
+
+    pub fn document_mut(&mut self, uri: &Uri) -> Option<&mut Document> {
+        self.documents.get_mut(uri.as_str())
+    }
+
+    pub fn open(&mut self, document: Document) {
+        self.documents.insert(document.uri.as_str().to_string(), document);
+    }
+
+    pub fn close(&mut self, uri: &Uri) -> Option<Document> {
+        self.documents.remove(uri.as_str())
+    }
+
+    pub fn snapshot(&self, uri: &Uri) -> Option<Snapshot> {
+        let doc = self.document(uri)?;
+        Some(Snapshot {
+            uri: doc.uri.clone(),
+            path: doc.path.clone(),
+            version: doc.version,
+            parsed: doc.parsed.clone(),
+            line_index: doc.line_index.clone(),
+            world: self.world(),
+        })
+    }
+
+    pub fn snapshots(&self) -> Vec<Snapshot> {
+        let mut docs: Vec<&Document> = self.documents.values().collect();
+        docs.sort_by(|a, b| a.uri.as_str().cmp(b.uri.as_str()));
+        docs.into_iter().filter_map(|d| self.snapshot(&d.uri)).collect()
+    }
+
+    /// The editor settings passed to `Config::load` as overrides.
+    pub fn settings(&self) -> Option<serde_json::Value> {
+        match (&self.init_settings, &self.pulled_settings) {
+            (None, None) => None,
+            (Some(a), None) => Some(a.clone()),
+            (None, Some(b)) => Some(b.clone()),
+            (Some(a), Some(b)) => {
+                let mut merged = a.clone();
+                merge_json(&mut merged, b);
+                Some(merged)
+            }
+        }
+    }
+
+    /// Installs a freshly loaded configuration and catalog.
+    pub fn install(&mut self, config: Config, catalog: Catalog) {
+        self.config = Arc::new(config);
+        self.catalog = Arc::new(catalog);
+        self.generation += 1;
+    }
+
+    /// Whether a change to `path` on disk can change the configuration or the catalog:
+    /// chainsmith.toml, a protocol file that was read or is named by the configuration, or
+    /// anything under `protocols/`.
+    pub fn is_workspace_file(&self, path: &Path) -> bool {
+        let Some(root) = &self.root else { return false };
+        let candidates = equivalent_paths(path);
+        let matches = |p: &Path| same_file(&candidates, p);
+        if path.file_name().is_some_and(|n| n == CONFIG_FILE)
+            && path.parent().is_some_and(|dir| same_file(&equivalent_paths(dir), root))
+        {
+            return true;
+        }
+        // A file under protocols/ (only consulted without [[toolsets]], but a new chainsmith.toml-less
+        // layout must be picked up as it appears).
+        let protocols = root.join("protocols");
+        let protocol_dirs = equivalent_paths(&protocols);
+        if candidates.iter().any(|c| protocol_dirs.iter().any(|d| c.starts_with(d))) {
+            return true;
+        }
+        if self.catalog.texts.keys().any(|p| matches(p)) {
+            return true;
+        }
+        if self.catalog.toolsets.iter().flat_map(|t| t.files.iter()).any(|p| matches(p)) {
+            return true;
+        }
+        self.config.toolsets.iter().any(|t| {
+            let files: Vec<&String> = match &t.source {
+                ToolsetSource::OpenApi(f) | ToolsetSource::Protocol(f) => vec![f],
+                ToolsetSource::ToolBench(fs) => fs.iter().collect(),
+                ToolsetSource::Mcp(_) => vec![],
+            };
+            files.into_iter().any(|f| matches(&root.join(f)))
+        })
+    }
+}
+
+/// `path` as given and canonicalized (when it exists), so `/tmp/x` and a symlinked spelling of it
+/// compare equal.
+fn equivalent_paths(path: &Path) -> Vec<PathBuf> {
+    let mut out = vec![normalize(path)];
+    if let Ok(canonical) = std::fs::canonicalize(path)
+        && !out.contains(&canonical)
+    {
+        out.push(canonical);
+    }
+    out
+}
+
+fn same_file(candidates: &[PathBuf], other: &Path) -> bool {
+    equivalent_paths(other).iter().any(|o| candidates.contains(o))
+}
+
+/// Removes `.` components and folds `..` lexically.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Overlays `over` on `base`, object key by object key.
+pub fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(base), serde_json::Value::Object(over)) => {
+            for (key, value) in over {
+                match base.get_mut(key) {
+                    Some(existing) => merge_json(existing, value),
+                    None => {
+                        base.insert(key.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        (base, over) => *base = over.clone(),
+    }
+}
+
+/// The nearest ancestor folder of `file` holding chainsmith.toml or `protocols/`: the workspace of
+/// a file opened without a workspace folder.
+pub fn discover_root(file: &Path) -> Option<PathBuf> {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d.join(CONFIG_FILE).is_file() || d.join("protocols").is_dir() {
+            return Some(d.to_path_buf());
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// The path of a document URI: the file path for `file:` URIs, else the URI's path (untitled
+/// buffers), so the analysis always has a name to report.
+pub fn document_path(uri: &Uri) -> PathBuf {
+    if uri.scheme().is_some_and(|s| s.as_str().eq_ignore_ascii_case("file"))
+        && let Some(path) = uri.to_file_path()
+    {
+        return path.into_owned();
+    }
+    PathBuf::from(uri.path().as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn settings_overlay_key_by_key() {
+        let mut a = json!({"llm": {"model": "a", "timeout_s": 5}, "x": 1});
+        merge_json(&mut a, &json!({"llm": {"model": "b"}, "y": 2}));
+        assert_eq!(a, json!({"llm": {"model": "b", "timeout_s": 5}, "x": 1, "y": 2}));
+    }
+
+    #[test]
+    fn ranged_and_full_changes() {
+        use tower_lsp_server::lsp_types::{Position, Range};
+        let mut doc = Document::new("file:///p.py".parse().unwrap(), "p.py".into(), 1, "x = \"😀\"\ny = 1\n".into());
+        let change = |l1, c1, l2, c2, text: &str| TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(l1, c1), Position::new(l2, c2))),
+            range_length: None,
+            text: text.into(),
+        };
+        // After the emoji (2 UTF-16 units) and its closing quote: column 8 in UTF-16.
+        doc.apply_changes(vec![change(0, 8, 0, 8, "!"), change(1, 4, 1, 5, "22")], Encoding::Utf16, 2);
+        assert_eq!(doc.parsed.text, "x = \"😀\"!\ny = 22\n");
+        assert_eq!(doc.version, 2);
+        assert_eq!(doc.line_index.line_count(), 3);
+        doc.apply_changes(
+            vec![TextDocumentContentChangeEvent { range: None, range_length: None, text: "z = 3\n".into() }],
+            Encoding::Utf8,
+            3,
+        );
+        assert_eq!(doc.parsed.text, "z = 3\n");
+        assert_eq!(
+            doc.parsed.tree.root_node().to_sexp(),
+            crate::analysis::parse::parse("z = 3\n").root_node().to_sexp()
+        );
+    }
+}
