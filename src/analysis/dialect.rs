@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use super::parse::{range_of, text_of};
+use super::parse::{fields, range_of, text_of};
 use crate::toolset::doc::ByteRange;
 use crate::toolset::{Catalog, Tool, Toolset, Transport};
 
@@ -58,11 +58,11 @@ impl Imports {
 
     fn import_statement(&mut self, node: Node, text: &str) {
         let mut cursor = node.walk();
-        for name in node.children_by_field_name("name", &mut cursor) {
+        for name in node.children_by_field_id(fields().name, &mut cursor) {
             let (dotted, alias) = match name.kind() {
                 "aliased_import" => (
-                    name.child_by_field_name("name"),
-                    name.child_by_field_name("alias").map(|a| text_of(a, text).to_string()),
+                    name.child_by_field_id(fields().name.get()),
+                    name.child_by_field_id(fields().alias.get()).map(|a| text_of(a, text).to_string()),
                 ),
                 _ => (Some(name), None),
             };
@@ -80,14 +80,14 @@ impl Imports {
     }
 
     fn import_from(&mut self, node: Node, text: &str) {
-        let Some(module) = node.child_by_field_name("module_name") else { return };
+        let Some(module) = node.child_by_field_id(fields().module_name.get()) else { return };
         let module = text_of(module, text);
         let mut cursor = node.walk();
-        for name in node.children_by_field_name("name", &mut cursor) {
+        for name in node.children_by_field_id(fields().name, &mut cursor) {
             let (imported, alias) = match name.kind() {
                 "aliased_import" => {
-                    let Some(n) = name.child_by_field_name("name") else { continue };
-                    (n, name.child_by_field_name("alias").map(|a| text_of(a, text).to_string()))
+                    let Some(n) = name.child_by_field_id(fields().name.get()) else { continue };
+                    (n, name.child_by_field_id(fields().alias.get()).map(|a| text_of(a, text).to_string()))
                 }
                 _ => (name, None),
             };

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tree_sitter::{Node, Tree};
 
 use super::dialect::{self, FlatUrl, Imports, Matched, UrlPart};
-use super::parse::{range_of, string_value, text_of};
+use super::parse::{fields, range_of, string_value, text_of};
 use super::{Access, Analysis, CallArg, Dialect, Key, ToolCall, ToolsetImport, UrlSite};
 use crate::diagnostic::{Diagnostic, did_you_mean};
 use crate::toolset::doc::ByteRange;
@@ -186,7 +186,8 @@ impl<'t, 'c> Walker<'t, 'c> {
         let mut stack = vec![root];
         while let Some(node) = stack.pop() {
             if node.kind() == "assignment"
-                && let (Some(left), Some(right)) = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+                && let (Some(left), Some(right)) =
+                    (node.child_by_field_id(fields().left.get()), node.child_by_field_id(fields().right.get()))
                 && left.kind() == "identifier"
             {
                 self.assignments
@@ -244,8 +245,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 }
             }
             "for_statement" => {
-                let iterable = node.child_by_field_name("right").map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
-                if let Some(left) = node.child_by_field_name("left") {
+                let iterable =
+                    node.child_by_field_id(fields().right.get()).map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
+                if let Some(left) = node.child_by_field_id(fields().left.get()) {
                     let item = self.element(iterable);
                     self.bind(left, item);
                 }
@@ -268,23 +270,23 @@ impl<'t, 'c> Walker<'t, 'c> {
             }
             "function_definition" | "class_definition" => {
                 self.scopes.push(HashMap::new());
-                if let Some(params) = node.child_by_field_name("parameters") {
+                if let Some(params) = node.child_by_field_id(fields().parameters.get()) {
                     // Defaults are evaluated; parameters themselves are unknown.
                     let mut cursor = params.walk();
                     let children: Vec<Node<'t>> = params.named_children(&mut cursor).collect();
                     for p in children {
-                        if let Some(v) = p.child_by_field_name("value") {
+                        if let Some(v) = p.child_by_field_id(fields().value.get()) {
                             self.expr(v);
                         }
                     }
                 }
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.child_by_field_id(fields().body.get()) {
                     self.block(body);
                 }
                 self.scopes.pop();
             }
             "decorated_definition" => {
-                if let Some(def) = node.child_by_field_name("definition") {
+                if let Some(def) = node.child_by_field_id(fields().definition.get()) {
                     self.statement(def);
                 }
             }
@@ -351,11 +353,11 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     fn with_item(&mut self, item: Node<'t>) {
-        let Some(value) = item.child_by_field_name("value") else { return };
+        let Some(value) = item.child_by_field_id(fields().value.get()) else { return };
         if value.kind() == "as_pattern" {
             let inner = value.named_child(0);
             let ty = inner.map(|i| self.expr(i)).unwrap_or(Ty::Unknown);
-            if let Some(alias) = value.child_by_field_name("alias") {
+            if let Some(alias) = value.child_by_field_id(fields().alias.get()) {
                 let target = if alias.kind() == "as_pattern_target" { alias.named_child(0) } else { Some(alias) };
                 if let Some(target) = target {
                     self.bind(target, ty);
@@ -390,8 +392,8 @@ impl<'t, 'c> Walker<'t, 'c> {
         match node.kind() {
             "identifier" => self.lookup(text_of(node, self.text)),
             "assignment" => {
-                let right = node.child_by_field_name("right");
-                let left = node.child_by_field_name("left");
+                let right = node.child_by_field_id(fields().right.get());
+                let left = node.child_by_field_id(fields().left.get());
                 if let Some(l) = left
                     && l.kind() == "identifier"
                 {
@@ -405,17 +407,17 @@ impl<'t, 'c> Walker<'t, 'c> {
                 Ty::Unknown
             }
             "augmented_assignment" => {
-                if let Some(r) = node.child_by_field_name("right") {
+                if let Some(r) = node.child_by_field_id(fields().right.get()) {
                     self.expr(r);
                 }
-                if let Some(l) = node.child_by_field_name("left") {
+                if let Some(l) = node.child_by_field_id(fields().left.get()) {
                     self.expr(l);
                 }
                 Ty::Unknown
             }
             "named_expression" => {
-                let ty = node.child_by_field_name("value").map(|v| self.expr(v)).unwrap_or(Ty::Unknown);
-                if let Some(name) = node.child_by_field_name("name") {
+                let ty = node.child_by_field_id(fields().value.get()).map(|v| self.expr(v)).unwrap_or(Ty::Unknown);
+                if let Some(name) = node.child_by_field_id(fields().name.get()) {
                     self.bind(name, ty);
                 }
                 ty
@@ -443,7 +445,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             }
             "lambda" => {
                 self.scopes.push(HashMap::new());
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.child_by_field_id(fields().body.get()) {
                     self.expr(body);
                 }
                 self.scopes.pop();
@@ -468,9 +470,10 @@ impl<'t, 'c> Walker<'t, 'c> {
         for child in &children {
             match child.kind() {
                 "for_in_clause" => {
-                    let iterable = child.child_by_field_name("right").map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
+                    let iterable =
+                        child.child_by_field_id(fields().right.get()).map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
                     let item = self.element(iterable);
-                    if let Some(left) = child.child_by_field_name("left") {
+                    if let Some(left) = child.child_by_field_id(fields().left.get()) {
                         self.bind(left, item);
                     }
                 }
@@ -491,8 +494,8 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     fn subscript(&mut self, node: Node<'t>) -> Ty<'c> {
-        let container = node.child_by_field_name("value").map(|v| self.expr(v)).unwrap_or(Ty::Unknown);
-        let key_node = node.child_by_field_name("subscript");
+        let container = node.child_by_field_id(fields().value.get()).map(|v| self.expr(v)).unwrap_or(Ty::Unknown);
+        let key_node = node.child_by_field_id(fields().subscript.get());
         if let Some(k) = key_node
             && !matches!(k.kind(), "string" | "integer" | "unary_operator")
         {
@@ -590,12 +593,12 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     fn call(&mut self, node: Node<'t>) -> Ty<'c> {
-        let Some(function) = node.child_by_field_name("function") else { return Ty::Unknown };
-        let arguments = node.child_by_field_name("arguments");
+        let Some(function) = node.child_by_field_id(fields().function.get()) else { return Ty::Unknown };
+        let arguments = node.child_by_field_id(fields().arguments.get());
         match function.kind() {
             "attribute" => {
-                let object = function.child_by_field_name("object");
-                let attr = function.child_by_field_name("attribute");
+                let object = function.child_by_field_id(fields().object.get());
+                let attr = function.child_by_field_id(fields().attribute.get());
                 let (Some(object), Some(attr)) = (object, attr) else { return self.call_fallback(node) };
                 let attr_name = text_of(attr, self.text);
                 let object_text = text_of(object, self.text);
@@ -713,7 +716,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             .into_iter()
             .map(|c| match c.kind() {
                 "keyword_argument" => {
-                    c.child_by_field_name("value").map(|v| self.expr(v));
+                    c.child_by_field_id(fields().value.get()).map(|v| self.expr(v));
                     Ty::Unknown
                 }
                 _ => self.expr(c),
@@ -741,8 +744,10 @@ impl<'t, 'c> Walker<'t, 'c> {
             for child in children {
                 match child.kind() {
                     "keyword_argument" => {
-                        let (Some(n), v) = (child.child_by_field_name("name"), child.child_by_field_name("value"))
-                        else {
+                        let (Some(n), v) = (
+                            child.child_by_field_id(fields().name.get()),
+                            child.child_by_field_id(fields().value.get()),
+                        ) else {
                             continue;
                         };
                         sites.push(ArgSite {
@@ -972,9 +977,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 .iter()
                 .find(|c| {
                     c.kind() == "keyword_argument"
-                        && c.child_by_field_name("name").is_some_and(|n| text_of(n, self.text) == name)
+                        && c.child_by_field_id(fields().name.get()).is_some_and(|n| text_of(n, self.text) == name)
                 })
-                .and_then(|c| c.child_by_field_name("value"))
+                .and_then(|c| c.child_by_field_id(fields().value.get()))
         };
         let (method, url_node) = match method {
             Some(m) => (Some(m.to_string()), positional.next().copied().or_else(|| keyword("url"))),
@@ -1113,7 +1118,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 }
                 continue;
             }
-            let (Some(n), Some(v)) = (child.child_by_field_name("name"), child.child_by_field_name("value")) else {
+            let (Some(n), Some(v)) =
+                (child.child_by_field_id(fields().name.get()), child.child_by_field_id(fields().value.get()))
+            else {
                 continue;
             };
             let location = match text_of(n, self.text) {
@@ -1203,9 +1210,10 @@ impl<'t, 'c> Walker<'t, 'c> {
                             exact: false,
                         }),
                         "interpolation" => {
-                            let inner = child.child_by_field_name("expression").or_else(|| child.named_child(0));
-                            let has_format = child.child_by_field_name("format_specifier").is_some()
-                                || child.child_by_field_name("type_conversion").is_some();
+                            let inner =
+                                child.child_by_field_id(fields().expression.get()).or_else(|| child.named_child(0));
+                            let has_format = child.child_by_field_id(fields().format_specifier.get()).is_some()
+                                || child.child_by_field_id(fields().type_conversion.get()).is_some();
                             match inner {
                                 Some(e) if !has_format => {
                                     let resolved = self.url_parts(e, depth + 1);
@@ -1233,12 +1241,12 @@ impl<'t, 'c> Walker<'t, 'c> {
                 let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
                 children.into_iter().flat_map(|c| self.url_parts(c, depth + 1)).collect()
             }
-            "binary_operator" if node.child_by_field_name("operator").is_some_and(|o| o.kind() == "+") => {
+            "binary_operator" if node.child_by_field_id(fields().operator.get()).is_some_and(|o| o.kind() == "+") => {
                 let mut parts = Vec::new();
-                if let Some(l) = node.child_by_field_name("left") {
+                if let Some(l) = node.child_by_field_id(fields().left.get()) {
                     parts.extend(self.url_parts(l, depth + 1));
                 }
-                if let Some(r) = node.child_by_field_name("right") {
+                if let Some(r) = node.child_by_field_id(fields().right.get()) {
                     parts.extend(self.url_parts(r, depth + 1));
                 }
                 parts
@@ -1290,8 +1298,8 @@ fn is_string_expression(node: Node) -> bool {
     match node.kind() {
         "string" | "concatenated_string" => true,
         "binary_operator" => {
-            node.child_by_field_name("left").is_some_and(is_string_expression)
-                || node.child_by_field_name("right").is_some_and(is_string_expression)
+            node.child_by_field_id(fields().left.get()).is_some_and(is_string_expression)
+                || node.child_by_field_id(fields().right.get()).is_some_and(is_string_expression)
         }
         "parenthesized_expression" => node.named_child(0).is_some_and(is_string_expression),
         "identifier" => true,
@@ -1342,7 +1350,7 @@ pub fn literal_json(node: Node, text: &str) -> Option<Value> {
         "false" => Some(Value::Bool(false)),
         "none" => Some(Value::Null),
         "unary_operator" => {
-            let operand = node.child_by_field_name("argument")?;
+            let operand = node.child_by_field_id(fields().argument.get())?;
             let v = literal_json(operand, text)?;
             let negative = text_of(node, text).trim_start().starts_with('-');
             match v {
@@ -1369,8 +1377,8 @@ pub fn literal_json(node: Node, text: &str) -> Option<Value> {
                 if pair.kind() != "pair" {
                     return None;
                 }
-                let key = string_value(pair.child_by_field_name("key")?, text)?;
-                map.insert(key, literal_json(pair.child_by_field_name("value")?, text)?);
+                let key = string_value(pair.child_by_field_id(fields().key.get())?, text)?;
+                map.insert(key, literal_json(pair.child_by_field_id(fields().value.get())?, text)?);
             }
             Some(Value::Object(map))
         }
@@ -1389,8 +1397,8 @@ fn dict_pairs<'t>(node: Node<'t>, text: &str) -> Option<Vec<(Option<String>, Byt
             for pair in node.named_children(&mut cursor) {
                 match pair.kind() {
                     "pair" => {
-                        let key = pair.child_by_field_name("key")?;
-                        let value = pair.child_by_field_name("value")?;
+                        let key = pair.child_by_field_id(fields().key.get())?;
+                        let value = pair.child_by_field_id(fields().value.get())?;
                         out.push((string_value(key, text), range_of(key), value));
                     }
                     "dictionary_splat" => out.push((None, range_of(pair), pair)),
@@ -1400,15 +1408,19 @@ fn dict_pairs<'t>(node: Node<'t>, text: &str) -> Option<Vec<(Option<String>, Byt
             }
             Some(out)
         }
-        "call" if node.child_by_field_name("function").is_some_and(|f| text_of(f, text) == "dict") => {
-            let args = node.child_by_field_name("arguments")?;
+        "call" if node.child_by_field_id(fields().function.get()).is_some_and(|f| text_of(f, text) == "dict") => {
+            let args = node.child_by_field_id(fields().arguments.get())?;
             let mut out = Vec::new();
             let mut cursor = args.walk();
             for arg in args.named_children(&mut cursor) {
                 match arg.kind() {
                     "keyword_argument" => {
-                        let n = arg.child_by_field_name("name")?;
-                        out.push((Some(text_of(n, text).to_string()), range_of(n), arg.child_by_field_name("value")?));
+                        let n = arg.child_by_field_id(fields().name.get())?;
+                        out.push((
+                            Some(text_of(n, text).to_string()),
+                            range_of(n),
+                            arg.child_by_field_id(fields().value.get())?,
+                        ));
                     }
                     _ => out.push((None, range_of(arg), arg)),
                 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use tree_sitter::Tree;
 
 use super::dialect::Imports;
+use super::parse::fields;
 use super::{Analysis, Dialect, Key, analyze, analyze_until, parse};
 use crate::config::DiagnosticsConfig;
 use crate::toolset::doc::ByteRange;
@@ -643,8 +644,14 @@ pub fn signature_help(
     let active_parameter = match current {
         Some(name) => tool.params.iter().position(|p| p.name == name || p.wire_name == name),
         None => {
+            // The next parameter the user is likely to write: a missing required one, else the
+            // first optional one not given yet.
             let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
-            tool.params.iter().position(|p| p.required && !given.contains(&p.name.as_str()))
+            let open = |p: &&Param| !given.contains(&p.name.as_str()) && !given.contains(&p.wire_name.as_str());
+            tool.params
+                .iter()
+                .position(|p| p.required && open(&p))
+                .or_else(|| tool.params.iter().position(|p| open(&p)))
         }
     };
     Some(SignatureHelp { label, documentation: tool.description.clone(), parameters, active_parameter })
@@ -697,7 +704,7 @@ pub fn document_symbols(
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
         if node.kind() == "function_definition"
-            && let Some(name) = node.child_by_field_name("name")
+            && let Some(name) = node.child_by_field_id(fields().name.get())
         {
             symbols.push(Symbol {
                 name: parse::text_of(name, text).to_string(),

@@ -1,9 +1,71 @@
 //! Parsing programs with tree-sitter-python, incrementally: an edit updates the old tree and the
 //! parser reuses everything outside the edited region, so re-analysis after a keystroke stays cheap.
 
+use std::sync::OnceLock;
+
+use std::num::NonZeroU16;
+
 use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 
+/// tree-sitter names this `FieldId` but does not export the alias.
+type FieldId = NonZeroU16;
+
 use crate::toolset::doc::ByteRange;
+
+/// The grammar's field ids, looked up once: `child_by_field_name` compares strings on every call,
+/// which showed up in profiles of the analysis of large programs.
+pub struct Fields {
+    pub alias: FieldId,
+    pub argument: FieldId,
+    pub arguments: FieldId,
+    pub attribute: FieldId,
+    pub body: FieldId,
+    pub definition: FieldId,
+    pub expression: FieldId,
+    pub format_specifier: FieldId,
+    pub function: FieldId,
+    pub key: FieldId,
+    pub left: FieldId,
+    pub module_name: FieldId,
+    pub name: FieldId,
+    pub object: FieldId,
+    pub operator: FieldId,
+    pub parameters: FieldId,
+    pub right: FieldId,
+    pub subscript: FieldId,
+    pub type_conversion: FieldId,
+    pub value: FieldId,
+}
+
+pub fn fields() -> &'static Fields {
+    static FIELDS: OnceLock<Fields> = OnceLock::new();
+    FIELDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        let id = |name: &str| language.field_id_for_name(name).expect("tree-sitter-python has this field");
+        Fields {
+            alias: id("alias"),
+            argument: id("argument"),
+            arguments: id("arguments"),
+            attribute: id("attribute"),
+            body: id("body"),
+            definition: id("definition"),
+            expression: id("expression"),
+            format_specifier: id("format_specifier"),
+            function: id("function"),
+            key: id("key"),
+            left: id("left"),
+            module_name: id("module_name"),
+            name: id("name"),
+            object: id("object"),
+            operator: id("operator"),
+            parameters: id("parameters"),
+            right: id("right"),
+            subscript: id("subscript"),
+            type_conversion: id("type_conversion"),
+            value: id("value"),
+        }
+    })
+}
 
 pub fn parser() -> Parser {
     let mut parser = Parser::new();
@@ -160,9 +222,9 @@ mod tests {
         let text = "a = 'x\\ty' \"z\"\nb = f'{a}'\n";
         let tree = parse(text);
         let root = tree.root_node();
-        let first = root.child(0).unwrap().child(0).unwrap().child_by_field_name("right").unwrap();
+        let first = root.child(0).unwrap().child(0).unwrap().child_by_field_id(fields().right.get()).unwrap();
         assert_eq!(string_value(first, text).as_deref(), Some("x\tyz"));
-        let second = root.child(1).unwrap().child(0).unwrap().child_by_field_name("right").unwrap();
+        let second = root.child(1).unwrap().child(0).unwrap().child_by_field_id(fields().right.get()).unwrap();
         assert_eq!(string_value(second, text), None);
     }
 }

@@ -321,3 +321,21 @@ mod ide {
         assert_eq!(ide::workspace_symbols(&catalog, "person", 10).len(), 4);
     }
 }
+
+#[test]
+fn signature_help_moves_to_the_next_open_parameter() {
+    let (_dir, _config, catalog) = catalog();
+    let text = "from chainsmith.tools import films\nx = films.search_person(query=\"a\", )\n";
+    let tree = crate::analysis::parse::parse(text);
+    let at = text.find(", )").unwrap() + 2;
+    let s = crate::analysis::ide::signature_help(
+        Path::new("p.py"),
+        text,
+        &tree,
+        at,
+        &catalog,
+        &DiagnosticsConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(s.active_parameter, Some(1), "page, the first optional parameter not given");
+}
