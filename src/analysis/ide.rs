@@ -255,16 +255,44 @@ fn patch_line(text: &str, tree: &Tree, line_start: usize, offset: usize) -> (par
     while let Some(closer) = stack.pop() {
         insert.push(closer);
     }
-    // A statement that already parses needs no patch (and no re-parse).
-    if text[offset..line_end] == insert || !statement_has_error(tree, offset) {
+    // A statement that already parses needs no patch (and no re-parse). A line that leaves a
+    // string open always does: the parser may otherwise pair its quote with one on a later line
+    // and read the rest of the file as one broken statement.
+    let unfinished = leaves_string_open(&text[line_start..line_end]);
+    if text[offset..line_end] == insert || (!unfinished && !statement_has_error(tree, offset)) {
         return (parse::ParsedText { text: text.to_string(), tree: tree.clone() }, in_string.map(Some));
     }
     // Requests at a position only look at what precedes it, and the text after an unfinished line
     // is what makes re-parsing slow (error recovery defeats reuse): keep the prefix only.
-    let mut prefix = String::with_capacity(offset + insert.len());
-    prefix.push_str(&text[..offset]);
-    prefix.push_str(&insert);
-    (parse::ParsedText::new(prefix), in_string.map(Some))
+    let mut patched = parse::ParsedText { text: text.to_string(), tree: tree.clone() };
+    patched.edit(ByteRange::new(offset, text.len()), &insert);
+    (patched, in_string.map(Some))
+}
+
+/// Whether a line ends inside a (single-line) string literal.
+fn leaves_string_open(line: &str) -> bool {
+    let mut in_string: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match in_string {
+            Some(_) if c == '\\' => {
+                chars.next();
+            }
+            Some(q) if c == q => in_string = None,
+            Some(_) => {}
+            None if c == '#' => return false,
+            None if c == '"' || c == '\'' => {
+                // Triple-quoted strings may legitimately span lines.
+                let rest = chars.as_str();
+                if rest.starts_with(&format!("{c}{c}")) {
+                    return false;
+                }
+                in_string = Some(c);
+            }
+            None => {}
+        }
+    }
+    in_string.is_some()
 }
 
 /// Whether the statement holding `offset` (or the text around it) has a syntax error.

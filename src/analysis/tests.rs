@@ -278,6 +278,10 @@ mod ide {
         assert_eq!(items[0].insert_text, "\"id\"");
         let (labels, _) = labels_at(&format!("{base}z = x.get('|"));
         assert_eq!(labels, vec!["page", "results"]);
+        // An unfinished string followed by lines with quotes: the parser must not pair them up.
+        let (labels, _) =
+            labels_at(&format!("{base}w = x[\"|\nprint(x[\"page\"])\nv = films.search_person(query=\"b\")\n"));
+        assert_eq!(labels, vec!["page", "results"]);
     }
 
     #[test]
