@@ -112,3 +112,29 @@ fn a_broken_protocol_file_is_a_located_error_and_loses_nothing_else() {
     assert!(stderr.contains("[invalid-protocol]"), "{stderr}");
     assert!(stderr.contains("[unresolved-ref]"), "{stderr}");
 }
+
+#[test]
+fn all_of_stabletoolbench_loads_as_one_toolset_with_categories() {
+    let data = std::path::absolute("../shared/datasets/stabletoolbench/solvable_queries/test_instruction").unwrap();
+    let files: Vec<String> = ["G1_instruction", "G1_category", "G1_tool", "G2_instruction"]
+        .iter()
+        .map(|g| format!("\"{}\"", data.join(format!("{g}.json")).display()))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("chainsmith.toml"),
+        format!("[[toolsets]]\nname = \"rapid\"\ntoolbench = [{}]\n", files.join(", ")),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", dir.path().to_str().unwrap(), "tools", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let tools: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    // 2,220 distinct (tool, API) pairs over the four groups, duplicates across files merged.
+    assert_eq!(tools.len(), 2220);
+    assert!(tools.iter().all(|t| t["toolset"] == "rapid" && t["source"]["kind"] == "toolbench"));
+    let categories: std::collections::BTreeSet<&str> = tools.iter().filter_map(|t| t["category"].as_str()).collect();
+    assert!(categories.len() >= 40, "{categories:?}");
+    assert!(categories.contains("Data") && categories.contains("Sports"));
+    let word = tools.iter().find(|t| t["id"] == "rapid.get_word_by_start_for_random_word_api");
+    assert!(word.is_some_and(|w| w["required"] == serde_json::json!(["start"])), "{word:?}");
+}
