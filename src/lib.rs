@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod diagnostic;
+pub mod generate;
 pub mod logging;
 pub mod server;
 pub mod text;

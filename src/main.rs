@@ -32,6 +32,17 @@ enum Command {
         /// Files or folders; default: the workspace root.
         paths: Vec<PathBuf>,
     },
+    /// Candidate tools for a task (BM25 over the protocols), or retrieval quality with --eval.
+    Retrieve {
+        /// The task, in words.
+        task: Option<String>,
+        /// How many candidates (default: [generate] candidates).
+        #[arg(long)]
+        k: Option<usize>,
+        /// StableToolBench query files or RestBench task files to score retrieval against.
+        #[arg(long, num_args = 1..)]
+        eval: Vec<PathBuf>,
+    },
     /// List the workspace's tools.
     Tools {
         #[arg(long, value_enum, default_value = "text")]
@@ -46,6 +57,9 @@ fn main() -> ExitCode {
         Command::Lsp => chainsmith::server::run_stdio(),
         Command::Check { format, paths } => {
             chainsmith::cli::check(cli.root.as_deref(), &paths, matches!(format, Format::Json))
+        }
+        Command::Retrieve { task, k, eval } => {
+            chainsmith::cli::retrieve(cli.root.as_deref(), task.as_deref(), k, &eval)
         }
         Command::Tools { format } => chainsmith::cli::tools(cli.root.as_deref(), matches!(format, Format::Json)),
     };

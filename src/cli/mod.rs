@@ -1,5 +1,9 @@
 //! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
 
+mod retrieve;
+
+pub use retrieve::retrieve;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

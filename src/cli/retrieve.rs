@@ -1,0 +1,64 @@
+//! `chainsmith retrieve`: candidate tools for a task, and retrieval quality against benchmark files.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::generate::retrieve::{self, Index, Options};
+
+pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval: &[PathBuf]) -> Result<u8> {
+    let root = super::workspace_root(root, &[]);
+    let (config, catalog) = super::load_workspace(&root)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if !eval.is_empty() {
+        let mut queries = Vec::new();
+        let mut unmapped = 0;
+        for file in eval {
+            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+            let (q, u) = retrieve::read_queries(&value, &catalog);
+            queries.extend(q);
+            unmapped += u;
+        }
+        if queries.is_empty() {
+            bail!("no query in {} has a gold tool of this workspace (is --root the right workspace?)", eval.len());
+        }
+        writeln!(
+            out,
+            "corpus {} tools; {} queries; {} gold entries not in the corpus",
+            catalog.tool_count(),
+            queries.len(),
+            unmapped
+        )?;
+        let steps = [
+            ("plain BM25", Options::PLAIN),
+            ("+ identifier/path tokens", Options { split_identifiers: true, ..Options::PLAIN }),
+            ("+ field weights", Options { split_identifiers: true, field_weights: true, ..Options::PLAIN }),
+            ("+ tool-level aggregation", Options::BEST),
+        ];
+        for (name, options) in steps {
+            let index = Index::new(&catalog, options);
+            let s = retrieve::evaluate(&index, &queries);
+            writeln!(out, "[{name}]")?;
+            writeln!(out, "ndcg@1 {:.3}", s.ndcg1)?;
+            writeln!(out, "ndcg@3 {:.3}", s.ndcg3)?;
+            writeln!(out, "ndcg@5 {:.3}", s.ndcg5)?;
+            writeln!(out, "recall@20 {:.3}", s.recall20)?;
+        }
+        return Ok(0);
+    }
+    let Some(task) = task.filter(|t| !t.trim().is_empty()) else {
+        bail!("give a task (`chainsmith retrieve \"TASK\"`) or --eval FILE...");
+    };
+    let k = k.unwrap_or(config.generate.candidates);
+    let index = Index::new(&catalog, Options::BEST);
+    for (tool, score) in index.search(task, k) {
+        let first_line = tool.description.lines().next().unwrap_or("");
+        let short: String = first_line.chars().take(80).collect();
+        writeln!(out, "{score:7.3}  {}  {short}", tool.id())?;
+    }
+    Ok(0)
+}

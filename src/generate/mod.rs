@@ -1,0 +1,4 @@
+//! Generation: candidate retrieval for a task (and, as the generation issue lands, ATC generation,
+//! attributable reflection and the search over attempts).
+
+pub mod retrieve;

@@ -1,0 +1,351 @@
+//! Candidate tools for a task: BM25 over each tool's fields, tokenised the way identifiers and URL
+//! paths are written, with field weights and AnyTool's tool-level aggregation (an API inherits part
+//! of the score of the tool it belongs to). `evaluate` scores retrieval against StableToolBench query
+//! files and RestBench task files.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::Value;
+
+use crate::toolset::{Catalog, SourceKind, Tool, Transport, names};
+
+/// How documents are built and scored; each step of the improvement over plain BM25 is a switch, so
+/// `retrieve --eval` can report every step's gain.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Split identifiers (`movie_credits`, `movieCredits`) and paths into words; else whitespace and
+    /// punctuation only.
+    pub split_identifiers: bool,
+    /// Weight the name, path and category above the description; else every field counts once.
+    pub field_weights: bool,
+    /// Add a share of the score of the API's tool (ToolBench tool, toolset for others).
+    pub tool_level: bool,
+    pub k1: f64,
+    pub b: f64,
+}
+
+impl Options {
+    pub const PLAIN: Options =
+        Options { split_identifiers: false, field_weights: false, tool_level: false, k1: 1.2, b: 0.75 };
+    pub const BEST: Options =
+        Options { split_identifiers: true, field_weights: true, tool_level: true, k1: 1.2, b: 0.75 };
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::BEST
+    }
+}
+
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "of", "for", "to", "in", "on", "and", "or", "is", "are", "be", "by", "with", "me", "my", "i",
+    "you", "your", "it", "its", "this", "that", "from", "at", "as", "can", "will", "get", "what", "which", "who",
+    "how", "some", "all", "any", "give", "tell", "show", "please", "do", "does", "about", "also", "want", "need",
+    "would", "like", "could", "should", "there", "their", "them", "we", "our", "us", "if", "so", "than", "then",
+    "into", "out", "up", "api", "endpoint", "returns", "return", "using", "use",
+];
+
+/// Lowercase words of a text. With `split_identifiers`, `movieCredits`, `movie_credits`,
+/// `/person/{person_id}` all become separate words; plural `s` is folded.
+pub fn tokens(text: &str, split_identifiers: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let words: Vec<String> = if split_identifiers {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).flat_map(split_camel).collect()
+    } else {
+        text.split(|c: char| c.is_whitespace() || (c.is_ascii_punctuation() && c != '_'))
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_lowercase())
+            .collect()
+    };
+    for w in words {
+        if STOPWORDS.contains(&w.as_str()) || w.len() < 2 && !w.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        out.push(if split_identifiers { fold(&w) } else { w });
+    }
+    out
+}
+
+fn split_camel(word: &str) -> Vec<String> {
+    names::snake_case(word).split('_').filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+/// A light stemmer folding plurals and `y`/`ie` endings onto one stem: `movies`/`movie` → `movi`,
+/// `companies`/`company` → `compani`, `credits` → `credit`.
+fn fold(word: &str) -> String {
+    let w = word;
+    if w.len() > 4 && w.ends_with("ies") {
+        return w[..w.len() - 2].to_string();
+    }
+    if w.len() > 3 && w.ends_with("ie") {
+        return w[..w.len() - 1].to_string();
+    }
+    if w.len() > 3 && w.ends_with('y') && !w.ends_with("ey") && !w.ends_with("ay") {
+        return format!("{}i", &w[..w.len() - 1]);
+    }
+    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
+        return w[..w.len() - 1].to_string();
+    }
+    w.to_string()
+}
+
+/// One document's weighted term frequencies.
+type Doc = BTreeMap<String, f64>;
+
+fn add(doc: &mut Doc, text: &str, weight: f64, split: bool) {
+    for t in tokens(text, split) {
+        *doc.entry(t).or_default() += weight;
+    }
+}
+
+fn tool_doc(tool: &Tool, options: &Options) -> Doc {
+    let w = |strong: f64| if options.field_weights { strong } else { 1.0 };
+    let split = options.split_identifiers;
+    let mut doc = Doc::new();
+    add(&mut doc, &tool.name, w(3.0), split);
+    if let Some(api) = &tool.source.api {
+        add(&mut doc, api, w(2.0), split);
+    }
+    if let Transport::Http { path, .. } = &tool.transport {
+        add(&mut doc, path, w(2.0), split);
+    }
+    add(&mut doc, &tool.description, 1.0, split);
+    add(&mut doc, &tool.category, w(0.5), split);
+    for p in &tool.params {
+        add(&mut doc, &p.name, w(0.7), split);
+        add(&mut doc, &p.description, w(0.3), split);
+    }
+    doc
+}
+
+/// The group an API belongs to for tool-level aggregation: its ToolBench tool, else its toolset.
+fn group_of(tool: &Tool) -> String {
+    match (&tool.source.kind, &tool.source.tool) {
+        (SourceKind::ToolBench, Some(t)) => format!("{}::{t}", tool.toolset),
+        _ => tool.toolset.clone(),
+    }
+}
+
+/// BM25 over an inverted index: scoring a query touches only the postings of its terms.
+struct Bm25 {
+    /// term → (document, weighted term frequency)
+    postings: HashMap<String, Vec<(usize, f64)>>,
+    lengths: Vec<f64>,
+    average: f64,
+    k1: f64,
+    b: f64,
+}
+
+impl Bm25 {
+    fn new(docs: Vec<Doc>, k1: f64, b: f64) -> Self {
+        let lengths: Vec<f64> = docs.iter().map(|d| d.values().sum()).collect();
+        let average = lengths.iter().sum::<f64>() / lengths.len().max(1) as f64;
+        let mut postings: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
+        for (i, d) in docs.into_iter().enumerate() {
+            for (t, tf) in d {
+                postings.entry(t).or_default().push((i, tf));
+            }
+        }
+        Bm25 { postings, lengths, average, k1, b }
+    }
+
+    fn scores(&self, query: &[String]) -> Vec<f64> {
+        let n = self.lengths.len() as f64;
+        let mut scores = vec![0.0; self.lengths.len()];
+        let mut seen: Vec<&str> = Vec::new();
+        for term in query {
+            if seen.contains(&term.as_str()) {
+                continue;
+            }
+            seen.push(term);
+            let Some(list) = self.postings.get(term) else { continue };
+            let df = list.len() as f64;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(i, tf) in list {
+                let norm = self.k1 * (1.0 - self.b + self.b * self.lengths[i] / self.average.max(1e-9));
+                scores[i] += idf * tf * (self.k1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+}
+
+/// A retrieval index over every tool of a catalog.
+pub struct Index<'c> {
+    tools: Vec<&'c Tool>,
+    apis: Bm25,
+    groups: Option<(Bm25, Vec<usize>)>,
+    options: Options,
+}
+
+/// Share of the tool-level score an API inherits.
+const TOOL_LEVEL_SHARE: f64 = 0.5;
+
+impl<'c> Index<'c> {
+    pub fn new(catalog: &'c Catalog, options: Options) -> Self {
+        let tools: Vec<&Tool> = catalog.tools().collect();
+        let docs: Vec<Doc> = tools.iter().map(|t| tool_doc(t, &options)).collect();
+        let groups = options.tool_level.then(|| {
+            let mut ids: HashMap<String, usize> = HashMap::new();
+            let mut group_docs: Vec<Doc> = Vec::new();
+            let mut of_tool = Vec::with_capacity(tools.len());
+            for (tool, doc) in tools.iter().zip(&docs) {
+                let key = group_of(tool);
+                let next = ids.len();
+                let g = *ids.entry(key.clone()).or_insert(next);
+                if g == group_docs.len() {
+                    let mut d = Doc::new();
+                    if let Some(name) = &tool.source.tool {
+                        add(&mut d, name, 2.0, options.split_identifiers);
+                    }
+                    group_docs.push(d);
+                }
+                for (t, w) in doc {
+                    // A group's document is its APIs' words, damped so big tools don't drown small ones.
+                    *group_docs[g].entry(t.clone()).or_default() += w.sqrt();
+                }
+                of_tool.push(g);
+            }
+            (Bm25::new(group_docs, options.k1, options.b), of_tool)
+        });
+        Index { tools, apis: Bm25::new(docs, options.k1, options.b), groups, options }
+    }
+
+    /// The `k` best tools for `query`, best first, with their scores.
+    pub fn search(&self, query: &str, k: usize) -> Vec<(&'c Tool, f64)> {
+        let q = tokens(query, self.options.split_identifiers);
+        let mut scores = self.apis.scores(&q);
+        if let Some((groups, of_tool)) = &self.groups {
+            let group_scores = groups.scores(&q);
+            let top = group_scores.iter().cloned().fold(0.0, f64::max).max(1e-9);
+            let api_top = scores.iter().cloned().fold(0.0, f64::max).max(1e-9);
+            for (i, s) in scores.iter_mut().enumerate() {
+                *s += TOOL_LEVEL_SHARE * api_top * group_scores[of_tool[i]] / top;
+            }
+        }
+        let mut ranked: Vec<(usize, f64)> = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(self.tools[a.0].name.cmp(&self.tools[b.0].name)));
+        ranked.truncate(k);
+        ranked.into_iter().map(|(i, s)| (self.tools[i], s)).collect()
+    }
+}
+
+/// One evaluation query: the task text and the ids of the tools that solve it.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub text: String,
+    pub gold: Vec<String>,
+}
+
+/// Reads StableToolBench/ToolBench query files (`relevant APIs`) and RestBench task files
+/// (`solution` paths), mapping gold entries to tool ids of the catalog. Entries that map to no
+/// tool are counted, not fatal.
+pub fn read_queries(value: &Value, catalog: &Catalog) -> (Vec<Query>, usize) {
+    let mut queries = Vec::new();
+    let mut unmapped = 0;
+    let by_endpoint: HashMap<String, String> = catalog
+        .tools()
+        .filter_map(|t| match &t.transport {
+            Transport::Http { method, path } => Some((format!("{} {}", method.to_ascii_uppercase(), path), t.id())),
+            _ => None,
+        })
+        .collect();
+    let by_toolbench: HashMap<String, String> =
+        catalog.tools().filter(|t| t.source.kind == SourceKind::ToolBench).map(|t| (t.name.clone(), t.id())).collect();
+    for item in value.as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let text = item.get("query").and_then(Value::as_str).unwrap_or("").to_string();
+        let mut gold = Vec::new();
+        if let Some(solution) = item.get("solution").and_then(Value::as_array) {
+            for step in solution.iter().filter_map(Value::as_str) {
+                let step = step.split_whitespace().collect::<Vec<_>>().join(" ");
+                match by_endpoint.get(&step) {
+                    Some(id) => gold.push(id.clone()),
+                    None => unmapped += 1,
+                }
+            }
+        }
+        if let Some(relevant) = item.get("relevant APIs").and_then(Value::as_array) {
+            for pair in relevant.iter().filter_map(Value::as_array) {
+                let (Some(tool), Some(api)) =
+                    (pair.first().and_then(Value::as_str), pair.get(1).and_then(Value::as_str))
+                else {
+                    continue;
+                };
+                match by_toolbench.get(&names::toolbench_tool(api, tool)) {
+                    Some(id) => gold.push(id.clone()),
+                    None => unmapped += 1,
+                }
+            }
+        }
+        gold.sort();
+        gold.dedup();
+        if !text.is_empty() && !gold.is_empty() {
+            queries.push(Query { text, gold });
+        }
+    }
+    (queries, unmapped)
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Scores {
+    pub ndcg1: f64,
+    pub ndcg3: f64,
+    pub ndcg5: f64,
+    pub recall20: f64,
+    pub queries: usize,
+}
+
+fn ndcg(ranked: &[String], gold: &[String], k: usize) -> f64 {
+    let dcg: f64 = ranked
+        .iter()
+        .take(k)
+        .enumerate()
+        .filter(|(_, id)| gold.contains(id))
+        .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    let ideal: f64 = (0..gold.len().min(k)).map(|i| 1.0 / ((i + 2) as f64).log2()).sum();
+    if ideal == 0.0 { 0.0 } else { dcg / ideal }
+}
+
+/// NDCG@1/3/5 and recall@20 of the index over the queries (binary relevance).
+pub fn evaluate(index: &Index, queries: &[Query]) -> Scores {
+    let mut s = Scores { queries: queries.len(), ..Default::default() };
+    for q in queries {
+        let ranked: Vec<String> = index.search(&q.text, 20).into_iter().map(|(t, _)| t.id()).collect();
+        s.ndcg1 += ndcg(&ranked, &q.gold, 1);
+        s.ndcg3 += ndcg(&ranked, &q.gold, 3);
+        s.ndcg5 += ndcg(&ranked, &q.gold, 5);
+        s.recall20 += q.gold.iter().filter(|g| ranked.contains(g)).count() as f64 / q.gold.len() as f64;
+    }
+    let n = queries.len().max(1) as f64;
+    s.ndcg1 /= n;
+    s.ndcg3 /= n;
+    s.ndcg5 /= n;
+    s.recall20 /= n;
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_split_identifiers_and_paths() {
+        assert_eq!(
+            tokens("GET /person/{person_id}/movieCredits", true),
+            vec!["person", "person", "id", "movi", "credit"]
+        );
+        assert_eq!(tokens("the movies of Sofia Coppola", true), vec!["movi", "sofia", "coppola"]);
+        assert_eq!(tokens("movie companies company", true), vec!["movi", "compani", "compani"]);
+        assert_eq!(tokens("person_movie_credits", false), vec!["person_movie_credits"]);
+    }
+
+    #[test]
+    fn ndcg_is_standard() {
+        let ranked: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(ndcg(&ranked, &["a".to_string()], 1), 1.0);
+        let v = ndcg(&ranked, &["b".to_string()], 3);
+        assert!((v - 1.0 / 3f64.log2()).abs() < 1e-9);
+        assert_eq!(ndcg(&ranked, &["z".to_string()], 5), 0.0);
+    }
+}
