@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostic;
 pub mod generate;
+pub mod llm;
 pub mod logging;
 pub mod server;
 pub mod text;

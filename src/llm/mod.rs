@@ -1,0 +1,259 @@
+//! An OpenAI-compatible chat-completions client (OpenAI, vLLM, Ollama, llama.cpp server, LM Studio).
+//!
+//! Retries with backoff on 429, 5xx, timeouts and refused connections; any other failure is a clear
+//! error. Token usage comes from the reply's `usage`, else an estimate, and is summed per operation
+//! by a [`UsageMeter`]. The API key is read from the environment variable the configuration names
+//! and is never written to files or logs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::config::LlmConfig;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn system(content: impl Into<String>) -> Self {
+        Message { role: "system".into(), content: content.into() }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        Message { role: "user".into(), content: content.into() }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message { role: "assistant".into(), content: content.into() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Whether any part of this count is an estimate (the server sent no `usage`).
+    pub estimated: bool,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+    fn add(&mut self, other: Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.estimated |= other.estimated;
+    }
+}
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} tokens ({} prompt + {} completion{})",
+            self.total(),
+            self.prompt_tokens,
+            self.completion_tokens,
+            if self.estimated { ", partly estimated" } else { "" }
+        )
+    }
+}
+
+/// Usage summed over the requests of one operation (a generation, a fix, a probe).
+#[derive(Debug, Clone, Default)]
+pub struct UsageMeter {
+    inner: Arc<Mutex<(Usage, u32)>>,
+}
+
+impl UsageMeter {
+    pub fn record(&self, usage: Usage) {
+        let mut guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        guard.0.add(usage);
+        guard.1 += 1;
+    }
+    pub fn usage(&self) -> Usage {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+    pub fn requests(&self) -> u32 {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).1
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub content: String,
+    pub finish_reason: Option<String>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("the LLM server at {url} cannot be reached: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("the LLM server did not answer within {0} s")]
+    Timeout(u64),
+    #[error("the LLM server answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("the LLM server's reply is not a chat completion: {0}")]
+    Malformed(String),
+    #[error("{0}")]
+    Config(String),
+}
+
+impl LlmError {
+    /// Whether trying again later may succeed.
+    fn is_transient(&self) -> bool {
+        match self {
+            LlmError::Unreachable { .. } | LlmError::Timeout(_) => true,
+            LlmError::Status { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+/// Options of one request.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    endpoint: String,
+    model: String,
+    api_key: Option<String>,
+    timeout_s: u64,
+    /// Retries after the first attempt for transient failures.
+    pub max_retries: u32,
+    /// First backoff; doubles each retry.
+    pub backoff: Duration,
+    pub meter: UsageMeter,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is deliberately absent.
+        f.debug_struct("Client").field("endpoint", &self.endpoint).field("model", &self.model).finish()
+    }
+}
+
+impl Client {
+    pub fn new(config: &LlmConfig) -> Result<Self, LlmError> {
+        let base = config.base_url.trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(LlmError::Config(format!("[llm] base_url `{base}` must start with http:// or https://")));
+        }
+        let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty());
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(config.timeout_s.max(1)))
+            .build()
+            .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Client {
+            http,
+            endpoint: format!("{base}/chat/completions"),
+            model: config.model.clone(),
+            api_key,
+            timeout_s: config.timeout_s,
+            max_retries: 3,
+            backoff: Duration::from_millis(500),
+            meter: UsageMeter::default(),
+        })
+    }
+
+    /// One chat completion, retried on transient failures; usage is recorded on the meter.
+    pub async fn chat(&self, messages: &[Message], options: &Options) -> Result<Reply, LlmError> {
+        let mut body = json!({"model": self.model, "messages": messages, "stream": false});
+        if let Some(t) = options.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(m) = options.max_tokens {
+            body["max_tokens"] = json!(m);
+        }
+        let mut attempt = 0;
+        loop {
+            match self.send(&body, messages).await {
+                Ok(reply) => {
+                    self.meter.record(reply.usage);
+                    return Ok(reply);
+                }
+                Err((e, retry_after)) if e.is_transient() && attempt < self.max_retries => {
+                    let wait = retry_after.unwrap_or(self.backoff * 2u32.pow(attempt)).min(Duration::from_secs(30));
+                    tracing::warn!("LLM request failed ({e}); retrying in {} ms", wait.as_millis());
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err((e, _)) => return Err(e),
+            }
+        }
+    }
+
+    async fn send(&self, body: &Value, messages: &[Message]) -> Result<Reply, (LlmError, Option<Duration>)> {
+        let mut request = self.http.post(&self.endpoint).json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| (self.transport_error(e), None))?;
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let text = response.text().await.map_err(|e| (self.transport_error(e), None))?;
+        if !status.is_success() {
+            let excerpt: String = text.chars().take(300).collect();
+            return Err((LlmError::Status { status: status.as_u16(), body: excerpt }, retry_after));
+        }
+        parse_reply(&text, messages).map_err(|e| (e, None))
+    }
+
+    fn transport_error(&self, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout(self.timeout_s)
+        } else {
+            let mut reason = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                reason = format!("{reason}: {s}");
+                source = s.source();
+            }
+            LlmError::Unreachable { url: self.endpoint.clone(), reason }
+        }
+    }
+}
+
+/// Reads a chat-completion body; usage missing or partial is estimated at four characters a token.
+pub fn parse_reply(text: &str, messages: &[Message]) -> Result<Reply, LlmError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| LlmError::Malformed(format!("not JSON ({e})")))?;
+    let choice = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| LlmError::Malformed("no `choices`".into()))?;
+    let message = choice.get("message").ok_or_else(|| LlmError::Malformed("the choice has no `message`".into()))?;
+    let content = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+        }
+        Some(other) => return Err(LlmError::Malformed(format!("`content` is {other}"))),
+    };
+    let estimate = |s: &str| (s.chars().count() as u64).div_ceil(4);
+    let reported = value.get("usage");
+    let prompt = reported.and_then(|u| u.get("prompt_tokens")).and_then(Value::as_u64);
+    let completion = reported.and_then(|u| u.get("completion_tokens")).and_then(Value::as_u64);
+    let usage = Usage {
+        prompt_tokens: prompt.unwrap_or_else(|| messages.iter().map(|m| estimate(&m.content) + 4).sum()),
+        completion_tokens: completion.unwrap_or_else(|| estimate(&content)),
+        estimated: prompt.is_none() || completion.is_none(),
+    };
+    Ok(Reply { content, finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string), usage })
+}

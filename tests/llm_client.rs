@@ -1,0 +1,92 @@
+//! The LLM client against a real local HTTP server speaking the OpenAI chat-completions API.
+
+mod support;
+
+use std::time::Duration;
+
+use chainsmith::config::LlmConfig;
+use chainsmith::llm::{Client, LlmError, Message, Options};
+use support::openai::{Answer, Server};
+
+fn client(server_url: &str, key_env: &str) -> Client {
+    let config = LlmConfig {
+        base_url: server_url.to_string(),
+        model: "test-model".into(),
+        api_key_env: key_env.into(),
+        timeout_s: 2,
+    };
+    let mut c = Client::new(&config).unwrap();
+    c.backoff = Duration::from_millis(10);
+    c
+}
+
+#[tokio::test]
+async fn a_reply_is_read_with_its_usage_and_the_key_sent_as_bearer() {
+    let server = Server::start(|_, _| Answer::text("```python\nprint(1)\n```"));
+    // SAFETY: each test uses its own variable name; nothing else reads it concurrently.
+    unsafe { std::env::set_var("CHAINSMITH_TEST_KEY_A", "sk-secret-a") };
+    let c = client(&server.base_url, "CHAINSMITH_TEST_KEY_A");
+    let reply = c.chat(&[Message::system("s"), Message::user("task")], &Options::default()).await.unwrap();
+    assert_eq!(reply.content, "```python\nprint(1)\n```");
+    assert_eq!(reply.usage.prompt_tokens, 100);
+    assert!(!reply.usage.estimated);
+    let recorded = server.requests.lock().unwrap();
+    assert_eq!(recorded[0].authorization.as_deref(), Some("Bearer sk-secret-a"));
+    assert_eq!(recorded[0].body["model"], "test-model");
+    assert_eq!(recorded[0].body["messages"][1]["content"], "task");
+    assert!(!format!("{c:?}").contains("sk-secret"), "the key never appears in debug output");
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_succeed_and_usage_is_summed() {
+    let server = Server::start(|_, i| match i {
+        0 => Answer::Status { code: 500, body: "boom".into(), retry_after: None },
+        1 => Answer::Status { code: 429, body: "slow down".into(), retry_after: Some(0) },
+        _ => Answer::Content { text: "ok".into(), usage: false },
+    });
+    let c = client(&server.base_url, "CHAINSMITH_TEST_NO_KEY");
+    let reply = c.chat(&[Message::user("four chars each")], &Options::default()).await.unwrap();
+    assert_eq!(reply.content, "ok");
+    assert_eq!(server.count(), 3);
+    assert!(reply.usage.estimated, "no usage in the reply: estimated");
+    assert_eq!(reply.usage.completion_tokens, 1);
+    c.chat(&[Message::user("again")], &Options::default()).await.unwrap();
+    assert_eq!(c.meter.requests(), 2);
+    assert_eq!(server.requests.lock().unwrap()[0].authorization, None);
+}
+
+#[tokio::test]
+async fn persistent_failures_and_nonsense_are_clear_errors() {
+    let server =
+        Server::start(|_, _| Answer::Status { code: 503, body: "down for maintenance".into(), retry_after: None });
+    let c = client(&server.base_url, "X");
+    let err = c.chat(&[Message::user("x")], &Options::default()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Status { status: 503, .. }), "{err}");
+    assert!(err.to_string().contains("down for maintenance"));
+    assert_eq!(server.count(), 4, "one try and three retries");
+
+    let server = Server::start(|_, _| Answer::Status { code: 401, body: "bad key".into(), retry_after: None });
+    let err = client(&server.base_url, "X").chat(&[Message::user("x")], &Options::default()).await.unwrap_err();
+    assert!(err.to_string().contains("HTTP 401"), "{err}");
+    assert_eq!(server.count(), 1, "client errors are not retried");
+
+    let server = Server::start(|_, _| Answer::Raw("<html>not json</html>".into()));
+    let err = client(&server.base_url, "X").chat(&[Message::user("x")], &Options::default()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Malformed(_)), "{err}");
+
+    let server = Server::start(|_, _| Answer::Raw("{\"error\": \"no choices here\"}".into()));
+    let err = client(&server.base_url, "X").chat(&[Message::user("x")], &Options::default()).await.unwrap_err();
+    assert!(err.to_string().contains("no `choices`"), "{err}");
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_named() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    drop(listener);
+    let mut c = client(&url, "X");
+    c.max_retries = 1;
+    let err = c.chat(&[Message::user("x")], &Options::default()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
+    assert!(err.to_string().contains(&url), "{err}");
+}
