@@ -1,0 +1,98 @@
+//! ATC generation's static loop against a scripted OpenAI-compatible server and the TMDB workspace:
+//! retrieval, prompt, extraction from messy replies, static validation and feedback are the real code.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use chainsmith::config::{Config, LlmConfig};
+use chainsmith::generate::atc::{self, Budget, GenerateError};
+use chainsmith::generate::retrieve::{Index, Options};
+use chainsmith::llm::Client;
+use chainsmith::toolset::{Catalog, Tool, workspace};
+use support::openai::{Answer, Server};
+
+const TASK: &str = "give me the number of movies directed by Sofia Coppola";
+
+fn catalog() -> Catalog {
+    workspace::load(&Config::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb")), None))
+}
+
+fn client(server: &Server) -> Client {
+    let mut c = Client::new(&LlmConfig {
+        base_url: server.base_url.clone(),
+        model: "m".into(),
+        api_key_env: "CHAINSMITH_TEST_UNSET".into(),
+        timeout_s: 5,
+    })
+    .unwrap();
+    c.backoff = Duration::from_millis(5);
+    c
+}
+
+/// The tools a user selected plus retrieval's best hits, as the editor builds candidates.
+fn candidates(catalog: &Catalog) -> Vec<&Tool> {
+    let mut tools =
+        vec![catalog.tool("tmdb", "search_person").unwrap(), catalog.tool("tmdb", "person_movie_credits").unwrap()];
+    for (tool, _) in Index::new(catalog, Options::BEST).search(TASK, 20) {
+        if tools.len() < 20 && !tools.iter().any(|t| t.name == tool.name) {
+            tools.push(tool);
+        }
+    }
+    tools
+}
+
+const WRONG: &str = "Sure, here's a chain:\n```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_persn(query=\"Sofia Coppola\")\nprint(found)\n```\nLet me know!";
+const RIGHT: &str = "Fixed:\n```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\ncredits = tmdb.person_movie_credits(person_id=found[\"results\"][0][\"id\"])\nprint(sum(1 for c in credits[\"crew\"] if c[\"job\"] == \"Director\"))\n```";
+
+#[tokio::test]
+async fn static_errors_go_back_to_the_model_before_anything_runs() {
+    let server = Server::start(|body, _| {
+        let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+        if last.contains("has no tool `search_persn`") { Answer::text(RIGHT) } else { Answer::text(WRONG) }
+    });
+    let catalog = catalog();
+    let client = client(&server);
+    let budget = Budget { max_llm_calls: 5, max_tokens: 100_000 };
+    let draft = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap();
+    assert!(draft.program.contains("tmdb.person_movie_credits(person_id=found[\"results\"][0][\"id\"])"));
+    assert_eq!(server.count(), 2);
+    assert_eq!(draft.feedback.len(), 1);
+    assert!(draft.feedback[0][0].contains("did you mean `search_person`"), "{:?}", draft.feedback);
+    let first = &server.bodies()[0];
+    let prompt = first["messages"][1]["content"].as_str().unwrap();
+    assert!(prompt.starts_with(&format!("Task: {TASK}")), "{prompt}");
+    assert!(prompt.contains("tmdb.search_person(") && prompt.contains("tmdb.person_movie_credits("), "{prompt}");
+    assert!(first["messages"][0]["content"].as_str().unwrap().contains("keyword arguments only"));
+}
+
+#[tokio::test]
+async fn a_model_without_code_exhausts_the_budget_with_a_clear_error() {
+    let server = Server::start(|_, _| Answer::text("I'm sorry, I can't do that."));
+    let catalog = catalog();
+    let client = client(&server);
+    let budget = Budget { max_llm_calls: 3, max_tokens: 100_000 };
+    let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap_err();
+    assert!(matches!(err, GenerateError::Budget(_)), "{err}");
+    assert_eq!(server.count(), 3);
+    let last =
+        server.bodies()[2]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(last.contains("no Python program"), "{last}");
+}
+
+#[tokio::test]
+async fn a_down_model_and_cancellation_stop_the_loop() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    drop(listener);
+    let catalog = catalog();
+    let mut client =
+        Client::new(&LlmConfig { base_url: url, model: "m".into(), api_key_env: "X".into(), timeout_s: 1 }).unwrap();
+    client.max_retries = 0;
+    let budget = Budget { max_llm_calls: 3, max_tokens: 100_000 };
+    let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap_err();
+    assert!(matches!(err, GenerateError::Llm(_)), "{err}");
+    let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| true).await.unwrap_err();
+    assert!(matches!(err, GenerateError::Cancelled));
+}
