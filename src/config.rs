@@ -61,6 +61,22 @@ pub struct McpConfig {
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Seconds the server gets to start and list its tools (default 10).
+    #[serde(default = "McpConfig::default_timeout_s")]
+    pub timeout_s: u64,
+}
+
+impl McpConfig {
+    pub const DEFAULT_TIMEOUT_S: u64 = 10;
+    fn default_timeout_s() -> u64 {
+        Self::DEFAULT_TIMEOUT_S
+    }
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig { command: String::new(), args: Vec::new(), env: BTreeMap::new(), timeout_s: Self::DEFAULT_TIMEOUT_S }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

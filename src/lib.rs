@@ -11,6 +11,7 @@ pub mod diagnostic;
 pub mod generate;
 pub mod llm;
 pub mod logging;
+pub mod runtime;
 pub mod server;
 pub mod text;
 pub mod toolset;

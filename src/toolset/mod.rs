@@ -6,6 +6,7 @@
 //! the one operation it concerns.
 
 pub mod doc;
+pub mod mcp;
 pub mod names;
 pub mod native;
 pub mod openapi;
@@ -157,6 +158,9 @@ pub struct Tool {
     pub provenance: Provenance,
     pub transport: Transport,
     pub source: Source,
+    /// Hints the protocol gives about the tool's behaviour: MCP `annotations` as the server sent
+    /// them (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`, `title`).
+    pub annotations: Option<Value>,
 }
 
 impl Tool {
@@ -172,6 +176,17 @@ impl Tool {
     }
     pub fn optional(&self) -> impl Iterator<Item = &Param> {
         self.params.iter().filter(|p| !p.required)
+    }
+    /// Whether calling the tool only reads: the MCP `readOnlyHint` when given, else `GET`/`HEAD`
+    /// for HTTP tools; `None` when nothing says.
+    pub fn read_only(&self) -> Option<bool> {
+        if let Some(hint) = self.annotations.as_ref().and_then(|a| a.get("readOnlyHint")).and_then(Value::as_bool) {
+            return Some(hint);
+        }
+        match &self.transport {
+            Transport::Http { method, .. } => Some(matches!(method.to_ascii_uppercase().as_str(), "GET" | "HEAD")),
+            _ => None,
+        }
     }
     /// `GET /person/{person_id}` for HTTP tools.
     pub fn endpoint(&self) -> Option<String> {

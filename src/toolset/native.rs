@@ -440,6 +440,7 @@ impl<'a> Cx<'a> {
             examples,
             provenance,
             transport,
+            annotations: None,
             source: Source {
                 kind: SourceKind::Native,
                 file: self.file.to_path_buf(),

@@ -667,6 +667,7 @@ impl<'a> Loader<'a, '_> {
             examples,
             provenance: Provenance::Declared,
             transport: Transport::Http { method: method.clone(), path: op.path.to_string() },
+            annotations: None,
             source: Source {
                 kind: SourceKind::OpenApi,
                 file: self.file.to_path_buf(),

@@ -305,6 +305,7 @@ impl<'a> Loader<'a> {
             examples: Vec::new(),
             provenance: Provenance::Declared,
             transport: Transport::None,
+            annotations: None,
             source: Source {
                 kind: SourceKind::ToolBench,
                 file: self.file.to_path_buf(),
@@ -438,6 +439,7 @@ impl<'a> Loader<'a> {
             examples: Vec::new(),
             provenance: Provenance::Declared,
             transport: Transport::None,
+            annotations: None,
             source: Source {
                 kind: SourceKind::ToolBench,
                 file: self.file.to_path_buf(),

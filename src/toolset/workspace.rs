@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::doc::{self, ByteRange, Node, Syntax};
-use super::{Auth, Catalog, Loaded, SourceKind, Toolset, names, native, openapi, toolbench};
+use super::{Auth, Catalog, Loaded, SourceKind, Toolset, mcp, names, native, openapi, toolbench};
 use crate::config::{AuthConfig, Config, ToolsetSource};
 use crate::diagnostic::Diagnostic;
 
@@ -74,13 +74,17 @@ pub fn load(config: &Config) -> Catalog {
         }
     } else {
         let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+        let mut mcp_listed = list_mcp_servers(config, &config_file, &mut texts);
         for ts in &config.toolsets {
             let (kind, files) = match &ts.source {
                 ToolsetSource::OpenApi(f) => (Some(SourceKind::OpenApi), vec![f.clone()]),
                 ToolsetSource::Protocol(f) => (None, vec![f.clone()]),
                 ToolsetSource::ToolBench(fs) => (Some(SourceKind::ToolBench), fs.clone()),
                 ToolsetSource::Mcp(_) => {
-                    // MCP tools are listed by the running server; the runtime fills this toolset.
+                    // Listed by the running server (all servers were started at once, above); a
+                    // server that is unavailable leaves the module importable, without tools.
+                    let mut loaded = mcp_listed.remove(&ts.name).unwrap_or_default();
+                    diagnostics.append(&mut loaded.diagnostics);
                     toolsets.push(Toolset {
                         name: ts.name.clone(),
                         kind: SourceKind::Mcp,
@@ -88,7 +92,7 @@ pub fn load(config: &Config) -> Catalog {
                         description: String::new(),
                         base_url: None,
                         auth: None,
-                        tools: vec![],
+                        tools: loaded.tools,
                     });
                     continue;
                 }
@@ -141,6 +145,35 @@ pub fn load(config: &Config) -> Catalog {
     let mut catalog = Catalog::new(toolsets, diagnostics);
     catalog.texts = texts;
     catalog
+}
+
+/// Starts every MCP server of the workspace at once (each within its own timeout), lists its tools
+/// and shuts it down; toolset name → what it listed. The text of chainsmith.toml, where these
+/// tools are declared, joins the catalog's texts for their positions.
+fn list_mcp_servers(config: &Config, config_file: &Path, texts: &mut Texts) -> HashMap<String, Loaded> {
+    let servers: Vec<(&str, &crate::config::McpConfig, ByteRange)> = config
+        .toolsets
+        .iter()
+        .filter_map(|ts| match &ts.source {
+            ToolsetSource::Mcp(mcp) => Some((ts.name.as_str(), mcp, ts.range)),
+            _ => None,
+        })
+        .collect();
+    if servers.is_empty() {
+        return HashMap::new();
+    }
+    if let Ok(text) = std::fs::read_to_string(config_file) {
+        texts.entry(config_file.to_path_buf()).or_insert_with(|| text.into());
+    }
+    std::thread::scope(|scope| {
+        let running: Vec<_> = servers
+            .iter()
+            .map(|&(name, mcp, range)| {
+                (name, scope.spawn(move || mcp::load_server(name, mcp, &config.root, config_file, range)))
+            })
+            .collect();
+        running.into_iter().map(|(name, handle)| (name.to_string(), handle.join().unwrap_or_default())).collect()
+    })
 }
 
 fn auth_from_config(auth: &AuthConfig) -> Auth {

@@ -1,0 +1,338 @@
+-- chainsmith for Neovim: starts `chainsmith lsp` for Python buffers inside a chainsmith workspace
+-- (a folder holding chainsmith.toml or protocols/), one server per workspace, and adds the
+-- :Chainsmith* commands. Works on Neovim 0.7 (vim.lsp.start_client + buf_attach_client) and on
+-- 0.8+ (vim.lsp.start); inlay hints are turned on where Neovim has them (0.10+).
+--
+--   require("chainsmith").setup({
+--     cmd = { "chainsmith", "lsp" },
+--     settings = { llm = { model = "qwen2.5-coder:7b" }, runtime = { timeout_s = 30 } },
+--   })
+--
+-- `settings` uses chainsmith.toml's keys and overrides the workspace's file key by key. It reaches
+-- the server as initializationOptions and as the `chainsmith` section of workspace/configuration.
+
+local M = {}
+
+local uv = vim.loop or vim.uv
+
+M.defaults = {
+  -- The server command.
+  cmd = { "chainsmith", "lsp" },
+  -- chainsmith.toml keys ({ llm = {...}, runtime = {...}, generate = {...}, probe = {...},
+  -- diagnostics = { severity = {...} } }). Name the API key's environment variable
+  -- (llm.api_key_env), never the key.
+  settings = {},
+  filetypes = { "python" },
+  -- A folder holding one of these is a chainsmith workspace.
+  root_markers = { "chainsmith.toml", "protocols" },
+  -- Turn on inlay hints for attached buffers (Neovim 0.10+, when the server provides them).
+  inlay_hints = true,
+  -- Define :ChainsmithRun and friends.
+  user_commands = true,
+  -- Passed through to the client.
+  capabilities = nil,
+  on_attach = nil,
+  -- Extra environment for the server process.
+  cmd_env = nil,
+}
+
+--- The server's editor commands (DESIGN.md) and the user commands that run them.
+M.commands = {
+  { id = "chainsmith.run", user = "ChainsmithRun", title = "Run chain" },
+  { id = "chainsmith.generate", user = "ChainsmithGenerate", title = "Generate chain" },
+  { id = "chainsmith.fix", user = "ChainsmithFix", title = "Fix chain" },
+  { id = "chainsmith.probe", user = "ChainsmithProbe", title = "Probe tool" },
+  { id = "chainsmith.probeAll", user = "ChainsmithProbeAll", title = "Probe all unprobed tools" },
+  { id = "chainsmith.graph", user = "ChainsmithGraph", title = "Show tool graph" },
+}
+
+--- The last `chainsmith/status` ({toolsets, tools, unprobed}) per client id.
+M.status = {}
+--- The last finished command: { command, err, result }.
+M.last_command = nil
+
+local config = vim.deepcopy(M.defaults)
+-- Neovim 0.7: client ids by workspace root (0.8+ lets vim.lsp.start find the client).
+local clients_by_root = {}
+
+local function notify(message, level)
+  vim.notify("chainsmith: " .. message, level or vim.log.levels.INFO)
+end
+
+local function has(version)
+  return vim.fn.has("nvim-" .. version) == 1
+end
+
+local function is_dir_or_file(path)
+  return uv.fs_stat(path) ~= nil
+end
+
+local function dirname(path)
+  local parent = vim.fn.fnamemodify(path, ":h")
+  return parent
+end
+
+--- The nearest folder at or above `path` holding one of the root markers, or nil.
+function M.find_root(path)
+  if not path or path == "" then
+    return nil
+  end
+  local dir = vim.fn.fnamemodify(path, ":p")
+  if vim.fn.isdirectory(dir) == 0 then
+    dir = dirname(dir)
+  end
+  dir = dir:gsub("/$", "")
+  if dir == "" then
+    dir = "/"
+  end
+  while true do
+    for _, marker in ipairs(config.root_markers) do
+      if is_dir_or_file(dir .. "/" .. marker) then
+        return dir
+      end
+    end
+    local parent = dirname(dir)
+    if parent == dir or parent == "" then
+      return nil
+    end
+    dir = parent
+  end
+end
+
+-- An empty Lua table would travel as a JSON array.
+local function as_object(t)
+  if t == nil or next(t) == nil then
+    return vim.empty_dict()
+  end
+  return t
+end
+
+--- Clients of this plugin attached to `bufnr`.
+function M.clients(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if vim.lsp.get_clients then
+    return vim.lsp.get_clients({ bufnr = bufnr, name = "chainsmith" })
+  end
+  local found = {}
+  for _, client in pairs(vim.lsp.buf_get_clients(bufnr)) do
+    if client.name == "chainsmith" then
+      table.insert(found, client)
+    end
+  end
+  return found
+end
+
+--- client.request across versions (0.11 prefers the method form).
+function M.request(client, method, params, handler, bufnr)
+  if has("0.11") then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+local function enable_inlay_hints(client, bufnr)
+  if not config.inlay_hints then
+    return
+  end
+  local caps = client.server_capabilities or client.resolved_capabilities or {}
+  if not caps.inlayHintProvider then
+    return
+  end
+  local ih = vim.lsp.inlay_hint
+  if type(ih) == "table" and ih.enable then
+    -- 0.10+: enable(enable, { bufnr = … }); a few 0.10 pre-releases took (bufnr, enable).
+    if not pcall(ih.enable, true, { bufnr = bufnr }) then
+      pcall(ih.enable, bufnr, true)
+    end
+  elseif type(ih) == "function" then
+    pcall(ih, bufnr, true)
+  end
+end
+
+local function on_status(_, result, ctx)
+  if type(result) == "table" then
+    M.status[ctx.client_id] = result
+    vim.cmd("doautocmd <nomodeline> User ChainsmithStatus")
+  end
+end
+
+-- settings.llm.api_key_env must name an environment variable; a key pasted there is dropped
+-- (and never repeated in the message).
+local function checked_settings()
+  local settings = vim.deepcopy(config.settings or {})
+  local llm = type(settings.llm) == "table" and settings.llm or nil
+  if llm and llm.api_key_env ~= nil then
+    local name = llm.api_key_env
+    if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+      llm.api_key_env = nil
+      vim.schedule(function()
+        notify(
+          "settings.llm.api_key_env must be the NAME of an environment variable (like OPENAI_API_KEY), not the key itself; it is ignored",
+          vim.log.levels.WARN
+        )
+      end)
+    end
+  end
+  return settings
+end
+
+local function client_config(root)
+  local settings = as_object(checked_settings())
+  return {
+    name = "chainsmith",
+    cmd = config.cmd,
+    cmd_env = config.cmd_env,
+    root_dir = root,
+    init_options = settings,
+    settings = { chainsmith = settings },
+    capabilities = config.capabilities or vim.lsp.protocol.make_client_capabilities(),
+    handlers = { ["chainsmith/status"] = on_status },
+    on_attach = function(client, bufnr)
+      enable_inlay_hints(client, bufnr)
+      if config.on_attach then
+        config.on_attach(client, bufnr)
+      end
+    end,
+    on_exit = function(code, _, client_id)
+      M.status[client_id] = nil
+      if code ~= 0 then
+        vim.schedule(function()
+          notify("the language server exited with status " .. tostring(code), vim.log.levels.WARN)
+        end)
+      end
+    end,
+  }
+end
+
+--- Starts (or reuses) the server for `bufnr`'s workspace and attaches it. Returns the client id,
+--- or nil when the buffer is not a file in a chainsmith workspace.
+function M.attach(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if vim.bo[bufnr].buftype ~= "" then
+    return nil
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local root = M.find_root(name)
+  if not root then
+    return nil
+  end
+  if type(config.cmd) == "table" and vim.fn.executable(config.cmd[1]) ~= 1 then
+    notify(
+      "`" .. config.cmd[1] .. "` is not executable; install chainsmith or pass cmd = { '/path/to/chainsmith', 'lsp' } to setup()",
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  if vim.lsp.start then
+    -- 0.8's vim.lsp.start attaches the current buffer (opts.bufnr came in 0.9): make it current.
+    local id
+    vim.api.nvim_buf_call(bufnr, function()
+      id = vim.lsp.start(client_config(root), { bufnr = bufnr })
+    end)
+    return id
+  end
+  -- Neovim 0.7.
+  local id = clients_by_root[root]
+  local client = id and vim.lsp.get_client_by_id(id)
+  if not client or client.is_stopped() then
+    id = vim.lsp.start_client(client_config(root))
+    if not id then
+      notify("could not start " .. table.concat(config.cmd, " "), vim.log.levels.ERROR)
+      return nil
+    end
+    clients_by_root[root] = id
+  end
+  vim.lsp.buf_attach_client(bufnr, id)
+  return id
+end
+
+--- Runs a server command on `bufnr` (its URI is the argument). `callback(err, result)` replaces
+--- the default report (an error notification, or the result when there is one).
+function M.execute(command, bufnr, callback)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local client = M.clients(bufnr)[1]
+  local title = command
+  for _, c in ipairs(M.commands) do
+    if c.id == command then
+      title = c.title
+    end
+  end
+  if not client then
+    notify(title .. ": no chainsmith server is attached to this buffer", vim.log.levels.WARN)
+    return false
+  end
+  local params = { command = command, arguments = { vim.uri_from_bufnr(bufnr) } }
+  return M.request(client, "workspace/executeCommand", params, function(err, result)
+    M.last_command = { command = command, err = err, result = result }
+    if callback then
+      callback(err, result)
+    elseif err then
+      notify(title .. " failed: " .. tostring(err.message or err), vim.log.levels.ERROR)
+    elseif result ~= nil and result ~= vim.NIL then
+      notify(title .. ": " .. (type(result) == "string" and result or vim.inspect(result)))
+    end
+    vim.cmd("doautocmd <nomodeline> User ChainsmithCommandDone")
+  end, bufnr)
+end
+
+--- "54 tools · 3 unprobed" for a statusline, or "" when no server is attached.
+function M.statusline(bufnr)
+  for _, client in ipairs(M.clients(bufnr)) do
+    local s = M.status[client.id]
+    if s then
+      local text = ("%d tool%s"):format(s.tools, s.tools == 1 and "" or "s")
+      if (s.unprobed or 0) > 0 then
+        text = text .. (" · %d unprobed"):format(s.unprobed)
+      end
+      return text
+    end
+  end
+  return ""
+end
+
+local function define_user_commands()
+  for _, c in ipairs(M.commands) do
+    vim.api.nvim_create_user_command(c.user, function()
+      M.execute(c.id, 0)
+    end, { desc = "chainsmith: " .. c.title })
+  end
+  vim.api.nvim_create_user_command("ChainsmithStatus", function()
+    local text = M.statusline(0)
+    notify(text ~= "" and text or "no server attached to this buffer")
+  end, { desc = "chainsmith: the workspace's tools" })
+end
+
+function M.setup(opts)
+  config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  -- Lists are replaced, not merged.
+  for _, key in ipairs({ "cmd", "filetypes", "root_markers" }) do
+    if opts and opts[key] then
+      config[key] = opts[key]
+    end
+  end
+  local group = vim.api.nvim_create_augroup("chainsmith", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = config.filetypes,
+    callback = function(args)
+      M.attach(args.buf)
+    end,
+    desc = "chainsmith: attach the language server",
+  })
+  if config.user_commands then
+    define_user_commands()
+  end
+  -- Buffers opened before setup().
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.tbl_contains(config.filetypes, vim.bo[bufnr].filetype) then
+      M.attach(bufnr)
+    end
+  end
+end
+
+--- The configuration in force (after setup()).
+function M.config()
+  return config
+end
+
+return M

@@ -1,0 +1,374 @@
+-- End-to-end test of the chainsmith Neovim plugin against the real server, in a real (headless)
+-- Neovim. Runs on Neovim 0.7 (no `nvim -l` there):
+--
+--   CHAINSMITH_BIN=target/debug/chainsmith nvim --headless -u NONE -i NONE -n -c "luafile editors/neovim/test/e2e.lua"
+--
+-- It copies examples/tmdb to a temporary folder, opens the chain with the planted mistakes and
+-- checks diagnostics, completion, hover, code actions, inlay hints and commands. Every step prints
+-- a line; a failed step makes Neovim exit with status 1 (`cquit 1`), a hang with status 2.
+
+local TIMEOUT_MS = tonumber(os.getenv("CHAINSMITH_E2E_TIMEOUT_MS") or "") or 60000
+local WAIT_MS = 15000
+
+local function out(line)
+  io.stdout:write(line .. "\n")
+  io.stdout:flush()
+end
+
+-- Whatever happens, never outlive the timeout (the timer fires while vim.wait() waits).
+local watchdog = vim.loop.new_timer()
+watchdog:start(TIMEOUT_MS, 0, function()
+  io.stdout:write(("FAIL: the test did not finish within %d ms\n"):format(TIMEOUT_MS))
+  io.stdout:flush()
+  vim.schedule(function()
+    vim.cmd("cquit 2")
+  end)
+end)
+
+local script = debug.getinfo(1, "S").source:sub(2)
+local repo = vim.fn.fnamemodify(script, ":p:h:h:h:h")
+local bin = os.getenv("CHAINSMITH_BIN")
+if not bin or bin == "" then
+  bin = repo .. "/target/debug/chainsmith"
+end
+
+local passed, failed = 0, 0
+
+local function step(name, fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    passed = passed + 1
+    out("ok   " .. name)
+  else
+    failed = failed + 1
+    out("FAIL " .. name .. "\n     " .. tostring(err):gsub("\n", "\n     "))
+  end
+  return ok
+end
+
+local function finish()
+  watchdog:stop()
+  out(("nvim e2e: %d passed, %d failed"):format(passed, failed))
+  if failed > 0 then
+    vim.cmd("cquit 1")
+  end
+  for _, client in ipairs(vim.lsp.get_active_clients()) do
+    client.stop()
+  end
+  vim.wait(2000, function()
+    return #vim.lsp.get_active_clients() == 0
+  end, 20)
+  vim.cmd("qall!")
+end
+
+local function check(cond, message)
+  if not cond then
+    error(message, 2)
+  end
+end
+
+local function wait_for(what, cond)
+  local ok = vim.wait(WAIT_MS, cond, 20)
+  check(ok, "timed out waiting for " .. what)
+end
+
+-- A raw request to the one chainsmith client, waited for: (err, result).
+local function raw_request(client, bufnr, method, params)
+  local done, err, result = false, nil, nil
+  require("chainsmith").request(client, method, params, function(e, r)
+    done, err, result = true, e, r
+  end, bufnr)
+  wait_for("the answer to " .. method, function()
+    return done
+  end)
+  return err, result
+end
+
+-- vim.lsp.buf_request_sync, reduced to this client's answer.
+local function buf_request(client, bufnr, method, params)
+  local answers = vim.lsp.buf_request_sync(bufnr, method, params, WAIT_MS)
+  check(answers and answers[client.id], "no answer to " .. method)
+  local answer = answers[client.id]
+  -- The field is `error` up to 0.8, `err` from 0.9 on.
+  local err = answer.err or answer.error
+  check(err == nil, method .. " failed: " .. vim.inspect(err))
+  return answer.result
+end
+
+local function items_of(result)
+  if result == nil or result == vim.NIL then
+    return {}
+  end
+  return result.items or result
+end
+
+local function mentions(item, word)
+  for _, s in ipairs({ item.label, item.insertText, item.filterText, item.textEdit and item.textEdit.newText }) do
+    if type(s) == "string" and s:find(word, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
+local function labels(items)
+  local names = {}
+  for _, item in ipairs(items) do
+    table.insert(names, item.label)
+  end
+  return table.concat(names, ", ")
+end
+
+local main = function()
+  out(("nvim %s, server %s"):format(tostring(vim.version and vim.version().minor and ("0." .. vim.version().minor .. "." .. vim.version().patch) or "?"), bin))
+  check(vim.fn.executable(bin) == 1, "no chainsmith binary at " .. bin .. ": build it with `cargo build` (or set CHAINSMITH_BIN)")
+
+  -- A copy of the example workspace: nothing the server might write lands in the repository.
+  local ws = vim.fn.tempname() .. "-chainsmith-nvim"
+  vim.fn.mkdir(ws, "p")
+  vim.fn.system({ "cp", "-R", repo .. "/examples/tmdb/.", ws })
+  check(vim.v.shell_error == 0, "copying examples/tmdb failed")
+
+  vim.o.swapfile = false
+  vim.o.shadafile = "NONE"
+  vim.opt.runtimepath:prepend(repo .. "/editors/neovim")
+  vim.cmd("filetype on")
+
+  local messages = {}
+  vim.lsp.handlers["window/showMessage"] = function(_, result)
+    table.insert(messages, result)
+  end
+
+  local notes = {}
+  vim.notify = function(message, level)
+    table.insert(notes, { message = message, level = level })
+  end
+
+  local chainsmith = require("chainsmith")
+  chainsmith.setup({
+    cmd = { bin, "lsp" },
+    settings = {
+      -- Travels as initializationOptions and through workspace/configuration; observable below.
+      diagnostics = { severity = { ["unknown-key"] = "hint" } },
+      -- A key where a variable name belongs: refused.
+      llm = { api_key_env = "sk-live-0123456789" },
+    },
+  })
+
+  local file = ws .. "/mistakes/mistakes.py"
+  vim.cmd("edit " .. vim.fn.fnameescape(file))
+  local bufnr = vim.api.nvim_get_current_buf()
+  local uri = vim.uri_from_bufnr(bufnr)
+  local client
+
+  local attached = step("the plugin starts the server and attaches it to a Python buffer of the workspace", function()
+    check(vim.bo[bufnr].filetype == "python", "filetype is " .. vim.bo[bufnr].filetype)
+    wait_for("a chainsmith client on the buffer", function()
+      return #chainsmith.clients(bufnr) > 0
+    end)
+    client = chainsmith.clients(bufnr)[1]
+    wait_for("initialization", function()
+      return client.initialized or (client.server_capabilities ~= nil and next(client.server_capabilities) ~= nil)
+    end)
+    check(client.config.root_dir == vim.fn.resolve(ws) or client.config.root_dir == ws, "root_dir " .. tostring(client.config.root_dir))
+    for _, c in ipairs(chainsmith.commands) do
+      check(vim.fn.exists(":" .. c.user) == 2, ":" .. c.user .. " is defined")
+    end
+  end)
+  if not attached then
+    return
+  end
+
+  step("a key in llm.api_key_env is refused with a warning that does not repeat it", function()
+    wait_for("the warning", function()
+      return #notes > 0
+    end)
+    local found = false
+    for _, n in ipairs(notes) do
+      check(not n.message:find("sk-live", 1, true), "the key was repeated: " .. n.message)
+      found = found or (n.level == vim.log.levels.WARN and n.message:find("api_key_env must be the NAME", 1, true) ~= nil)
+    end
+    check(found, vim.inspect(notes))
+    check(client.config.init_options.llm.api_key_env == nil, vim.inspect(client.config.init_options))
+  end)
+
+  step("chainsmith/status reports the workspace's 54 tools", function()
+    wait_for("chainsmith/status", function()
+      return chainsmith.status[client.id] ~= nil
+    end)
+    local s = chainsmith.status[client.id]
+    check(s.toolsets == 1 and s.tools == 54, vim.inspect(s))
+    check(chainsmith.statusline(bufnr):match("^54 tools") ~= nil, chainsmith.statusline(bufnr))
+  end)
+
+  step("diagnostics: every planted mistake is reported at its line, with its code", function()
+    local planted = {}
+    for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do
+      local code = line:match("# mistake: ([%l-]+)%s*$")
+      if code then
+        table.insert(planted, ("%d:%s"):format(i - 1, code))
+      end
+    end
+    check(#planted == 10, "mistakes.py plants ten mistakes, found " .. #planted)
+    local expected = table.concat(planted, " ")
+    local function current()
+      local got = {}
+      local ds = vim.diagnostic.get(bufnr)
+      table.sort(ds, function(a, b)
+        return a.lnum < b.lnum or (a.lnum == b.lnum and a.col < b.col)
+      end)
+      for _, d in ipairs(ds) do
+        table.insert(got, ("%d:%s"):format(d.lnum, tostring(d.code or (d.user_data and d.user_data.lsp and d.user_data.lsp.code))))
+      end
+      return table.concat(got, " ")
+    end
+    local ok = vim.wait(WAIT_MS, function()
+      return current() == expected
+    end, 20)
+    check(ok, "expected " .. expected .. "\n got      " .. current())
+    -- The setting chose the severity: the settings reached the server.
+    for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+      if d.code == "unknown-key" then
+        check(d.severity == vim.diagnostic.severity.HINT, "unknown-key severity " .. tostring(d.severity))
+      end
+    end
+  end)
+
+  step("hover on a tool call shows the tool", function()
+    local result = buf_request(client, bufnr, "textDocument/hover", {
+      textDocument = { uri = uri },
+      position = { line = 13, character = 15 },
+    })
+    check(result and result ~= vim.NIL, "no hover")
+    check(vim.inspect(result.contents):find("search_person", 1, true), vim.inspect(result.contents))
+  end)
+
+  step("code actions: the unknown-tool quick fix is listed", function()
+    local line = 14 -- typo = tmdb.search_persn(...)
+    local lsp_diagnostics = {}
+    for _, d in ipairs(vim.diagnostic.get(bufnr, { lnum = line })) do
+      -- Back to the LSP shape, as the editor's own code-action request does.
+      table.insert(lsp_diagnostics, {
+        range = { start = { line = d.lnum, character = d.col }, ["end"] = { line = d.end_lnum, character = d.end_col } },
+        message = d.message,
+        code = d.code,
+        severity = d.severity,
+        source = d.source,
+      })
+    end
+    check(#lsp_diagnostics == 1, "one diagnostic on line 15, got " .. #lsp_diagnostics)
+    local result = buf_request(client, bufnr, "textDocument/codeAction", {
+      textDocument = { uri = uri },
+      range = { start = { line = line, character = 12 }, ["end"] = { line = line, character = 24 } },
+      context = { diagnostics = lsp_diagnostics, only = { "quickfix" } },
+    })
+    local titles = {}
+    local found
+    for _, action in ipairs(items_of(result)) do
+      table.insert(titles, action.title)
+      if action.title:find("search_person", 1, true) and action.kind == "quickfix" then
+        found = action
+      end
+    end
+    check(found, "no quick fix to search_person among: " .. table.concat(titles, " | "))
+    check(found.edit and found.edit.changes or found.edit.documentChanges, "the quick fix carries an edit")
+  end)
+
+  step("completion after `tmdb.` offers the toolset's tools", function()
+    vim.api.nvim_buf_set_lines(bufnr, -1, -1, false, { "tmdb." })
+    local line = vim.api.nvim_buf_line_count(bufnr) - 1
+    local items = items_of(buf_request(client, bufnr, "textDocument/completion", {
+      textDocument = { uri = uri },
+      position = { line = line, character = 5 },
+      context = { triggerKind = 2, triggerCharacter = "." },
+    }))
+    local found = false
+    for _, item in ipairs(items) do
+      found = found or item.label == "search_person"
+    end
+    check(found, "search_person not among: " .. labels(items))
+  end)
+
+  step('completion inside a response subscript (`found["`) offers its keys', function()
+    local line = vim.api.nvim_buf_line_count(bufnr) - 1
+    vim.api.nvim_buf_set_lines(bufnr, line, line + 1, false, { 'found["' })
+    local items = items_of(buf_request(client, bufnr, "textDocument/completion", {
+      textDocument = { uri = uri },
+      position = { line = line, character = 7 },
+      context = { triggerKind = 2, triggerCharacter = '"' },
+    }))
+    local found = false
+    for _, item in ipairs(items) do
+      found = found or mentions(item, "results")
+    end
+    check(found, "results not among: " .. labels(items))
+  end)
+
+  step("inlay hints: a raw textDocument/inlayHint request round-trips", function()
+    local last = vim.api.nvim_buf_line_count(bufnr)
+    local err, result = raw_request(client, bufnr, "textDocument/inlayHint", {
+      textDocument = { uri = uri },
+      range = { start = { line = 0, character = 0 }, ["end"] = { line = last, character = 0 } },
+    })
+    local caps = client.server_capabilities or {}
+    if err and err.code == -32601 then
+      -- TODO(inlay hints): the server does not implement textDocument/inlayHint yet (pending:
+      -- ToolNet successor hints after each call, and per-call run results). When it lands, it
+      -- advertises inlayHintProvider and this branch fails: assert on the hints instead.
+      check(not caps.inlayHintProvider, "inlayHintProvider is advertised but the request is MethodNotFound")
+      out("     TODO: the server answers MethodNotFound for textDocument/inlayHint (inlay hints pending)")
+      return
+    end
+    check(err == nil, "textDocument/inlayHint failed: " .. vim.inspect(err))
+    check(result == nil or result == vim.NIL or type(result) == "table", "result " .. vim.inspect(result))
+    check(caps.inlayHintProvider, "the request is answered, so inlayHintProvider should be advertised")
+    local hints = type(result) == "table" and result or {}
+    for _, hint in ipairs(hints) do
+      check(hint.position and hint.label, "an inlay hint needs a position and a label: " .. vim.inspect(hint))
+    end
+    out(("     %d inlay hint(s)"):format(#hints))
+  end)
+
+  step(":ChainsmithGraph runs workspace/executeCommand with the buffer's URI; the server stays up", function()
+    chainsmith.last_command = nil
+    vim.cmd("ChainsmithGraph")
+    wait_for("the answer to chainsmith.graph", function()
+      return chainsmith.last_command ~= nil
+    end)
+    local last = chainsmith.last_command
+    check(last.command == "chainsmith.graph", vim.inspect(last))
+    check(last.err == nil, "chainsmith.graph failed: " .. vim.inspect(last.err))
+    -- Still serving.
+    local result = buf_request(client, bufnr, "textDocument/hover", {
+      textDocument = { uri = uri },
+      position = { line = 13, character = 15 },
+    })
+    check(result and result ~= vim.NIL, "no hover after the command")
+    check(not client.is_stopped(), "the server stopped")
+  end)
+
+  step("an unknown command is an error", function()
+    local done, err = false, nil
+    chainsmith.execute("chainsmith.noSuchCommand", bufnr, function(e)
+      done, err = true, e
+    end)
+    wait_for("the answer to an unknown command", function()
+      return done
+    end)
+    check(err ~= nil and type(err.code) == "number", "expected an error, got " .. vim.inspect(err))
+  end)
+
+  -- TODO(runtime): "Run chain" against the runtime's local HTTP test server: write the workspace's
+  -- chainsmith.toml with that server's port as the toolset's base_url, :ChainsmithRun on a chain,
+  -- and assert the run's output and trace. The runtime (chainsmith.run) is not in this build.
+  out("SKIP Run chain against a local HTTP test server: the runtime (chainsmith.run) does not exist in this build yet")
+
+  vim.fn.delete(ws, "rf")
+end
+
+local ok, err = xpcall(main, debug.traceback)
+if not ok then
+  failed = failed + 1
+  out("FAIL the test script itself: " .. tostring(err))
+end
+finish()

@@ -1,0 +1,34 @@
+// The server's editor commands (DESIGN.md, "Shapes other tools read") and the arguments the
+// extension sends with them. Pure.
+
+export interface ServerCommand {
+  id: string;
+  /** What the progress indicator and error messages call it. */
+  title: string;
+}
+
+export const SERVER_COMMANDS: readonly ServerCommand[] = [
+  { id: "chainsmith.run", title: "Run chain" },
+  { id: "chainsmith.generate", title: "Generate chain" },
+  { id: "chainsmith.fix", title: "Fix chain" },
+  { id: "chainsmith.probe", title: "Probe tool" },
+  { id: "chainsmith.probeAll", title: "Probe all unprobed tools" },
+  { id: "chainsmith.graph", title: "Show tool graph" },
+];
+
+/** Commands the extension itself provides. */
+export const CLIENT_COMMANDS: readonly string[] = ["chainsmith.restart", "chainsmith.showOutput"];
+
+export function commandTitle(id: string): string {
+  return SERVER_COMMANDS.find((c) => c.id === id)?.title ?? id;
+}
+
+/**
+ * Arguments for a command run from the palette (no arguments of its own): the active document's
+ * URI, the same convention as the Neovim plugin. Arguments that came with the command (a code lens,
+ * a code action) are kept as they are.
+ */
+export function commandArguments(args: readonly unknown[], activeDocumentUri: string | undefined): unknown[] {
+  if (args.length > 0) return [...args];
+  return activeDocumentUri === undefined ? [] : [activeDocumentUri];
+}

@@ -1,0 +1,328 @@
+//! MCP toolsets: the tools a running server lists (`tools/list`) as [`Tool`]s.
+//!
+//! Names follow the one rule (`get-sum` → `get_sum`, the original kept in the transport and the
+//! source); parameters come from `inputSchema.properties` as MCP arguments; the response schema is
+//! the `outputSchema` when it describes real structure (one that only wraps a text, such as
+//! `{content: string}`, counts as unknown so probing fills it); `annotations` are kept on the tool.
+//! An MCP tool is declared by its `[[toolsets]]` entry in chainsmith.toml: that is its source
+//! location.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::doc::ByteRange;
+use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, names, schema};
+use crate::config::McpConfig;
+use crate::diagnostic::Diagnostic;
+use crate::runtime::mcp::McpClient;
+
+/// Expansions of `$ref` along one path before the rest is left as is (cycles, runaway schemas).
+const MAX_REF_DEPTH: usize = 16;
+
+/// Starts the toolset's server, lists its tools and shuts it down again. A server that cannot be
+/// started or listed yields no tools and an `mcp-unavailable` error on the toolset's entry.
+pub fn load_server(name: &str, config: &McpConfig, root: &Path, file: &Path, range: ByteRange) -> Loaded {
+    let listed = McpClient::start_named(name, config, root).and_then(|client| {
+        let listed = client.tools()?;
+        // A server that announced a change while it was being listed is listed once more.
+        if client.tools_changed() { client.tools() } else { Ok(listed) }
+    });
+    match listed {
+        Ok(listed) => tools_from_list(&listed, name, file, range),
+        Err(e) => {
+            // The summary first (one-line renderers), then the server's own words.
+            let message = e.to_string();
+            let (first, details) = message.split_once('\n').unwrap_or((&message, ""));
+            let message = format!("{first}; toolset `{name}` has no tools until its server starts\n{details}");
+            Loaded {
+                diagnostics: vec![Diagnostic::error(file, range, "mcp-unavailable", message.trim_end())],
+                ..Default::default()
+            }
+        }
+    }
+}
+
+/// The tools of a `tools/list` answer (every page's `tools`, in order). A tool without a name is
+/// skipped; two tools whose Python names collide keep the first name, the second gets a suffix.
+pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: ByteRange) -> Loaded {
+    let mut loaded = Loaded::default();
+    let mut taken: HashSet<String> = HashSet::new();
+    for described in listed {
+        let Some(original) = described.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
+            loaded.diagnostics.push(Diagnostic::warning(
+                file,
+                range,
+                "invalid-protocol",
+                format!("MCP server of toolset `{toolset}` lists a tool without a name; it is skipped"),
+            ));
+            continue;
+        };
+        let mut tool = tool(described, original, toolset, file, range);
+        if !taken.insert(tool.name.clone()) {
+            let base = tool.name.clone();
+            let unique = (2..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).expect("a free name");
+            loaded.diagnostics.push(Diagnostic::warning(
+                file,
+                range,
+                "name-collision",
+                format!("MCP tool `{original}` of toolset `{toolset}` would also be named `{base}`; it is `{unique}`"),
+            ));
+            taken.insert(unique.clone());
+            tool.name = unique;
+        }
+        loaded.tools.push(tool);
+    }
+    loaded
+}
+
+/// One listed tool.
+fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: ByteRange) -> Tool {
+    let text = |key: &str| described.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
+    let annotations = described.get("annotations").filter(|a| a.is_object()).cloned();
+    let title = text("title").or_else(|| annotations.as_ref().and_then(|a| a.get("title")?.as_str()));
+    let description = text("description").or(title).unwrap_or_default().to_string();
+    let input = described.get("inputSchema").map(inline_refs).unwrap_or_else(|| json!({}));
+    let response = described.get("outputSchema").map(inline_refs).filter(describes_structure);
+    Tool {
+        name: names::mcp_tool(original),
+        toolset: toolset.to_string(),
+        category: String::new(),
+        description,
+        params: params(&input),
+        response,
+        statuses: Vec::new(),
+        examples: Vec::new(),
+        provenance: Provenance::Declared,
+        transport: Transport::Mcp { tool: original.to_string() },
+        annotations,
+        source: Source {
+            kind: SourceKind::Mcp,
+            file: file.to_path_buf(),
+            range,
+            name_range: range,
+            method: None,
+            path: None,
+            tool: Some(original.to_string()),
+            api: None,
+            operation_id: None,
+        },
+    }
+}
+
+/// The arguments of an `inputSchema`: its `properties`, required per `required`.
+fn params(input: &Value) -> Vec<Param> {
+    let required: HashSet<&str> =
+        input.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let Some(properties) = input.get("properties").and_then(Value::as_object) else { return Vec::new() };
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut params = Vec::new();
+    for (wire, schema) in properties {
+        let base = names::python_param(wire);
+        let name = if taken.contains(&base) {
+            (2..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).expect("a free name")
+        } else {
+            base
+        };
+        taken.insert(name.clone());
+        let example = schema
+            .get("examples")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+            .or_else(|| schema.get("example"))
+            .cloned();
+        params.push(Param {
+            name,
+            wire_name: wire.clone(),
+            location: ParamLocation::Argument,
+            required: required.contains(wire.as_str()),
+            description: schema::description(schema)
+                .or_else(|| schema.get("title").and_then(Value::as_str))
+                .unwrap_or_default()
+                .to_string(),
+            schema: schema.clone(),
+            default: schema.get("default").cloned(),
+            example,
+        });
+    }
+    params
+}
+
+/// Whether an `outputSchema` says more than "some text": an object with properties (but not a
+/// single string property, the `{content: string}` / `{result: string}` wrappers), a map of typed
+/// values, an array, or a union of such.
+pub fn describes_structure(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else { return false };
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(options) = map.get(key).and_then(Value::as_array)
+            && options.iter().any(describes_structure)
+        {
+            return true;
+        }
+    }
+    if let Some(properties) = map.get("properties").and_then(Value::as_object)
+        && !properties.is_empty()
+    {
+        let only_text = properties.len() == 1 && properties.values().all(|p| schema::types(p) == ["string"]);
+        return !only_text;
+    }
+    if map.get("additionalProperties").and_then(Value::as_object).is_some_and(|a| !a.is_empty()) {
+        return true;
+    }
+    if map.get("items").is_some() || map.get("prefixItems").is_some() {
+        return true;
+    }
+    let types = schema::types(schema);
+    types.contains(&"array")
+}
+
+/// A schema with its local `$ref`s (`#/$defs/…`, `#/definitions/…`, any JSON pointer into the
+/// schema) inlined and its `$defs`/`definitions`/`$schema` dropped, so the analysis reads it
+/// without following references. A reference that loops is cut with a description saying so.
+pub fn inline_refs(schema: &Value) -> Value {
+    let mut stack = Vec::new();
+    let mut out = inline(schema, schema, &mut stack);
+    if let Value::Object(map) = &mut out {
+        map.remove("$defs");
+        map.remove("definitions");
+        map.remove("$schema");
+    }
+    out
+}
+
+fn inline(node: &Value, root: &Value, stack: &mut Vec<String>) -> Value {
+    match node {
+        Value::Object(map) => {
+            if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
+                let target = reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer));
+                if let Some(target) = target {
+                    if stack.iter().any(|r| r == reference) || stack.len() >= MAX_REF_DEPTH {
+                        return json!({"description": format!("recursive: `{reference}` again (not expanded further)")});
+                    }
+                    stack.push(reference.to_string());
+                    let mut expanded = inline(target, root, stack);
+                    stack.pop();
+                    // Keywords beside the `$ref` (a description, a default) refine the target.
+                    if let Value::Object(expanded_map) = &mut expanded {
+                        for (key, value) in map {
+                            if key != "$ref" {
+                                expanded_map.insert(key.clone(), inline(value, root, stack));
+                            }
+                        }
+                    }
+                    return expanded;
+                }
+            }
+            let mut out = Map::with_capacity(map.len());
+            for (key, value) in map {
+                if matches!(key.as_str(), "$defs" | "definitions") && stack.is_empty() && std::ptr::eq(node, root) {
+                    continue;
+                }
+                // `default`, `examples`, `const`, `enum` hold data, not schemas.
+                let value = if matches!(key.as_str(), "default" | "examples" | "example" | "const" | "enum") {
+                    value.clone()
+                } else {
+                    inline(value, root, stack)
+                };
+                out.insert(key.clone(), value);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|i| inline(i, root, stack)).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed() -> Vec<Value> {
+        vec![
+            json!({
+                "name": "get-sum",
+                "description": "Returns the sum of two numbers",
+                "inputSchema": {"type": "object", "properties": {
+                    "a": {"type": "number", "description": "First number"},
+                    "b": {"type": "number"},
+                    "from": {"type": "string"},
+                    "entityType": {"type": "string", "default": "person"}
+                }, "required": ["a", "b"]},
+                "annotations": {"readOnlyHint": true}
+            }),
+            json!({
+                "name": "convert_time",
+                "inputSchema": {"type": "object", "properties": {}},
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {"source": {"$ref": "#/$defs/TimeResult"}, "time_difference": {"type": "string"}},
+                    "$defs": {"TimeResult": {"type": "object", "properties": {"timezone": {"type": "string"}}}}
+                }
+            }),
+            json!({"name": "fetch", "title": "Fetch a URL", "outputSchema": {"type": "object", "properties": {"content": {"type": "string"}}}}),
+            json!({"name": "get_sum", "inputSchema": {}}),
+            json!({"description": "nameless"}),
+        ]
+    }
+
+    #[test]
+    fn listed_tools_become_tools() {
+        let file = Path::new("chainsmith.toml");
+        let loaded = tools_from_list(&listed(), "demo", file, ByteRange::new(3, 40));
+        let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["get_sum", "convert_time", "fetch", "get_sum_2"]);
+        let codes: Vec<&str> = loaded.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["name-collision", "invalid-protocol"]);
+
+        let sum = &loaded.tools[0];
+        assert_eq!(sum.transport, Transport::Mcp { tool: "get-sum".into() });
+        assert_eq!(sum.source.kind, SourceKind::Mcp);
+        assert_eq!(sum.source.tool.as_deref(), Some("get-sum"));
+        assert_eq!(sum.source.range, ByteRange::new(3, 40));
+        assert_eq!(sum.read_only(), Some(true));
+        assert_eq!(sum.response, None);
+        let params: Vec<(&str, &str, bool)> =
+            sum.params.iter().map(|p| (p.name.as_str(), p.wire_name.as_str(), p.required)).collect();
+        assert_eq!(
+            params,
+            [("a", "a", true), ("b", "b", true), ("from_", "from", false), ("entity_type", "entityType", false)]
+        );
+        assert!(sum.params.iter().all(|p| p.location == ParamLocation::Argument));
+        assert_eq!(sum.params[0].description, "First number");
+        assert_eq!(sum.params[3].default, Some(json!("person")));
+
+        let convert = &loaded.tools[1];
+        let response = convert.response.as_ref().expect("real structure");
+        assert_eq!(response["properties"]["source"]["properties"]["timezone"]["type"], "string");
+        assert!(response.get("$defs").is_none());
+
+        let fetch = &loaded.tools[2];
+        assert_eq!(fetch.response, None, "a text wrapper is no structure");
+        assert_eq!(fetch.description, "Fetch a URL");
+        assert_eq!(fetch.read_only(), None);
+    }
+
+    #[test]
+    fn structure_or_not() {
+        assert!(!describes_structure(&json!({})));
+        assert!(!describes_structure(&json!({"type": "object"})));
+        assert!(!describes_structure(&json!({"type": "object", "properties": {"result": {"type": "string"}}})));
+        assert!(describes_structure(&json!({"type": "object", "properties": {"result": {"type": "integer"}}})));
+        assert!(describes_structure(&json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {}}})));
+        assert!(describes_structure(&json!({"type": "array", "items": {"type": "string"}})));
+        assert!(describes_structure(&json!({"type": "object", "additionalProperties": {"type": "number"}})));
+    }
+
+    #[test]
+    fn recursive_refs_are_cut() {
+        let schema = json!({
+            "$ref": "#/$defs/Node",
+            "$defs": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}
+        });
+        let inlined = inline_refs(&schema);
+        let again = &inlined["properties"]["children"]["items"]["description"];
+        assert!(again.as_str().unwrap().starts_with("recursive:"), "{inlined}");
+        assert!(inlined.get("$defs").is_none());
+    }
+}

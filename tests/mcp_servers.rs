@@ -1,0 +1,503 @@
+//! The MCP client and MCP toolsets against real MCP servers: `mcp-server-time` and
+//! `mcp-server-git` (PyPI), `@modelcontextprotocol/server-memory` and
+//! `@modelcontextprotocol/server-everything` (npm, installed locally in `tests/mcp/`).
+//! `.ci/run` installs all four; a missing one fails its test with the install step, never skips.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use chainsmith::config::McpConfig;
+use chainsmith::runtime::mcp::{McpClient, McpError, McpErrorKind};
+use chainsmith::toolset::doc::ByteRange;
+use chainsmith::toolset::{ParamLocation, SourceKind, Transport, mcp};
+use serde_json::{Value, json};
+
+const PIP_STEP: &str =
+    "python3 -m pip install mcp-server-time==2026.10.19 mcp-server-git==2026.10.19 (as .ci/run does)";
+const NPM_STEP: &str = "(cd tests/mcp && npm ci --no-audit --no-fund) (as .ci/run does)";
+const CALL: Duration = Duration::from_secs(20);
+
+fn manifest_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A PyPI server run as `python3 -m <module>`, so it does not depend on where pip put scripts.
+fn python_server(module: &str, args: &[&str]) -> McpConfig {
+    let found = Command::new("python3").args(["-c", &format!("import {module}")]).output();
+    match found {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "the MCP server module `{module}` is not installed: {PIP_STEP}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => panic!("python3 cannot be run ({e}); the MCP server tests need it and {PIP_STEP}"),
+    }
+    let mut all = vec!["-m".to_string(), module.to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    McpConfig { command: "python3".into(), args: all, ..Default::default() }
+}
+
+/// An npm server from `tests/mcp/node_modules`.
+fn node_server(package: &str, args: &[&str], env: &[(&str, &str)]) -> McpConfig {
+    let entry = manifest_dir().join("tests/mcp/node_modules/@modelcontextprotocol").join(package).join("dist/index.js");
+    assert!(entry.is_file(), "{} is missing: install the test MCP servers with {NPM_STEP}", entry.display());
+    let node = Command::new("node").arg("--version").output();
+    assert!(node.is_ok_and(|o| o.status.success()), "node (Node.js 20+) is needed to run the npm MCP test servers");
+    let mut all = vec![entry.display().to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    let env: BTreeMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    McpConfig { command: "node".into(), args: all, env, ..Default::default() }
+}
+
+fn start(name: &str, config: &McpConfig, root: &Path) -> McpClient {
+    McpClient::start_named(name, config, root).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn tool<'a>(listed: &'a [Value], name: &str) -> &'a Value {
+    listed.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no tool `{name}` in {listed:?}"))
+}
+
+fn mcp_error(e: anyhow::Error) -> McpError {
+    e.downcast::<McpError>().expect("an McpError")
+}
+
+#[test]
+fn time_server_lists_and_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start("time", &python_server("mcp_server_time", &[]), dir.path());
+    assert!(client.protocol_version().starts_with("20"), "{}", client.protocol_version());
+    assert_eq!(client.server_info()["name"], "mcp-time");
+
+    let listed = client.tools().unwrap();
+    let loaded = mcp::tools_from_list(&listed, "time", Path::new("chainsmith.toml"), ByteRange::new(0, 10));
+    assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+    let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["get_current_time", "convert_time"]);
+    let now = &loaded.tools[0];
+    assert_eq!(now.transport, Transport::Mcp { tool: "get_current_time".into() });
+    assert_eq!(now.source.kind, SourceKind::Mcp);
+    assert_eq!(now.read_only(), Some(true));
+    let params: Vec<(&str, bool)> = now.params.iter().map(|p| (p.name.as_str(), p.required)).collect();
+    assert_eq!(params, [("timezone", true)]);
+    assert_eq!(now.params[0].location, ParamLocation::Argument);
+    let response = now.response.as_ref().expect("get_current_time declares a real output schema");
+    assert_eq!(response["properties"]["is_dst"]["type"], "boolean");
+    // convert_time's schema refers to `#/$defs/TimeResult`: inlined.
+    let convert = &loaded.tools[1].response.as_ref().unwrap()["properties"]["source"];
+    assert_eq!(convert["properties"]["day_of_week"]["type"], "string", "{convert}");
+
+    let utc = client.call("get_current_time", json!({"timezone": "UTC"}), CALL).unwrap();
+    assert!(!utc.is_error, "{utc:?}");
+    assert_eq!(utc.value["timezone"], "UTC", "{:?}", utc.value);
+    assert!(utc.value["datetime"].as_str().is_some_and(|d| d.contains('T')), "{:?}", utc.value);
+    assert_eq!(utc.value["is_dst"], false);
+
+    let converted = client
+        .call("convert_time", json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}), CALL)
+        .unwrap();
+    assert_eq!(converted.value["target"]["timezone"], "Asia/Tokyo", "{:?}", converted.value);
+
+    let bad = client.call("get_current_time", json!({"timezone": "Nowhere/Atlantis"}), CALL).unwrap();
+    assert!(bad.is_error, "{bad:?}");
+    assert!(bad.text.as_deref().unwrap_or_default().contains("Nowhere/Atlantis"), "{bad:?}");
+
+    let unknown = mcp_error(client.call("no_such_tool", json!({}), CALL).unwrap_err());
+    assert!(matches!(unknown.kind, McpErrorKind::Rpc { .. }), "{unknown:?}");
+    assert!(unknown.message.contains("MCP server `time` answered tools/call with error"), "{}", unknown.message);
+    assert!(client.is_alive());
+}
+
+#[test]
+fn git_server_on_a_temporary_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(["-c", "user.name=chainsmith", "-c", "user.email=chainsmith@example.invalid"])
+            .args(args)
+            .current_dir(&repo)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("notes.txt"), "first\n").unwrap();
+    git(&["add", "notes.txt"]);
+    git(&["commit", "-q", "-m", "Add the first note"]);
+    std::fs::write(repo.join("notes.txt"), "first\nsecond\n").unwrap();
+
+    let repo_arg = repo.display().to_string();
+    let client = start("git", &python_server("mcp_server_git", &["--repository", &repo_arg]), dir.path());
+    let listed = client.tools().unwrap();
+    let loaded = mcp::tools_from_list(&listed, "git", Path::new("chainsmith.toml"), ByteRange::default());
+    let status = loaded.tools.iter().find(|t| t.name == "git_status").expect("git_status");
+    assert_eq!(status.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["repo_path"]);
+    assert_eq!(status.response, None, "git answers in text: unknown response");
+    let log = loaded.tools.iter().find(|t| t.name == "git_log").expect("git_log");
+    assert!(log.params.iter().any(|p| p.name == "max_count" && !p.required), "{:?}", log.params);
+
+    let answered = client.call("git_status", json!({"repo_path": repo_arg}), CALL).unwrap();
+    assert!(!answered.is_error, "{answered:?}");
+    let text = answered.value.as_str().expect("plain text stays text");
+    assert!(text.contains("notes.txt"), "{text}");
+
+    let history = client.call("git_log", json!({"repo_path": repo_arg, "max_count": 5}), CALL).unwrap();
+    assert!(format!("{}", history.value).contains("Add the first note"), "{history:?}");
+
+    let elsewhere = dir.path().join("not-a-repo");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let bad = client.call("git_status", json!({"repo_path": elsewhere.display().to_string()}), CALL).unwrap();
+    assert!(bad.is_error, "{bad:?}");
+    assert!(bad.text.is_some());
+}
+
+#[test]
+fn memory_server_chain_create_then_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let memory_file = dir.path().join("memory.jsonl");
+    let config = node_server("server-memory", &[], &[("MEMORY_FILE_PATH", &memory_file.display().to_string())]);
+    let client = start("memory", &config, dir.path());
+    let listed = client.tools().unwrap();
+    let loaded = mcp::tools_from_list(&listed, "memory", Path::new("chainsmith.toml"), ByteRange::default());
+    let delete = loaded.tools.iter().find(|t| t.name == "delete_entities").expect("delete_entities");
+    assert_eq!(delete.params[0].name, "entity_names");
+    assert_eq!(delete.params[0].wire_name, "entityNames");
+    assert_eq!(delete.read_only(), Some(false));
+    let read = loaded.tools.iter().find(|t| t.name == "read_graph").expect("read_graph");
+    assert!(read.response.is_some(), "read_graph declares its output");
+    assert!(read.params.is_empty());
+
+    let created = client
+        .call(
+            "create_entities",
+            json!({"entities": [
+                {"name": "Sofia Coppola", "entityType": "person", "observations": ["directed Lost in Translation"]},
+                {"name": "Lost in Translation", "entityType": "movie", "observations": ["released 2003"]}
+            ]}),
+            CALL,
+        )
+        .unwrap();
+    assert!(!created.is_error, "{created:?}");
+    let related = client
+        .call(
+            "create_relations",
+            json!({"relations": [{"from": "Sofia Coppola", "to": "Lost in Translation", "relationType": "directed"}]}),
+            CALL,
+        )
+        .unwrap();
+    assert!(!related.is_error, "{related:?}");
+
+    let graph = client.call("read_graph", json!({}), CALL).unwrap();
+    let names: Vec<&str> =
+        graph.value["entities"].as_array().expect("entities").iter().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(names, ["Sofia Coppola", "Lost in Translation"], "{:?}", graph.value);
+    assert_eq!(graph.value["relations"][0]["relationType"], "directed");
+    // The chain's next step reads what the first wrote.
+    let found = client.call("search_nodes", json!({"query": "Coppola"}), CALL).unwrap();
+    assert_eq!(found.value["entities"][0]["observations"][0], "directed Lost in Translation");
+    assert!(memory_file.is_file(), "the server kept its graph in the temporary MEMORY_FILE_PATH");
+}
+
+#[test]
+fn everything_server_list_changed_roots_and_timeouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = start("everything", &node_server("server-everything", &["stdio"], &[]), dir.path());
+    // The server registers its capability-dependent tools once initialized and says so.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while client.list_changed_count() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(client.list_changed_count() >= 1, "no notifications/tools/list_changed arrived");
+    assert!(client.tools_changed());
+    let listed = client.tools().unwrap();
+    assert!(!client.tools_changed(), "listing again takes the change in");
+    // Registered after initialization because chainsmith offers roots: the change was real.
+    tool(&listed, "get-roots-list");
+    let loaded = mcp::tools_from_list(&listed, "everything", Path::new("chainsmith.toml"), ByteRange::default());
+    let sum = loaded.tools.iter().find(|t| t.name == "get_sum").expect("get-sum as get_sum");
+    assert_eq!(sum.transport, Transport::Mcp { tool: "get-sum".into() });
+    assert_eq!(sum.source.tool.as_deref(), Some("get-sum"));
+    let annotated = loaded.tools.iter().find(|t| t.name == "get_annotated_message").unwrap();
+    assert_eq!(annotated.params[0].name, "message_type");
+    assert!(annotated.params[0].required);
+
+    let summed = client.call("get-sum", json!({"a": 2, "b": 3}), CALL).unwrap();
+    assert!(summed.value.as_str().is_some_and(|t| t.contains('5')), "{summed:?}");
+    let structured = client.call("get-structured-content", json!({"location": "Chicago"}), CALL).unwrap();
+    assert!(structured.value.is_object(), "structuredContent preferred: {structured:?}");
+
+    // roots/list is answered with the workspace root.
+    let roots = client.call("get-roots-list", json!({}), CALL).unwrap();
+    let root_uri = chainsmith::runtime::mcp::file_uri(&dir.path().canonicalize().unwrap());
+    assert!(roots.text.as_deref().unwrap_or_default().contains(&root_uri), "{roots:?} lacks {root_uri}");
+
+    // A request that is not answered in time fails clearly; the session stays usable.
+    let started = Instant::now();
+    let slow = client
+        .call("trigger-long-running-operation", json!({"duration": 5, "steps": 5}), Duration::from_millis(300))
+        .unwrap_err();
+    let slow = mcp_error(slow);
+    assert_eq!(slow.kind, McpErrorKind::Timeout);
+    assert!(
+        slow.message.starts_with("MCP server `everything` did not answer tools/call within 300 ms"),
+        "{}",
+        slow.message
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let again = client.call("echo", json!({"message": "still here"}), CALL).unwrap();
+    assert!(again.value.as_str().is_some_and(|t| t.contains("still here")), "{again:?}");
+}
+
+/// Process ids in a process group (from /proc).
+fn group_members(pgid: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // After the `(comm)` field: state, ppid, pgrp.
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() != Some(&"Z") && fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+#[test]
+fn dropping_the_client_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    python_server("mcp_server_time", &[]);
+    // A wrapper that leaves a helper running next to the server, as launchers do.
+    let config = McpConfig {
+        command: "sh".into(),
+        args: vec!["-c".into(), "sleep 120 & exec python3 -m mcp_server_time".into()],
+        ..Default::default()
+    };
+    let client = start("time", &config, dir.path());
+    let pgid = client.pid();
+    assert!(group_members(pgid).len() >= 2, "server and helper run: {:?}", group_members(pgid));
+    let started = Instant::now();
+    drop(client);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !group_members(pgid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(group_members(pgid), Vec::<u32>::new(), "orphans left in the server's process group");
+
+    let memory =
+        node_server("server-memory", &[], &[("MEMORY_FILE_PATH", &dir.path().join("m.jsonl").display().to_string())]);
+    let client = start("memory", &memory, dir.path());
+    let pid = client.pid();
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Path::new(&format!("/proc/{pid}")).exists() && !group_members(pid).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(group_members(pid).is_empty());
+}
+
+#[test]
+fn broken_servers_fail_clearly_and_fast() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = |script: &str, timeout_s: u64| McpConfig {
+        command: "sh".into(),
+        args: vec!["-c".into(), script.into()],
+        timeout_s,
+        ..Default::default()
+    };
+
+    let missing = McpConfig { command: "chainsmith-no-such-mcp-server".into(), ..Default::default() };
+    let e = mcp_error(McpClient::start_named("ghost", &missing, dir.path()).unwrap_err());
+    assert_eq!(e.kind, McpErrorKind::Spawn);
+    assert!(e.message.contains("command `chainsmith-no-such-mcp-server` not found"), "{}", e.message);
+
+    let started = Instant::now();
+    let e = mcp_error(
+        McpClient::start_named("crash", &sh("echo 'Traceback: boom' >&2; exit 3", 10), dir.path()).unwrap_err(),
+    );
+    assert_eq!(e.kind, McpErrorKind::Closed);
+    assert!(e.message.contains("MCP server `crash` exited with status 3 before answering initialize"), "{}", e.message);
+    assert!(e.message.contains("Traceback: boom"), "stderr tail in the error: {}", e.message);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+
+    let started = Instant::now();
+    let e = mcp_error(
+        McpClient::start_named("chatty", &sh("echo 'Welcome to my server'; echo '{oops'; sleep 30", 1), dir.path())
+            .unwrap_err(),
+    );
+    assert_eq!(e.kind, McpErrorKind::Timeout);
+    assert!(e.message.contains("MCP server `chatty` did not answer initialize within 1 s"), "{}", e.message);
+    assert!(e.message.contains("Welcome to my server"), "stdout garbage quoted: {}", e.message);
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+
+    // Garbage, then the server goes away: the exit is reported at once, not after the timeout.
+    let started = Instant::now();
+    let e = mcp_error(
+        McpClient::start_named("garbage", &sh("printf 'garbage\\n\\001\\002\\n'", 10), dir.path()).unwrap_err(),
+    );
+    assert_eq!(e.kind, McpErrorKind::Closed, "{}", e.message);
+    assert!(e.message.contains("garbage"), "{}", e.message);
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+
+    // Not an MCP server at all: `cat` echoes our own request back.
+    let cat = McpConfig { command: "cat".into(), timeout_s: 2, ..Default::default() };
+    let e = mcp_error(McpClient::start_named("cat", &cat, dir.path()).unwrap_err());
+    assert!(e.message.starts_with("MCP server `cat`"), "{}", e.message);
+}
+
+fn chainsmith(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_chainsmith")).args(args).output().expect("the chainsmith binary runs");
+    (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+}
+
+fn workspace(toml: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
+    let root = dir.path().to_path_buf();
+    (dir, root)
+}
+
+#[test]
+fn mcp_toolsets_in_a_workspace() {
+    python_server("mcp_server_time", &[]);
+    let memory_entry = node_server("server-memory", &[], &[]).args[0].clone();
+    let toml = format!(
+        r#"[[toolsets]]
+name = "time"
+mcp = {{ command = "python3", args = ["-m", "mcp_server_time"] }}
+
+[[toolsets]]
+name = "memory"
+mcp = {{ command = "node", args = ["{memory_entry}"], env = {{ MEMORY_FILE_PATH = "memory.jsonl" }}, timeout_s = 20 }}
+"#
+    );
+    let (_dir, root) = workspace(&toml);
+    let root_arg = root.display().to_string();
+    let (code, stdout, stderr) = chainsmith(&["tools", "--format", "json", "--root", &root_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    let tools: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    let now = tools.iter().find(|t| t["id"] == "time.get_current_time").expect("time.get_current_time");
+    assert_eq!(now["source"]["kind"], "mcp");
+    assert_eq!(now["source"]["tool"], "get_current_time");
+    assert_eq!(now["required"], json!(["timezone"]));
+    assert_eq!(now["response_known"], true);
+    let entities = tools.iter().find(|t| t["id"] == "memory.create_entities").expect("memory.create_entities");
+    assert_eq!(entities["source"]["kind"], "mcp");
+
+    // MCP tools join the analysis: a good chain is clean, a wrong tool and a wrong key are reported.
+    std::fs::write(
+        root.join("chain.py"),
+        "from chainsmith.tools import time\nnow = time.get_current_time(timezone=\"UTC\")\nprint(now[\"datetime\"])\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("wrong.py"),
+        "from chainsmith.tools import time\nnow = time.get_current_tim(timezone=\"UTC\")\nlater = time.get_current_time(timezone=\"UTC\")\nprint(later[\"date_time\"])\n",
+    )
+    .unwrap();
+    let good = root.join("chain.py").display().to_string();
+    let wrong = root.join("wrong.py").display().to_string();
+    let (code, stdout, _) = chainsmith(&["check", "--format", "json", "--root", &root_arg, &good, &wrong]);
+    assert_eq!(code, 1, "{stdout}");
+    let reported: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    assert!(reported.iter().all(|d| d["file"] == wrong.as_str()), "the good chain is clean: {reported:?}");
+    let codes: Vec<(&str, u64)> =
+        reported.iter().map(|d| (d["code"].as_str().unwrap(), d["range"]["start"]["line"].as_u64().unwrap())).collect();
+    assert_eq!(codes.len(), 2, "{reported:?}");
+    assert_eq!(codes[0], ("unknown-tool", 1), "{reported:?}");
+    assert_eq!(codes[1], ("unknown-key", 3), "the declared outputSchema types the response: {reported:?}");
+}
+
+#[test]
+fn an_unavailable_server_is_a_located_diagnostic() {
+    let toml = r#"[[toolsets]]
+name = "tmdb_like"
+protocol = "missing.json"
+
+[[toolsets]]
+name = "ghost"
+mcp = { command = "chainsmith-no-such-mcp-server", args = ["--flag"] }
+"#;
+    let (_dir, root) = workspace(toml);
+    let root_arg = root.display().to_string();
+    let (code, stdout, stderr) = chainsmith(&["tools", "--root", &root_arg]);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stdout.contains("ghost — 0 tools"), "the toolset stays, without tools: {stdout}");
+    let line = stderr.lines().find(|l| l.contains("[mcp-unavailable]")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("chainsmith.toml:5:1: error[mcp-unavailable]"), "{line}");
+    assert!(line.contains("cannot start MCP server `ghost`"), "{line}");
+    assert!(stderr.contains("command `chainsmith-no-such-mcp-server` not found"), "{stderr}");
+
+    // The module stays importable: a program importing it gets no unknown-toolset error.
+    std::fs::write(root.join("uses_ghost.py"), "from chainsmith.tools import ghost\nprint(ghost)\n").unwrap();
+    let program = root.join("uses_ghost.py").display().to_string();
+    let (_, stdout, _) = chainsmith(&["check", "--format", "json", "--root", &root_arg, &program]);
+    let reported: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    let unavailable = reported.iter().find(|d| d["code"] == "mcp-unavailable").expect("reported by check too");
+    assert!(unavailable["file"].as_str().unwrap().ends_with("chainsmith.toml"));
+    assert_eq!(unavailable["range"]["start"]["line"], 4);
+    assert!(
+        reported.iter().all(|d| d["file"].as_str().unwrap().ends_with("chainsmith.toml")),
+        "nothing on the program: {reported:?}"
+    );
+}
+
+/// A scripted server for what the reference servers never do: asking the client things, paging
+/// `tools/list`, answering with an older protocol version or an unknown one.
+const SCRIPTED: &str = r#"
+import json, os, sys
+answers = {}
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if "method" not in m:
+        answers[m["id"]] = m.get("result", m.get("error"))
+        continue
+    method, id = m["method"], m.get("id")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": "p1", "method": "ping"})
+        send({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {}})
+        send({"jsonrpc": "2.0", "id": 7, "method": "roots/list"})
+        send({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": os.environ["VERSION"], "capabilities": {"tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}}})
+    elif method == "tools/list":
+        cursor = (m.get("params") or {}).get("cursor")
+        if cursor is None:
+            send({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "a-tool", "inputSchema": {"type": "object"}}], "nextCursor": "page2"}})
+        else:
+            send({"jsonrpc": "2.0", "id": id, "result": {"tools": [{"name": "b-tool", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": json.dumps(answers)}]}})
+"#;
+
+#[test]
+fn requests_from_the_server_pagination_and_versions() {
+    let dir = tempfile::tempdir().unwrap();
+    let scripted = |version: &str| McpConfig {
+        command: "python3".into(),
+        args: vec!["-c".into(), SCRIPTED.into()],
+        env: [("VERSION".to_string(), version.to_string())].into(),
+        timeout_s: 5,
+    };
+    let client = start("scripted", &scripted("2025-03-26"), dir.path());
+    assert_eq!(client.protocol_version(), "2025-03-26");
+    let listed = client.tools().unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["a-tool", "b-tool"], "both pages");
+    let answers = client.call("report", json!({}), CALL).unwrap().value;
+    assert_eq!(answers["p1"], json!({}), "ping answered: {answers}");
+    assert_eq!(answers["s1"]["code"], -32601, "an unknown request is 'method not found': {answers}");
+    let root_uri = chainsmith::runtime::mcp::file_uri(&dir.path().canonicalize().unwrap());
+    assert_eq!(answers["7"]["roots"][0]["uri"], root_uri.as_str(), "{answers}");
+    drop(client);
+
+    let e = mcp_error(McpClient::start_named("future", &scripted("2099-01-01"), dir.path()).unwrap_err());
+    assert_eq!(e.kind, McpErrorKind::Protocol);
+    assert!(e.message.contains("speaks MCP protocol version `2099-01-01`"), "{}", e.message);
+}
