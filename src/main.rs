@@ -43,6 +43,39 @@ enum Command {
         #[arg(long, num_args = 1..)]
         eval: Vec<PathBuf>,
     },
+    /// ToolNet, the tool-transition graph: show it, import trajectories, measure next-tool prediction.
+    Graph {
+        #[command(subcommand)]
+        command: chainsmith::graph::cli::GraphCommand,
+    },
+    /// Run a program against the real tools; prints its output and a compact trace.
+    Run {
+        /// The program.
+        file: PathBuf,
+        /// Also write the trace to this file.
+        #[arg(long, value_name = "PATH")]
+        trace_json: Option<PathBuf>,
+        /// Answer calls identical to those of this trace from it; run only new ones.
+        #[arg(long, value_name = "TRACE")]
+        replay: Option<PathBuf>,
+    },
+    /// Write .pyi stubs for the toolset modules (default: typings/ under the workspace root).
+    Stubs {
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Measure response-schema inference against declared schemas (OpenAPI examples, ToolBench answers).
+    ProbeEval {
+        /// OpenAPI documents whose response examples are inferred and compared with their schemas.
+        #[arg(long, num_args = 1..)]
+        openapi: Vec<PathBuf>,
+        /// A folder of ToolBench DFSDT answer files (recorded real responses).
+        #[arg(long)]
+        answers: Option<PathBuf>,
+        /// ToolBench query files giving `template_response` for the answers' tools.
+        #[arg(long, num_args = 1..)]
+        queries: Vec<PathBuf>,
+    },
     /// List the workspace's tools.
     Tools {
         #[arg(long, value_enum, default_value = "text")]
@@ -60,6 +93,14 @@ fn main() -> ExitCode {
         }
         Command::Retrieve { task, k, eval } => {
             chainsmith::cli::retrieve(cli.root.as_deref(), task.as_deref(), k, &eval)
+        }
+        Command::Graph { command } => chainsmith::graph::cli::run(cli.root.as_deref(), command),
+        Command::Run { file, trace_json, replay } => {
+            chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref())
+        }
+        Command::Stubs { out } => chainsmith::cli::stubs(cli.root.as_deref(), out.as_deref()),
+        Command::ProbeEval { openapi, answers, queries } => {
+            chainsmith::cli::probe_eval(&openapi, answers.as_ref(), &queries)
         }
         Command::Tools { format } => chainsmith::cli::tools(cli.root.as_deref(), matches!(format, Format::Json)),
     };

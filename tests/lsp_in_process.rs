@@ -671,11 +671,11 @@ async fn commands_unknown_methods_and_lifecycle() {
     let (mut client, _) = TestClient::start(json!({}), None).await;
     client.initialized().await;
     let answer =
-        client.request("workspace/executeCommand", json!({"command": "chainsmith.run", "arguments": []})).await;
+        client.request("workspace/executeCommand", json!({"command": "chainsmith.probeAll", "arguments": []})).await;
     assert_eq!(answer, Ok(Value::Null));
     let message = client.notification("window/showMessage", |_| true).await;
     assert!(message["message"].as_str().unwrap().contains("not available in this build"), "{message}");
-    assert!(message["message"].as_str().unwrap().contains("chainsmith.run"), "{message}");
+    assert!(message["message"].as_str().unwrap().contains("chainsmith.probeAll"), "{message}");
 
     let error = client.request("workspace/executeCommand", json!({"command": "other.tool"})).await.unwrap_err();
     assert_eq!(error["code"], -32602, "{error}");

@@ -1,8 +1,12 @@
 //! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
 
+mod probe_eval;
 mod retrieve;
+mod run;
 
+pub use probe_eval::probe_eval;
 pub use retrieve::retrieve;
+pub use run::{run, stubs};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

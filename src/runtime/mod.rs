@@ -1,3 +1,271 @@
-//! Running tool-chain programs: the MCP stdio client (the runtime proper lands with the runtime issue).
+//! Running tool-chain programs against real tools.
+//!
+//! [`run::run`] starts the program with the configured interpreter and the embedded `chainsmith`
+//! Python package ([`package`]) on its `PYTHONPATH`. Each tool call — a module-dialect call or an
+//! HTTP-dialect `requests` / `httpx` request to a toolset's base URL — travels to the [`host`] over a
+//! Unix domain socket; the host executes it ([`http`], MCP over [`mcp`], local commands), enforces
+//! the run's limits and records the [`trace`]. A failed run is turned into located diagnostics by
+//! [`attribute`]; `chainsmith stubs` writes type stubs for the toolset modules ([`stubs`]).
 
+pub mod attribute;
+pub mod host;
+pub mod http;
 pub mod mcp;
+pub mod package;
+pub mod run;
+pub mod stubs;
+pub mod trace;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use crate::config::{Config, RuntimeConfig};
+use crate::diagnostic::Diagnostic;
+use crate::toolset::{Catalog, SourceKind, Transport};
+
+pub use host::McpPool;
+pub use run::run;
+pub use trace::{Trace, TraceCall, TraceError};
+
+/// Without a configured cap, a program may print this much before it is stopped.
+pub const MAX_OUTPUT_BYTES: usize = 4 << 20;
+
+/// A process-wide counter for unique names (temporary folders).
+pub(crate) fn unique_number() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::SeqCst)
+}
+
+/// Cancels a run from another thread (the editor's cancel button): the run stops its program's
+/// whole process tree.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Why the host stopped a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    Timeout {
+        limit: Duration,
+    },
+    /// A call beyond the limit was attempted (at `line`, of `tool`).
+    ToolCallLimit {
+        limit: u32,
+        line: Option<u32>,
+        tool: String,
+    },
+    OutputLimit {
+        limit: usize,
+    },
+    Cancelled,
+}
+
+impl Stop {
+    /// The trace's `error.type` for this stop.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Stop::Timeout { .. } => "Timeout",
+            Stop::ToolCallLimit { .. } => "ToolCallLimit",
+            Stop::OutputLimit { .. } => "OutputLimit",
+            Stop::Cancelled => "Cancelled",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Stop::Timeout { limit } => {
+                format!("the run took longer than {} ([runtime] timeout_s) and was stopped", seconds(*limit))
+            }
+            Stop::ToolCallLimit { limit, tool, .. } => format!(
+                "the run tried more than {limit} tool calls ([runtime] max_tool_calls) and was stopped at a call to {tool}"
+            ),
+            Stop::OutputLimit { limit } => {
+                format!("the program printed more than {limit} bytes of output and was stopped")
+            }
+            Stop::Cancelled => "the run was cancelled".into(),
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 { format!("{} s", d.as_secs()) } else { format!("{:.1} s", d.as_secs_f64()) }
+}
+
+/// The run's limits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    pub timeout: Duration,
+    pub max_tool_calls: u32,
+    pub max_output_bytes: usize,
+}
+
+impl Limits {
+    pub fn from_config(runtime: &RuntimeConfig) -> Limits {
+        Limits {
+            timeout: Duration::from_secs(runtime.timeout_s.max(1)),
+            max_tool_calls: runtime.max_tool_calls,
+            max_output_bytes: MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Hears about a run while it happens (the CLI prints, the editor streams `window/logMessage` and
+/// progress). Output arrives line by line, already redacted.
+pub trait RunObserver: Send + Sync {
+    fn output(&self, _stream: Stream, _line: &str) {}
+    fn call_started(&self, _call: &TraceCall) {}
+    fn call_finished(&self, _call: &TraceCall) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+
+impl RunObserver for Quiet {}
+
+/// What to run, and how.
+pub struct RunRequest {
+    /// The program file (its folder is the working directory; relative paths are relative to the
+    /// current directory).
+    pub program: PathBuf,
+    /// The text to run instead of the file's content (an editor's unsaved buffer).
+    pub source: Option<String>,
+    /// The workspace root: `.chainsmith/runs/` and MCP servers live there.
+    pub root: PathBuf,
+    pub config: Arc<Config>,
+    pub catalog: Arc<Catalog>,
+    /// A recorded trace whose identical calls are answered from it.
+    pub replay: Option<Trace>,
+    pub limits: Limits,
+    /// Give the program this process's standard input (else none).
+    pub inherit_stdin: bool,
+    /// Write the trace to `.chainsmith/runs/`.
+    pub save_trace: bool,
+    /// MCP sessions to use (and keep); a fresh pool, dropped after the run, when `None`.
+    pub mcp: Option<Arc<McpPool>>,
+}
+
+impl RunRequest {
+    pub fn new(
+        program: impl Into<PathBuf>,
+        root: impl Into<PathBuf>,
+        config: Arc<Config>,
+        catalog: Arc<Catalog>,
+    ) -> Self {
+        let limits = Limits::from_config(&config.runtime);
+        RunRequest {
+            program: program.into(),
+            source: None,
+            root: root.into(),
+            config,
+            catalog,
+            replay: None,
+            limits,
+            inherit_stdin: false,
+            save_trace: true,
+            mcp: None,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub trace: Trace,
+    /// The interpreter's exit code; `None` when it was killed or never started.
+    pub exit_code: Option<i32>,
+    /// Why the host stopped the run, if it did.
+    pub stopped: Option<Stop>,
+    /// The interpreter could not be started (or the run could not be set up).
+    pub start_error: Option<String>,
+    /// Diagnostics on the program: the failing line and the call the failure is attributed to.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The program's output as it was shown (redacted; capped at the output limit).
+    pub output: String,
+    /// Where the trace was saved under `.chainsmith/runs/`.
+    pub trace_file: Option<PathBuf>,
+    pub save_error: Option<String>,
+}
+
+impl RunOutcome {
+    /// The exit status for `chainsmith run`: the program's, or 1 on a tool or runtime failure.
+    pub fn exit_status(&self) -> u8 {
+        let tool_failure = self.trace.error.as_ref().is_some_and(|e| e.kind == "ToolError");
+        if self.start_error.is_some() || self.stopped.is_some() || tool_failure {
+            return 1;
+        }
+        match self.exit_code {
+            Some(code) => u8::try_from(code).unwrap_or(1),
+            None => 1,
+        }
+    }
+}
+
+/// Calls the analysis can tell will not run: tools without a transport (ToolBench tools of a
+/// toolset without `base_url`, native tools without one) and HTTP tools of a toolset without a base
+/// URL. `chainsmith run` refuses such a program before starting it.
+pub fn unrunnable_calls(file: &Path, text: &str, catalog: &Catalog) -> Vec<Diagnostic> {
+    let tree = crate::analysis::parse::parse(text);
+    let analysis = crate::analysis::analyze(file, text, &tree, catalog, &Default::default());
+    let mut out = Vec::new();
+    for call in &analysis.calls {
+        let Some(tool) = call.tool else { continue };
+        let Some(toolset) = catalog.toolset(&tool.toolset) else { continue };
+        let message = match &tool.transport {
+            Transport::None if tool.source.kind == SourceKind::ToolBench && toolset.base_url.is_some() => None,
+            Transport::None => Some(http::no_transport(toolset, tool)),
+            Transport::Http { .. } if toolset.base_url.is_none() => Some(format!(
+                "{} cannot run: toolset `{}` has no base URL (its spec names no server); set `base_url` for it in chainsmith.toml",
+                tool.id(),
+                toolset.name
+            )),
+            _ => None,
+        };
+        if let Some(message) = message {
+            out.push(Diagnostic::error(file, call.name_range, "no-transport", message));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::path::Path;
+
+    use crate::toolset::{Catalog, Toolset, doc, openapi};
+
+    /// A catalog of one toolset loaded by the real OpenAPI loader from a YAML text.
+    pub fn openapi_catalog(name: &str, yaml: &str, base_url: Option<&str>) -> Catalog {
+        let node = doc::parse(yaml, doc::Syntax::Yaml).expect("valid YAML");
+        let loaded = openapi::load(&node, yaml, Path::new("spec.yaml"), name);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        let toolset = Toolset {
+            name: name.into(),
+            kind: crate::toolset::SourceKind::OpenApi,
+            files: vec![],
+            description: String::new(),
+            base_url: base_url.map(str::to_string).or(loaded.base_url),
+            auth: loaded.auth,
+            tools: loaded.tools,
+        };
+        Catalog::new(vec![toolset], vec![])
+    }
+}

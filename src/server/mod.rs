@@ -9,6 +9,7 @@
 
 pub mod convert;
 pub mod handlers;
+pub mod run;
 pub mod session;
 
 use std::collections::HashMap;
@@ -80,22 +81,46 @@ where
 {
     let shut_down = Arc::new(AtomicBool::new(false));
     let flag = shut_down.clone();
-    let (service, socket) = LspService::new(move |client| Backend::new(client, flag));
+    let (service, socket) = LspService::build(move |client| Backend::new(client, flag))
+        .custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel)
+        .finish();
     Server::new(input, output, socket).serve(service).await;
     shut_down.load(Ordering::SeqCst)
 }
 
 pub struct Backend {
     client: Client,
-    session: Mutex<Session>,
+    session: Arc<Mutex<Session>>,
     /// Serialises publishing so a stale result never overtakes a fresh one.
-    publishing: tokio::sync::Mutex<()>,
+    publishing: Arc<tokio::sync::Mutex<()>>,
+    /// Programs running in the background (`chainsmith.run`).
+    runs: Arc<run::Runs>,
     shut_down: Arc<AtomicBool>,
 }
 
 impl Backend {
     pub fn new(client: Client, shut_down: Arc<AtomicBool>) -> Self {
-        Backend { client, session: Mutex::new(Session::default()), publishing: tokio::sync::Mutex::new(()), shut_down }
+        Backend {
+            client,
+            session: Arc::new(Mutex::new(Session::default())),
+            publishing: Arc::new(tokio::sync::Mutex::new(())),
+            runs: Arc::new(run::Runs::default()),
+            shut_down,
+        }
+    }
+
+    /// `window/workDoneProgress/cancel`: stops the run that shows this progress.
+    async fn work_done_progress_cancel(&self, params: lsp::WorkDoneProgressCancelParams) {
+        self.runs.cancel(&params.token);
+    }
+
+    fn run_shared(&self) -> run::Shared {
+        run::Shared {
+            client: self.client.clone(),
+            session: self.session.clone(),
+            publishing: self.publishing.clone(),
+            runs: self.runs.clone(),
+        }
     }
 
     /// The session, even after a panic elsewhere poisoned the lock (every change to it is
@@ -330,6 +355,8 @@ fn capabilities(encoding: crate::text::Encoding) -> lsp::ServerCapabilities {
         definition_provider: Some(lsp::OneOf::Left(true)),
         document_symbol_provider: Some(lsp::OneOf::Left(true)),
         workspace_symbol_provider: Some(lsp::OneOf::Left(true)),
+        code_lens_provider: Some(lsp::CodeLensOptions { resolve_provider: Some(false) }),
+        inlay_hint_provider: Some(lsp::OneOf::Left(true)),
         code_action_provider: Some(lsp::CodeActionProviderCapability::Options(lsp::CodeActionOptions {
             code_action_kinds: Some(vec![lsp::CodeActionKind::QUICKFIX]),
             resolve_provider: Some(false),
@@ -387,6 +414,8 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        self.runs.cancel_all();
+        self.runs.mcp.clear();
         self.shut_down.store(true, Ordering::SeqCst);
         Ok(())
     }
@@ -539,8 +568,19 @@ impl LanguageServer for Backend {
         })
     }
 
+    async fn code_lens(&self, params: lsp::CodeLensParams) -> Result<Option<Vec<lsp::CodeLens>>> {
+        let uri = params.text_document.uri.clone();
+        self.on_document("textDocument/codeLens", &uri, |snap| handlers::code_lens::code_lens(&snap, params))
+    }
+
+    async fn inlay_hint(&self, params: lsp::InlayHintParams) -> Result<Option<Vec<lsp::InlayHint>>> {
+        let uri = params.text_document.uri.clone();
+        self.on_document("textDocument/inlayHint", &uri, |snap| handlers::inlay_hint::inlay_hint(&snap, params))
+    }
+
     async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
         match handlers::execute_command::execute_command(&params) {
+            Outcome::Run => run::execute(self.run_shared(), params).await,
             Outcome::Unavailable { message } => {
                 self.client.show_message(lsp::MessageType::WARNING, message).await;
                 Ok(None)

@@ -18,6 +18,7 @@ use crate::text::{Encoding, LineIndex};
 use crate::toolset::Catalog;
 
 use super::convert;
+use super::run::RunMarks;
 
 /// What the client said it supports, reduced to the answers the server needs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,6 +32,10 @@ pub struct ClientSupport {
     pub label_offsets: bool,
     /// Hierarchical `DocumentSymbol`s (else flat `SymbolInformation`).
     pub hierarchical_symbols: bool,
+    /// `window/workDoneProgress/create` (server-initiated progress).
+    pub work_done_progress: bool,
+    /// `workspace/inlayHint/refresh`.
+    pub inlay_hint_refresh: bool,
 }
 
 impl ClientSupport {
@@ -58,6 +63,11 @@ impl ClientSupport {
                 .and_then(|t| t.document_symbol.as_ref())
                 .and_then(|d| d.hierarchical_document_symbol_support)
                 .unwrap_or(false),
+            work_done_progress: caps.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false),
+            inlay_hint_refresh: workspace
+                .and_then(|w| w.inlay_hint.as_ref())
+                .and_then(|i| i.refresh_support)
+                .unwrap_or(false),
         }
     }
 }
@@ -70,12 +80,15 @@ pub struct Document {
     pub version: i32,
     pub parsed: Arc<ParsedText>,
     pub line_index: Arc<LineIndex>,
+    /// What the last run left on the program: per-call inlay hints (until the next edit) and
+    /// failure diagnostics (until the next good run or an edit of their line).
+    pub run: Option<Arc<RunMarks>>,
 }
 
 impl Document {
     pub fn new(uri: Uri, path: PathBuf, version: i32, text: String) -> Self {
         let line_index = Arc::new(LineIndex::new(&text));
-        Document { uri, path, version, parsed: Arc::new(ParsedText::new(text)), line_index }
+        Document { uri, path, version, parsed: Arc::new(ParsedText::new(text)), line_index, run: None }
     }
 
     /// Applies `didChange` content changes in order (each range refers to the text left by the
@@ -83,16 +96,26 @@ impl Document {
     pub fn apply_changes(&mut self, changes: Vec<TextDocumentContentChangeEvent>, encoding: Encoding, version: i32) {
         let mut parsed = (*self.parsed).clone();
         let mut line_index = self.line_index.clone();
+        let mut run = self.run.take().map(Arc::unwrap_or_clone);
         for change in changes {
             match change.range {
                 Some(range) => {
                     let bytes = convert::byte_range(&line_index, &parsed.text, range, encoding);
+                    if let Some(run) = &mut run {
+                        run.edited(&parsed.text, bytes, &change.text);
+                    }
                     parsed.edit(bytes, &change.text);
                 }
-                None => parsed = ParsedText::new(change.text),
+                None => {
+                    if let Some(run) = &mut run {
+                        run.replaced(&change.text);
+                    }
+                    parsed = ParsedText::new(change.text)
+                }
             }
             line_index = Arc::new(LineIndex::new(&parsed.text));
         }
+        self.run = run.filter(|r| !r.is_empty()).map(Arc::new);
         self.parsed = Arc::new(parsed);
         self.line_index = line_index;
         self.version = version;
@@ -147,6 +170,8 @@ pub struct Snapshot {
     pub parsed: Arc<ParsedText>,
     pub line_index: Arc<LineIndex>,
     pub world: World,
+    /// The marks of the document's last run.
+    pub run: Option<Arc<RunMarks>>,
 }
 
 impl Snapshot {
@@ -225,6 +250,7 @@ impl Session {
             parsed: doc.parsed.clone(),
             line_index: doc.line_index.clone(),
             world: self.world(),
+            run: doc.run.clone(),
         })
     }
 

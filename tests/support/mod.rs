@@ -1,1 +1,2 @@
 pub mod openai;
+pub mod runtime;

@@ -12,9 +12,13 @@ use crate::server::convert;
 use crate::server::session::{Snapshot, World};
 use crate::text::LineIndex;
 
-/// The program's diagnostics, analysed against the snapshot's catalog and configuration.
+/// The program's diagnostics, analysed against the snapshot's catalog and configuration, with
+/// those its last run left (a failure and the call it is attributed to).
 pub fn program(snap: &Snapshot) -> Vec<lsp::Diagnostic> {
-    core(snap).iter().map(|d| convert::diagnostic(d, &snap.line_index, snap.text(), snap.world.encoding)).collect()
+    let run = snap.run.iter().flat_map(|r| r.diagnostics.iter().map(|m| &m.diagnostic));
+    let mut all: Vec<Diagnostic> = core(snap).into_iter().chain(run.cloned()).collect();
+    all.sort_by_key(|d| (d.range.start, d.range.end));
+    all.iter().map(|d| convert::diagnostic(d, &snap.line_index, snap.text(), snap.world.encoding)).collect()
 }
 
 /// The core diagnostics of a program (also used by code actions for their suggestions).

@@ -1,5 +1,6 @@
-//! `workspace/executeCommand`. The editor commands are advertised so clients can bind them; the
-//! features behind them (runs, generation, probing, ToolNet) are not part of this build yet.
+//! `workspace/executeCommand`. The editor commands are advertised so clients can bind them;
+//! `chainsmith.run` runs the program (see `server::run`); the features behind the others
+//! (generation, probing, ToolNet) are not part of this build yet.
 
 use tower_lsp_server::lsp_types as lsp;
 
@@ -14,6 +15,8 @@ pub const COMMANDS: [&str; 6] = [
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
+    /// `chainsmith.run`: run the program named by the arguments in the background.
+    Run,
     /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
     Unavailable { message: String },
     /// Not a chainsmith command: an `InvalidParams` error.
@@ -22,7 +25,9 @@ pub enum Outcome {
 
 pub fn execute_command(params: &lsp::ExecuteCommandParams) -> Outcome {
     let command = params.command.as_str();
-    if COMMANDS.contains(&command) {
+    if command == "chainsmith.run" {
+        Outcome::Run
+    } else if COMMANDS.contains(&command) {
         Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
     } else {
         Outcome::Unknown {

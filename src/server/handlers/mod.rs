@@ -3,6 +3,7 @@
 //! can run it under `catch_unwind` and answer concurrently with edits.
 
 pub mod code_action;
+pub mod code_lens;
 pub mod completion;
 pub mod completion_resolve;
 pub mod definition;
@@ -10,5 +11,6 @@ pub mod diagnostics;
 pub mod document_symbol;
 pub mod execute_command;
 pub mod hover;
+pub mod inlay_hint;
 pub mod signature_help;
 pub mod workspace_symbol;

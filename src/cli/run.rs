@@ -1,0 +1,110 @@
+//! `chainsmith run` and `chainsmith stubs`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+
+use super::{load_workspace, workspace_root};
+use crate::diagnostic::Diagnostic;
+use crate::runtime::{self, Cancel, RunObserver, RunRequest, Stream, trace};
+use crate::text::LineIndex;
+
+/// Prints the program's output as it comes, on the stream it was written to.
+struct Terminal;
+
+impl RunObserver for Terminal {
+    fn output(&self, stream: Stream, line: &str) {
+        let _ = match stream {
+            Stream::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(line.as_bytes()).and_then(|()| out.flush())
+            }
+            Stream::Stderr => {
+                let mut err = std::io::stderr().lock();
+                err.write_all(line.as_bytes()).and_then(|()| err.flush())
+            }
+        };
+    }
+}
+
+fn print_diagnostics(diagnostics: &[Diagnostic], text: &str) {
+    let index = LineIndex::new(text);
+    for d in diagnostics {
+        let (line, col) = index.line_col_1based(text, d.range.start);
+        eprintln!("{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message);
+    }
+}
+
+/// `chainsmith run FILE [--trace-json PATH] [--replay TRACE]`: exit status = the program's, or 1
+/// on a tool or runtime failure.
+pub fn run(root: Option<&Path>, file: &Path, trace_json: Option<&Path>, replay: Option<&Path>) -> Result<u8> {
+    if !file.is_file() {
+        bail!("{}: no such file", file.display());
+    }
+    let root = workspace_root(root, &[file.to_path_buf()]);
+    let (config, catalog) = load_workspace(&root)?;
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let refused = runtime::unrunnable_calls(file, &text, &catalog);
+    if !refused.is_empty() {
+        print_diagnostics(&refused, &text);
+        eprintln!("chainsmith: not running {}: it calls tools that cannot run", file.display());
+        return Ok(1);
+    }
+    let replay = match replay {
+        Some(path) => Some(trace::load(path)?),
+        None => None,
+    };
+    let mut request = RunRequest::new(file, &root, Arc::new(config), Arc::new(catalog));
+    request.replay = replay;
+    request.inherit_stdin = true;
+    let outcome = runtime::run(request, Arc::new(Terminal), &Cancel::new());
+
+    let stderr = std::io::stderr();
+    let mut err = stderr.lock();
+    let calls = &outcome.trace.calls;
+    let saved = outcome
+        .trace_file
+        .as_ref()
+        .map(|p| format!(" → {}", p.strip_prefix(".").unwrap_or(p).display()))
+        .unwrap_or_default();
+    writeln!(err, "── trace: {} call{}{saved}", calls.len(), if calls.len() == 1 { "" } else { "s" })?;
+    for call in calls {
+        writeln!(err, "  {}", call.summary())?;
+    }
+    if let Some(e) = &outcome.save_error {
+        writeln!(err, "chainsmith: the trace was not saved: {e}")?;
+    }
+    if let Some(path) = trace_json {
+        trace::write(path, &outcome.trace)?;
+    }
+    if let Some(error) = &outcome.trace.error {
+        let attributed = error
+            .attributed_call
+            .and_then(|id| calls.iter().find(|c| c.id == id))
+            .map(|c| format!(" (attributed to call #{} {})", c.id, c.tool))
+            .unwrap_or_default();
+        writeln!(err, "── failed: {}: {}{attributed}", error.kind, error.message)?;
+        drop(err);
+        print_diagnostics(&outcome.diagnostics, &text);
+    }
+    Ok(outcome.exit_status())
+}
+
+/// `chainsmith stubs [--out DIR]`: `.pyi` stubs of every toolset module (default: `typings/` under
+/// the workspace root, where pyright and basedpyright look for stubs).
+pub fn stubs(root: Option<&Path>, out: Option<&Path>) -> Result<u8> {
+    let root = workspace_root(root, &[]);
+    let (_, catalog) = load_workspace(&root)?;
+    let out: PathBuf = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("typings"));
+    let written = runtime::stubs::write(&catalog, &out)?;
+    eprintln!(
+        "wrote stubs for {} toolset{} ({} files) to {}",
+        catalog.toolsets.len(),
+        if catalog.toolsets.len() == 1 { "" } else { "s" },
+        written.len(),
+        out.display()
+    );
+    Ok(0)
+}

@@ -1,0 +1,758 @@
+//! The host: the side of a run that executes tool calls. It listens on a Unix domain socket (one
+//! connection per Python process, newline-delimited JSON requests and answers), checks each call
+//! against the run's limits, answers it from the replayed trace or executes it by the tool's
+//! transport, and records it in the trace.
+//!
+//! Messages from the program:
+//! - `{"op": "hello"}` → `{"toolsets": {name: {"base_url", "tools": {tool: [param, ...]}}}}`
+//! - `{"op": "call", "tool": "tmdb.search_person", "arguments": {...}, "line": 8}` → `{"ok": true,
+//!   "id", "response"}` or `{"ok": false, "id", "error": {"tool", "status", "message"}}`
+//! - `{"op": "http", "method", "url", "headers": [[k, v]], "body" | "body_latin1", "line"}` (the HTTP
+//!   dialect) → `{"ok": true, "id", "status", "reason", "headers", "body" | "body_latin1", "url",
+//!   "duration_ms"}` or `{"ok": false, "id", "error": {"message"}}`
+//! - `{"op": "error", "type", "message", "frames", "call", ...}`: the program's uncaught exception
+//!   → `{}`
+//!
+//! Any of them may be answered `{"stop": "why"}` when the run is being stopped.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::attribute::ErrorReport;
+use super::http::{self, Answer, Prepared};
+use super::mcp::McpClient;
+use super::trace::{Replay, Secrets, TraceCall, cap_response};
+use super::{RunObserver, Stop};
+use crate::analysis::dialect::{self, Matched};
+use crate::config::{Config, McpConfig, ToolsetSource};
+use crate::toolset::{Catalog, ParamLocation, SourceKind, Tool, Toolset, Transport};
+
+/// MCP server sessions by toolset: started on a toolset's first call, kept for the run (the CLI)
+/// or for the editor session (the server keeps one pool across runs).
+#[derive(Default)]
+pub struct McpPool {
+    clients: Mutex<HashMap<String, Arc<McpClient>>>,
+}
+
+impl McpPool {
+    pub fn new() -> McpPool {
+        McpPool::default()
+    }
+
+    fn client(&self, toolset: &str, config: &McpConfig, root: &Path) -> anyhow::Result<Arc<McpClient>> {
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(client) = clients.get(toolset)
+            && client.is_alive()
+        {
+            return Ok(client.clone());
+        }
+        let client = Arc::new(McpClient::start_named(toolset, config, root)?);
+        clients.insert(toolset.to_string(), client.clone());
+        Ok(client)
+    }
+
+    /// Shuts every server down.
+    pub fn clear(&self) {
+        self.clients.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+/// How one executed call ended.
+struct Outcome {
+    ok: bool,
+    status: Option<u16>,
+    response: Value,
+    error: Option<String>,
+    /// The raw HTTP answer (HTTP dialect replies need it).
+    answer: Option<Answer>,
+    replayed: bool,
+}
+
+impl Outcome {
+    fn failed(message: impl Into<String>) -> Outcome {
+        Outcome {
+            ok: false,
+            status: None,
+            response: Value::Null,
+            error: Some(message.into()),
+            answer: None,
+            replayed: false,
+        }
+    }
+
+    fn from_http(answer: Answer) -> Outcome {
+        let ok = answer.is_success();
+        Outcome {
+            ok,
+            status: Some(answer.status),
+            response: answer.decoded(),
+            error: (!ok).then(|| http::error_excerpt(&answer)),
+            answer: Some(answer),
+            replayed: false,
+        }
+    }
+
+    fn from_trace(call: TraceCall) -> Outcome {
+        Outcome {
+            ok: call.ok,
+            status: call.status,
+            response: call.response,
+            error: call.error,
+            answer: None,
+            replayed: true,
+        }
+    }
+}
+
+#[derive(Default)]
+struct State {
+    calls: Vec<TraceCall>,
+    /// Ids of calls still running.
+    pending: Vec<u32>,
+    error: Option<ErrorReport>,
+    stop: Option<Stop>,
+}
+
+pub struct Host {
+    catalog: Arc<Catalog>,
+    config: Arc<Config>,
+    root: PathBuf,
+    http: reqwest::blocking::Client,
+    secrets: Secrets,
+    replay: Option<Replay>,
+    mcp: Arc<McpPool>,
+    max_calls: u32,
+    deadline: Instant,
+    observer: Arc<dyn RunObserver>,
+    state: Mutex<State>,
+    closing: AtomicBool,
+}
+
+pub struct HostSetup {
+    pub catalog: Arc<Catalog>,
+    pub config: Arc<Config>,
+    pub root: PathBuf,
+    pub secrets: Secrets,
+    pub replay: Option<Replay>,
+    pub mcp: Arc<McpPool>,
+    pub max_calls: u32,
+    pub deadline: Instant,
+    pub observer: Arc<dyn RunObserver>,
+}
+
+impl Host {
+    pub fn new(setup: HostSetup) -> Host {
+        Host {
+            catalog: setup.catalog,
+            config: setup.config,
+            root: setup.root,
+            http: http::client(),
+            secrets: setup.secrets,
+            replay: setup.replay,
+            mcp: setup.mcp,
+            max_calls: setup.max_calls,
+            deadline: setup.deadline,
+            observer: setup.observer,
+            state: Mutex::new(State::default()),
+            closing: AtomicBool::new(false),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the run to stop (the first reason wins).
+    pub fn request_stop(&self, stop: Stop) {
+        let mut state = self.state();
+        if state.stop.is_none() {
+            state.stop = Some(stop);
+        }
+    }
+
+    pub fn stop_requested(&self) -> Option<Stop> {
+        self.state().stop.clone()
+    }
+
+    /// The recorded calls (unfinished ones marked as interrupted), the program's error report and
+    /// why the run was stopped.
+    pub fn finish(&self) -> (Vec<TraceCall>, Option<ErrorReport>, Option<Stop>, Vec<u32>) {
+        let state = self.state();
+        (state.calls.clone(), state.error.clone(), state.stop.clone(), state.pending.clone())
+    }
+
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// Serves connections on `listener` until [`Host::close`].
+    pub fn serve(self: &Arc<Self>, listener: UnixListener) -> std::thread::JoinHandle<()> {
+        let host = self.clone();
+        std::thread::Builder::new()
+            .name("chainsmith-host".into())
+            .spawn(move || {
+                for stream in listener.incoming() {
+                    if host.closing.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let host = host.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("chainsmith-host-conn".into())
+                        .spawn(move || host.connection(stream));
+                }
+            })
+            .expect("a thread for the host")
+    }
+
+    /// Stops accepting connections (wakes the accept loop with one of its own).
+    pub fn close(&self, socket: &Path) {
+        self.closing.store(true, Ordering::SeqCst);
+        let _ = UnixStream::connect(socket);
+    }
+
+    fn connection(&self, stream: UnixStream) {
+        let Ok(writer) = stream.try_clone() else { return };
+        let mut writer = std::io::BufWriter::new(writer);
+        let reader = BufReader::new(stream);
+        for line in reader.split(b'\n') {
+            let Ok(line) = line else { break };
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let reply = match serde_json::from_slice::<Value>(&line) {
+                Ok(message) => self.handle(&message),
+                Err(e) => {
+                    json!({"ok": false, "error": {"message": format!("chainsmith host: a message that is not JSON: {e}")}})
+                }
+            };
+            let mut text = reply.to_string();
+            text.push('\n');
+            if writer.write_all(text.as_bytes()).and_then(|()| writer.flush()).is_err() {
+                break;
+            }
+        }
+    }
+
+    fn handle(&self, message: &Value) -> Value {
+        if let Some(stop) = self.stop_requested() {
+            return json!({"stop": stop.message()});
+        }
+        match message.get("op").and_then(Value::as_str) {
+            Some("hello") => self.hello(),
+            Some("call") => self.module_call(message),
+            Some("http") => self.http_call(message),
+            Some("error") => {
+                match serde_json::from_value::<ErrorReport>(message.clone()) {
+                    Ok(report) => self.state().error = Some(report),
+                    Err(e) => tracing::warn!("an error report the host cannot read: {e}"),
+                }
+                json!({})
+            }
+            other => json!({"ok": false, "error": {"message": format!("chainsmith host: unknown op {other:?}")}}),
+        }
+    }
+
+    fn hello(&self) -> Value {
+        let mut toolsets = Map::new();
+        for toolset in &self.catalog.toolsets {
+            let tools: Map<String, Value> = toolset
+                .tools
+                .iter()
+                .map(|t| {
+                    (t.name.clone(), Value::Array(t.params.iter().map(|p| Value::String(p.name.clone())).collect()))
+                })
+                .collect();
+            toolsets.insert(toolset.name.clone(), json!({"base_url": toolset.base_url, "tools": tools}));
+        }
+        json!({"toolsets": toolsets})
+    }
+
+    /// Registers a call about to run: its id, or the stop reason when it would exceed the limit.
+    fn begin(&self, tool: &str, arguments: Value, line: Option<u32>) -> Result<TraceCall, Stop> {
+        let mut state = self.state();
+        if let Some(stop) = &state.stop {
+            return Err(stop.clone());
+        }
+        if state.calls.len() >= self.max_calls as usize {
+            let stop = Stop::ToolCallLimit { limit: self.max_calls, line, tool: tool.to_string() };
+            state.stop = Some(stop.clone());
+            return Err(stop);
+        }
+        let call = TraceCall {
+            id: state.calls.len() as u32 + 1,
+            tool: tool.to_string(),
+            arguments,
+            ok: false,
+            status: None,
+            response: Value::Null,
+            error: Some("interrupted: the run stopped before this call finished".into()),
+            duration_ms: 0,
+            line,
+            replayed: false,
+        };
+        state.calls.push(call.clone());
+        state.pending.push(call.id);
+        drop(state);
+        self.observer.call_started(&call);
+        Ok(call)
+    }
+
+    fn end(&self, mut call: TraceCall, outcome: &Outcome, started: Instant) -> TraceCall {
+        call.ok = outcome.ok;
+        call.status = outcome.status;
+        call.response = cap_response(&self.secrets.value(&outcome.response));
+        call.error = outcome.error.as_deref().map(|e| self.secrets.text(e));
+        call.duration_ms = started.elapsed().as_millis() as u64;
+        call.replayed = outcome.replayed;
+        {
+            let mut state = self.state();
+            if let Some(slot) = state.calls.iter_mut().find(|c| c.id == call.id) {
+                *slot = call.clone();
+            }
+            state.pending.retain(|id| *id != call.id);
+        }
+        self.observer.call_finished(&call);
+        call
+    }
+
+    /// Time left for one call: the run's remaining wall time and a little more, so that the run's
+    /// own timeout (the clearer message) fires first.
+    fn call_timeout(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1)
+    }
+
+    fn module_call(&self, message: &Value) -> Value {
+        let id = message.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
+        let arguments = message.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        let arguments = if arguments.is_object() { arguments } else { json!({}) };
+        let line = line_of(message);
+        let recorded = self.secrets.value(&arguments);
+        let call = match self.begin(&id, recorded.clone(), line) {
+            Ok(call) => call,
+            Err(stop) => return json!({"stop": stop.message()}),
+        };
+        let started = Instant::now();
+        let outcome = match self.replay.as_ref().and_then(|r| r.answer(&id, &recorded)) {
+            Some(recorded) => Outcome::from_trace(recorded),
+            None => self.execute(&id, arguments.as_object().expect("an object")),
+        };
+        let call = self.end(call, &outcome, started);
+        if outcome.ok {
+            json!({"ok": true, "id": call.id, "response": outcome.response})
+        } else {
+            json!({"ok": false, "id": call.id, "error": {
+                "tool": id,
+                "status": outcome.status,
+                "message": call.error.clone().unwrap_or_else(|| "the call failed".into()),
+            }})
+        }
+    }
+
+    fn tool_of(&self, id: &str) -> Result<(&Toolset, &Tool), String> {
+        let Some((toolset_name, name)) = id.split_once('.') else {
+            return Err(format!("`{id}` is not a tool id (toolset.name)"));
+        };
+        let Some(toolset) = self.catalog.toolset(toolset_name) else {
+            return Err(format!("the workspace has no toolset `{toolset_name}`"));
+        };
+        match self.catalog.tool(toolset_name, name) {
+            Some(tool) => Ok((toolset, tool)),
+            None => {
+                let hint = crate::diagnostic::did_you_mean(name, toolset.tools.iter().map(|t| t.name.as_str()))
+                    .map(|close| format!("; did you mean `{close}`?"))
+                    .unwrap_or_default();
+                Err(format!("toolset `{toolset_name}` has no tool `{name}`{hint}"))
+            }
+        }
+    }
+
+    /// Executes a module-dialect call by the tool's transport.
+    fn execute(&self, id: &str, arguments: &Map<String, Value>) -> Outcome {
+        let (toolset, tool) = match self.tool_of(id) {
+            Ok(found) => found,
+            Err(message) => return Outcome::failed(message),
+        };
+        match &tool.transport {
+            Transport::Http { method, path } => {
+                let mut prepared = match http::tool_request(toolset, tool, method, path, arguments) {
+                    Ok(p) => p,
+                    Err(message) => return Outcome::failed(message),
+                };
+                let missing = self.add_auth(toolset, &mut prepared);
+                self.send(prepared, missing)
+            }
+            Transport::None if tool.source.kind == SourceKind::ToolBench && toolset.base_url.is_some() => {
+                let key = toolset.auth.as_ref().and_then(http::auth_value);
+                let prepared = match http::toolbench_request(toolset, tool, arguments, key.as_deref()) {
+                    Ok(p) => p,
+                    Err(message) => return Outcome::failed(message),
+                };
+                let missing = match (&toolset.auth, &key) {
+                    (Some(auth), None) => Some(missing_auth(toolset, auth)),
+                    _ => None,
+                };
+                let mut outcome = self.send(prepared, missing);
+                if outcome.ok {
+                    match http::toolbench_outcome(&outcome.response) {
+                        Ok(response) => outcome.response = response,
+                        Err(message) => {
+                            outcome.ok = false;
+                            outcome.error = Some(message);
+                        }
+                    }
+                }
+                outcome
+            }
+            Transport::Mcp { tool: server_name } => self.mcp_call(toolset, tool, server_name, arguments),
+            Transport::Command { argv } => self.command_call(tool, argv, arguments),
+            Transport::None => Outcome::failed(http::no_transport(toolset, tool)),
+        }
+    }
+
+    /// Adds the toolset's auth; when it has auth but no value for it, why (for a 401's message).
+    fn add_auth(&self, toolset: &Toolset, prepared: &mut Prepared) -> Option<String> {
+        let auth = toolset.auth.as_ref()?;
+        match http::auth_value(auth) {
+            Some(value) => {
+                http::add_auth(prepared, auth, &value);
+                None
+            }
+            None => Some(missing_auth(toolset, auth)),
+        }
+    }
+
+    fn send(&self, prepared: Prepared, missing_auth: Option<String>) -> Outcome {
+        match http::send(&self.http, &prepared, self.call_timeout()) {
+            Ok(answer) => {
+                let mut outcome = Outcome::from_http(answer);
+                if let Some(why) = missing_auth
+                    && matches!(outcome.status, Some(401 | 403))
+                    && let Some(error) = &mut outcome.error
+                {
+                    error.push_str(&format!(" ({why})"));
+                }
+                outcome
+            }
+            Err(message) => Outcome::failed(message),
+        }
+    }
+
+    fn mcp_call(&self, toolset: &Toolset, tool: &Tool, server_name: &str, arguments: &Map<String, Value>) -> Outcome {
+        let config = self.config.toolsets.iter().find_map(|t| match &t.source {
+            ToolsetSource::Mcp(mcp) if t.name == toolset.name => Some(mcp),
+            _ => None,
+        });
+        let Some(config) = config else {
+            return Outcome::failed(format!("toolset `{}` has no MCP server in chainsmith.toml", toolset.name));
+        };
+        let mut wire = Map::new();
+        for (name, value) in arguments {
+            let param = tool.param(name);
+            if param.is_none() && !tool.params.is_empty() {
+                let hint = crate::diagnostic::did_you_mean(name, tool.params.iter().map(|p| p.name.as_str()))
+                    .map(|c| format!("; did you mean `{c}`?"))
+                    .unwrap_or_default();
+                return Outcome::failed(format!("unknown argument `{name}`{hint}"));
+            }
+            wire.insert(param.map(|p| p.wire_name.clone()).unwrap_or_else(|| name.clone()), value.clone());
+        }
+        let client = match self.mcp.client(&toolset.name, config, &self.root) {
+            Ok(client) => client,
+            Err(e) => return Outcome::failed(format!("{e:#}")),
+        };
+        match client.call(server_name, Value::Object(wire), self.call_timeout()) {
+            Ok(result) if result.is_error => {
+                let message =
+                    result.text.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| result.value.to_string());
+                Outcome {
+                    ok: false,
+                    status: None,
+                    response: result.value,
+                    error: Some(message),
+                    answer: None,
+                    replayed: false,
+                }
+            }
+            Ok(result) => {
+                Outcome { ok: true, status: None, response: result.value, error: None, answer: None, replayed: false }
+            }
+            Err(e) => Outcome::failed(format!("{e:#}")),
+        }
+    }
+
+    /// A command tool: the arguments (by wire name) as one JSON object on its standard input, its
+    /// JSON response on standard output; a non-zero exit is a failure.
+    fn command_call(&self, tool: &Tool, argv: &[String], arguments: &Map<String, Value>) -> Outcome {
+        let mut wire = Map::new();
+        for (name, value) in arguments {
+            let key = tool.param(name).map(|p| p.wire_name.clone()).unwrap_or_else(|| name.clone());
+            wire.insert(key, value.clone());
+        }
+        match super::run::run_command(argv, &self.root, &Value::Object(wire).to_string(), self.call_timeout()) {
+            Ok((0, stdout, _)) => Outcome {
+                ok: true,
+                status: None,
+                response: http::decode_body(stdout.as_bytes()),
+                error: None,
+                answer: None,
+                replayed: false,
+            },
+            Ok((code, stdout, stderr)) => {
+                let said = if stderr.trim().is_empty() { stdout } else { stderr };
+                let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+                Outcome::failed(format!("exited with status {code}: {}", super::trace::shorten(&said, 300)))
+            }
+            Err(message) => Outcome::failed(message),
+        }
+    }
+
+    fn http_call(&self, message: &Value) -> Value {
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("GET").to_ascii_uppercase();
+        let url_text = message.get("url").and_then(Value::as_str).unwrap_or("");
+        let Ok(url) = reqwest::Url::parse(url_text) else {
+            return json!({"ok": false, "error": {"message": format!("`{url_text}` is not a URL")}});
+        };
+        let headers: Vec<(String, String)> = message
+            .get("headers")
+            .and_then(Value::as_array)
+            .map(|pairs| {
+                pairs
+                    .iter()
+                    .filter_map(|p| Some((p.get(0)?.as_str()?.to_string(), p.get(1)?.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let body: Option<Vec<u8>> = match (message.get("body"), message.get("body_latin1")) {
+            (Some(Value::String(text)), _) => Some(text.as_bytes().to_vec()),
+            (_, Some(Value::String(latin1))) => Some(latin1.chars().map(|c| c as u32 as u8).collect()),
+            _ => None,
+        };
+        let line = line_of(message);
+        let endpoint = self.endpoint_of(&method, &url, &headers, body.as_deref());
+        let Some((toolset, tool_id, arguments)) = endpoint else {
+            return json!({"ok": false, "error": {"message": format!("{url_text} is not under a toolset's base URL")}});
+        };
+        let recorded = self.secrets.value(&Value::Object(arguments));
+        let call = match self.begin(&tool_id, recorded.clone(), line) {
+            Ok(call) => call,
+            Err(stop) => return json!({"stop": stop.message()}),
+        };
+        let started = Instant::now();
+        let outcome = match self.replay.as_ref().and_then(|r| r.answer(&tool_id, &recorded)) {
+            Some(recorded) => Outcome::from_trace(recorded),
+            None => {
+                let mut prepared = Prepared { method, url, headers, body };
+                let missing = self.add_auth(toolset, &mut prepared);
+                self.send(prepared, missing)
+            }
+        };
+        let call = self.end(call, &outcome, started);
+        match (&outcome.answer, outcome.status) {
+            (Some(answer), _) => {
+                let mut reply = json!({
+                    "ok": true,
+                    "id": call.id,
+                    "status": answer.status,
+                    "reason": answer.reason,
+                    "headers": answer.headers.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
+                    "url": answer.url,
+                    "duration_ms": call.duration_ms,
+                });
+                put_body(&mut reply, &answer.body);
+                reply
+            }
+            // Replayed: the recorded status and response, as JSON (or text).
+            (None, Some(status)) => {
+                let (body, content_type) = match &outcome.response {
+                    Value::String(text) => (text.clone().into_bytes(), "text/plain; charset=utf-8"),
+                    Value::Null => (Vec::new(), "application/json"),
+                    other => (other.to_string().into_bytes(), "application/json"),
+                };
+                let mut reply = json!({
+                    "ok": true,
+                    "id": call.id,
+                    "status": status,
+                    "reason": reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or(""),
+                    "headers": [["content-type", content_type]],
+                    "url": url_text,
+                    "duration_ms": call.duration_ms,
+                });
+                put_body(&mut reply, &body);
+                reply
+            }
+            (None, None) => json!({"ok": false, "id": call.id, "error": {
+                "message": call.error.clone().unwrap_or_else(|| "the request failed".into()),
+            }}),
+        }
+    }
+
+    /// Which toolset and tool an HTTP-dialect request is for, and its arguments by the tool's
+    /// parameter names (path parameters, query, headers the tool declares, JSON body members),
+    /// typed by the parameter schemas; the toolset's auth parameter is not an argument. A request
+    /// under a base URL that matches no endpoint is traced as `toolset.<METHOD /path>`.
+    fn endpoint_of(
+        &self,
+        method: &str,
+        url: &reqwest::Url,
+        headers: &[(String, String)],
+        body: Option<&[u8]>,
+    ) -> Option<(&Toolset, String, Map<String, Value>)> {
+        let mut without_query = url.clone();
+        without_query.set_query(None);
+        without_query.set_fragment(None);
+        let split = dialect::split_url(without_query.as_str(), &self.catalog)?;
+        let toolset = self.catalog.toolset(&split.toolset)?;
+        let segments: Vec<dialect::Segment> =
+            split.segments.iter().map(|s| dialect::Segment { text: percent_decode(&s.text), start: s.start }).collect();
+        let auth_query = toolset.auth.as_ref().and_then(|a| a.query.clone());
+        let mut arguments = Map::new();
+        let tool = match dialect::match_endpoint(toolset, method, &segments) {
+            Matched::Tool(m) => {
+                for (name, index) in &m.path_params {
+                    let value = segments.get(*index).map(|s| s.text.clone()).unwrap_or_default();
+                    let param =
+                        m.tool.params.iter().find(|p| p.location == ParamLocation::Path && &p.wire_name == name);
+                    let key = param.map(|p| p.name.clone()).unwrap_or_else(|| name.clone());
+                    arguments.insert(key, typed(param.map(|p| &p.schema), &value));
+                }
+                Some(m.tool)
+            }
+            _ => None,
+        };
+        for (name, value) in url.query_pairs() {
+            if auth_query.as_deref() == Some(name.as_ref()) {
+                continue;
+            }
+            let param =
+                tool.and_then(|t| t.params.iter().find(|p| p.location == ParamLocation::Query && p.wire_name == name));
+            let key = param.map(|p| p.name.clone()).unwrap_or_else(|| name.to_string());
+            let value = typed(param.map(|p| &p.schema), &value);
+            match arguments.get_mut(&key) {
+                Some(Value::Array(items)) => items.push(value),
+                Some(existing) => *existing = Value::Array(vec![existing.clone(), value]),
+                None => {
+                    arguments.insert(key, value);
+                }
+            }
+        }
+        if let Some(tool) = tool {
+            for param in tool.params.iter().filter(|p| p.location == ParamLocation::Header) {
+                if let Some((_, v)) = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(&param.wire_name)) {
+                    arguments.insert(param.name.clone(), typed(Some(&param.schema), v));
+                }
+            }
+        }
+        if let Some(body) = body.filter(|b| !b.is_empty()) {
+            let decoded = http::decode_body(body);
+            let body_params: Vec<_> = tool
+                .map(|t| t.params.iter().filter(|p| p.location == ParamLocation::Body).collect())
+                .unwrap_or_default();
+            match &decoded {
+                Value::Object(members) if !(body_params.len() == 1 && body_params[0].name == "body") => {
+                    for (wire, value) in members {
+                        let key = body_params
+                            .iter()
+                            .find(|p| &p.wire_name == wire)
+                            .map(|p| p.name.clone())
+                            .unwrap_or_else(|| wire.clone());
+                        arguments.insert(key, value.clone());
+                    }
+                }
+                _ => {
+                    arguments.insert("body".into(), decoded);
+                }
+            }
+        }
+        let id = match tool {
+            Some(tool) => tool.id(),
+            None => format!("{}.<{method} {}>", toolset.name, dialect::display_path(&segments)),
+        };
+        Some((toolset, id, arguments))
+    }
+}
+
+/// Why a toolset's auth could not be added.
+fn missing_auth(toolset: &Toolset, auth: &crate::toolset::Auth) -> String {
+    match &auth.value_env {
+        Some(var) => format!("no auth value: the environment variable {var} is not set"),
+        None => format!("no auth value: give toolset `{}` an `auth` with `value_env` in chainsmith.toml", toolset.name),
+    }
+}
+
+fn put_body(reply: &mut Value, body: &[u8]) {
+    match std::str::from_utf8(body) {
+        Ok(text) => reply["body"] = Value::String(text.to_string()),
+        Err(_) => reply["body_latin1"] = Value::String(body.iter().map(|&b| b as char).collect()),
+    }
+}
+
+fn line_of(message: &Value) -> Option<u32> {
+    message.get("line").and_then(Value::as_u64).map(|l| l as u32)
+}
+
+/// A text value from a URL or header as the parameter's schema types it (integers, numbers,
+/// booleans), so both dialects trace the same arguments.
+fn typed(schema: Option<&Value>, text: &str) -> Value {
+    let kind = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
+    match kind {
+        Some("integer") => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(text.into())),
+        Some("number") => match text.parse::<i64>() {
+            Ok(i) => Value::from(i),
+            Err(_) => text
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number)
+                .unwrap_or_else(|| Value::String(text.into())),
+        },
+        Some("boolean") if text == "true" || text == "false" => Value::Bool(text == "true"),
+        _ => Value::String(text.into()),
+    }
+}
+
+fn hex(byte: u8) -> Option<u8> {
+    (byte as char).to_digit(16).map(|d| d as u8)
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(hi * 16 + lo);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_text_is_decoded_and_typed() {
+        assert_eq!(percent_decode("a%20b%2Fc"), "a b/c");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(typed(Some(&json!({"type": "integer"})), "1769"), json!(1769));
+        assert_eq!(typed(Some(&json!({"type": "number"})), "7.5"), json!(7.5));
+        assert_eq!(typed(Some(&json!({"type": "boolean"})), "true"), json!(true));
+        assert_eq!(typed(Some(&json!({"type": "integer"})), "abc"), json!("abc"));
+        assert_eq!(typed(None, "x"), json!("x"));
+    }
+}

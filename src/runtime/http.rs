@@ -1,0 +1,441 @@
+//! HTTP execution for the host: a tool call becomes a request by the protocol's parameter placement
+//! (path / query / header / cookie / body, by wire name) on the toolset's base URL with its auth;
+//! an HTTP-dialect request is sent as the program built it, with the toolset's auth added when the
+//! program left it out.
+
+use std::time::Duration;
+
+use reqwest::blocking::Client;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Map, Value};
+
+#[cfg(test)]
+use crate::toolset::Transport;
+use crate::toolset::{Auth, ParamLocation, Tool, Toolset};
+
+/// A request ready to send.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub method: String,
+    pub url: reqwest::Url,
+    pub headers: Vec<(String, String)>,
+    pub body: Option<Vec<u8>>,
+}
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub reason: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub url: String,
+}
+
+impl Answer {
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body as JSON when it is JSON, else as text; `null` when empty.
+    pub fn decoded(&self) -> Value {
+        decode_body(&self.body)
+    }
+}
+
+pub fn client() -> Client {
+    Client::builder().user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION"))).build().unwrap_or_default()
+}
+
+pub fn decode_body(body: &[u8]) -> Value {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Value::Null;
+    }
+    serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+}
+
+/// A short, single-line description of an error answer: the API's own message when its JSON body
+/// has one (`status_message`, `message`, `error`, `detail`), else the start of the body.
+pub fn error_excerpt(answer: &Answer) -> String {
+    let decoded = answer.decoded();
+    let from_json = ["status_message", "message", "error_description", "error", "detail", "title"]
+        .iter()
+        .find_map(|k| decoded.get(k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()))
+        .map(str::to_string);
+    let text = from_json.unwrap_or_else(|| {
+        let body = String::from_utf8_lossy(&answer.body);
+        body.split_whitespace().collect::<Vec<_>>().join(" ")
+    });
+    let reason = if answer.reason.is_empty() { String::new() } else { format!(" {}", answer.reason) };
+    if text.is_empty() {
+        format!("{}{reason}", answer.status)
+    } else {
+        format!("{}{reason}: {}", answer.status, super::trace::shorten(&text, 300))
+    }
+}
+
+/// A scalar as it travels in a path segment, query string or header.
+pub fn scalar_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(items) => items.iter().map(scalar_text).collect::<Vec<_>>().join(","),
+        Value::Object(_) => value.to_string(),
+    }
+}
+
+fn percent_encode_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// The auth value of a toolset, from the environment variable its auth names.
+pub fn auth_value(auth: &Auth) -> Option<String> {
+    let var = auth.value_env.as_deref()?;
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
+/// The request for a module-dialect call of an HTTP tool. `arguments` are keyed by the Python
+/// parameter names; a name the tool does not declare is an error (the analysis flags it too).
+pub fn tool_request(
+    toolset: &Toolset,
+    tool: &Tool,
+    method: &str,
+    path: &str,
+    arguments: &Map<String, Value>,
+) -> Result<Prepared, String> {
+    let Some(base) = toolset.base_url.as_deref() else {
+        return Err(format!(
+            "toolset `{}` has no base URL, so {} cannot run: set `base_url` for it in chainsmith.toml",
+            toolset.name,
+            tool.id()
+        ));
+    };
+    let mut path = path.to_string();
+    let mut query: Vec<(String, String)> = Vec::new();
+    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut cookies: Vec<String> = Vec::new();
+    let mut body = Map::new();
+    let mut whole_body: Option<&Value> = None;
+    let body_method = !matches!(method.to_ascii_uppercase().as_str(), "GET" | "DELETE" | "HEAD" | "OPTIONS");
+    for (name, value) in arguments {
+        let Some(param) = tool.param(name) else {
+            return Err(unknown_argument(tool, name));
+        };
+        let wire = param.wire_name.as_str();
+        let location = match param.location {
+            ParamLocation::Argument if body_method => ParamLocation::Body,
+            ParamLocation::Argument => ParamLocation::Query,
+            other => other,
+        };
+        match location {
+            ParamLocation::Path => {
+                let placeholder = format!("{{{wire}}}");
+                path = path.replace(&placeholder, &percent_encode_segment(&scalar_text(value)));
+            }
+            ParamLocation::Query => match value {
+                Value::Null => {}
+                Value::Array(items) => query.extend(items.iter().map(|v| (wire.to_string(), scalar_text(v)))),
+                other => query.push((wire.to_string(), scalar_text(other))),
+            },
+            ParamLocation::Header => headers.push((wire.to_string(), scalar_text(value))),
+            ParamLocation::Cookie => cookies.push(format!("{wire}={}", scalar_text(value))),
+            ParamLocation::Body | ParamLocation::Argument => {
+                let only_body = tool.params.iter().filter(|p| p.location == ParamLocation::Body).count() == 1;
+                if only_body && wire == "body" && param.name == "body" {
+                    whole_body = Some(value);
+                } else {
+                    body.insert(wire.to_string(), value.clone());
+                }
+            }
+        }
+    }
+    if let Some(missing) = tool.required().find(|p| !arguments.contains_key(&p.name)) {
+        return Err(format!("missing the required argument `{}`", missing.name));
+    }
+    if let Some(start) = path.find('{')
+        && let Some(len) = path[start..].find('}')
+    {
+        return Err(format!("no value for the path parameter `{}`", &path[start + 1..start + len]));
+    }
+    let mut url = reqwest::Url::parse(&format!("{}{}", base.trim_end_matches('/'), path))
+        .map_err(|e| format!("{}: the URL {base}{path} is not valid: {e}", tool.id()))?;
+    if !query.is_empty() {
+        let mut pairs = url.query_pairs_mut();
+        for (k, v) in &query {
+            pairs.append_pair(k, v);
+        }
+    }
+    if !cookies.is_empty() {
+        headers.push(("Cookie".into(), cookies.join("; ")));
+    }
+    let body = match (whole_body, body.is_empty()) {
+        (Some(value), _) => Some(serde_json::to_vec(value).unwrap_or_default()),
+        (None, false) => Some(serde_json::to_vec(&Value::Object(body)).unwrap_or_default()),
+        (None, true) => None,
+    };
+    if body.is_some() {
+        headers.push(("Content-Type".into(), "application/json".into()));
+    }
+    headers.push(("Accept".into(), "application/json".into()));
+    Ok(Prepared { method: method.to_ascii_uppercase(), url, headers, body })
+}
+
+fn unknown_argument(tool: &Tool, name: &str) -> String {
+    let known: Vec<&str> = tool.params.iter().map(|p| p.name.as_str()).collect();
+    let hint = match crate::diagnostic::did_you_mean(name, known.iter().copied()) {
+        Some(close) => format!("; did you mean `{close}`?"),
+        None if known.is_empty() => "; it takes no arguments".into(),
+        None => format!("; it takes {}", known.join(", ")),
+    };
+    format!("unknown argument `{name}`{hint}")
+}
+
+/// The request for a ToolBench tool on a ToolBench-style server (`base_url` of its toolset): a POST
+/// of `{category, tool_name, api_name, tool_input, strip, toolbench_key}`, as ToolBench's and
+/// StableToolBench's servers take it.
+pub fn toolbench_request(
+    toolset: &Toolset,
+    tool: &Tool,
+    arguments: &Map<String, Value>,
+    key: Option<&str>,
+) -> Result<Prepared, String> {
+    let Some(base) = toolset.base_url.as_deref() else {
+        return Err(no_transport(toolset, tool));
+    };
+    let mut input = Map::new();
+    for (name, value) in arguments {
+        let Some(param) = tool.param(name) else { return Err(unknown_argument(tool, name)) };
+        input.insert(param.wire_name.clone(), value.clone());
+    }
+    if let Some(missing) = tool.required().find(|p| !arguments.contains_key(&p.name)) {
+        return Err(format!("missing the required argument `{}`", missing.name));
+    }
+    let body = serde_json::json!({
+        "category": tool.category,
+        "tool_name": tool.source.tool.clone().unwrap_or_default(),
+        "api_name": tool.source.api.clone().unwrap_or_default(),
+        "tool_input": Value::Object(input),
+        "strip": "",
+        "toolbench_key": key.unwrap_or(""),
+    });
+    let url = reqwest::Url::parse(base)
+        .map_err(|e| format!("toolset `{}`: base_url {base} is not valid: {e}", toolset.name))?;
+    Ok(Prepared {
+        method: "POST".into(),
+        url,
+        headers: vec![("Content-Type".into(), "application/json".into())],
+        body: Some(serde_json::to_vec(&body).unwrap_or_default()),
+    })
+}
+
+/// The message for a tool that cannot run.
+pub fn no_transport(toolset: &Toolset, tool: &Tool) -> String {
+    match tool.source.kind {
+        crate::toolset::SourceKind::ToolBench => format!(
+            "{} cannot run: ToolBench tools carry no URL; give toolset `{}` a `base_url` (a ToolBench or StableToolBench server) in chainsmith.toml",
+            tool.id(),
+            toolset.name
+        ),
+        _ => format!("{} cannot run: its protocol gives it no transport (no http, mcp or command)", tool.id()),
+    }
+}
+
+/// A ToolBench server's answer `{"error": "...", "response": ...}` as the tool's own outcome: the
+/// response (decoded when it is JSON text), or the error.
+pub fn toolbench_outcome(answer: &Value) -> Result<Value, String> {
+    let error = answer.get("error").and_then(Value::as_str).unwrap_or("");
+    if !error.trim().is_empty() {
+        return Err(error.trim().to_string());
+    }
+    let response = answer.get("response").cloned().unwrap_or_else(|| answer.clone());
+    Ok(match &response {
+        Value::String(text) => serde_json::from_str(text).unwrap_or(response),
+        _ => response,
+    })
+}
+
+/// Adds a toolset's auth to a request unless the request already carries it.
+pub fn add_auth(prepared: &mut Prepared, auth: &Auth, value: &str) {
+    if let Some(name) = &auth.query {
+        if !prepared.url.query_pairs().any(|(k, _)| k == name.as_str()) {
+            prepared.url.query_pairs_mut().append_pair(name, value);
+        }
+    } else if let Some(name) = &auth.header
+        && !prepared.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+    {
+        prepared.headers.push((name.clone(), format!("{}{value}", auth.prefix)));
+    }
+}
+
+/// Headers a forwarded request must not carry as given: the client sets them itself, and bodies
+/// are asked for uncompressed (the host hands them to the program as they are).
+fn forwardable(name: &str) -> bool {
+    !matches!(
+        name.to_ascii_lowercase().as_str(),
+        "host" | "content-length" | "connection" | "accept-encoding" | "transfer-encoding" | "keep-alive" | "upgrade"
+    )
+}
+
+pub fn send(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<Answer, String> {
+    let method = reqwest::Method::from_bytes(prepared.method.as_bytes())
+        .map_err(|_| format!("`{}` is not an HTTP method", prepared.method))?;
+    let mut headers = HeaderMap::new();
+    for (k, v) in &prepared.headers {
+        if !forwardable(k) {
+            continue;
+        }
+        let (Ok(name), Ok(value)) = (HeaderName::from_bytes(k.as_bytes()), HeaderValue::from_str(v)) else {
+            return Err(format!("the header `{k}` is not valid HTTP"));
+        };
+        headers.append(name, value);
+    }
+    let mut request = client.request(method, prepared.url.clone()).headers(headers).timeout(timeout);
+    if let Some(body) = &prepared.body {
+        request = request.body(body.clone());
+    }
+    let response = request.send().map_err(describe_transport_error)?;
+    let status = response.status();
+    let url = response.url().to_string();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let body = response.bytes().map_err(describe_transport_error)?.to_vec();
+    Ok(Answer {
+        status: status.as_u16(),
+        reason: status.canonical_reason().unwrap_or("").to_string(),
+        headers,
+        body,
+        url,
+    })
+}
+
+fn describe_transport_error(e: reqwest::Error) -> String {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "failed"
+    };
+    let mut message = format!("the request {what}");
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+    let mut last = None;
+    while let Some(s) = source {
+        last = Some(s.to_string());
+        source = s.source();
+    }
+    if let Some(cause) = last {
+        message.push_str(&format!(": {cause}"));
+    }
+    if let Some(url) = e.url() {
+        let mut url = url.clone();
+        url.set_query(None);
+        message.push_str(&format!(" ({url})"));
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::test_support::openapi_catalog;
+    use serde_json::json;
+
+    const SPEC: &str = r#"
+openapi: 3.0.0
+info: {title: t, version: "1"}
+servers: [{url: "http://h:1/v3/"}]
+paths:
+  /items/{item-id}:
+    post:
+      parameters:
+        - {name: item-id, in: path, required: true, schema: {type: string}}
+        - {name: vote_average.gte, in: query, schema: {type: number}}
+        - {name: tags, in: query, schema: {type: array, items: {type: string}}}
+        - {name: X-Trace, in: header, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [name]
+              properties: {name: {type: string}, from: {type: integer}}
+      responses: {"200": {description: ok}}
+  /whole:
+    put:
+      requestBody:
+        content: {application/json: {schema: {type: array, items: {type: integer}}}}
+      responses: {"200": {description: ok}}
+"#;
+
+    #[test]
+    fn parameters_go_where_the_protocol_says() {
+        let catalog = openapi_catalog("ts", SPEC, None);
+        let toolset = &catalog.toolsets[0];
+        let tool = catalog.tool("ts", "post_items").expect("POST /items/{item-id} is post_items");
+        let Transport::Http { method, path } = &tool.transport else { panic!("an HTTP tool") };
+        let args = json!({"item_id": "a b/c", "vote_average_gte": 7.5, "tags": ["x", "y"], "x_trace": "1",
+                          "name": "n", "from_": 3});
+        let prepared = tool_request(toolset, tool, method, path, args.as_object().unwrap()).unwrap();
+        assert_eq!(prepared.method, "POST");
+        assert_eq!(prepared.url.as_str(), "http://h:1/v3/items/a%20b%2Fc?vote_average.gte=7.5&tags=x&tags=y");
+        assert!(prepared.headers.contains(&("X-Trace".into(), "1".into())), "{:?}", prepared.headers);
+        let body: Value = serde_json::from_slice(prepared.body.as_ref().unwrap()).unwrap();
+        assert_eq!(body, json!({"name": "n", "from": 3}));
+
+        let mut p = prepared.clone();
+        add_auth(&mut p, &Auth { query: Some("api_key".into()), ..Default::default() }, "k");
+        assert!(p.url.as_str().ends_with("&api_key=k"));
+        let mut p = prepared;
+        let bearer = Auth { header: Some("Authorization".into()), prefix: "Bearer ".into(), ..Default::default() };
+        add_auth(&mut p, &bearer, "k");
+        assert!(p.headers.contains(&("Authorization".into(), "Bearer k".into())));
+
+        let err = tool_request(toolset, tool, method, path, json!({"nme": 1}).as_object().unwrap()).unwrap_err();
+        assert_eq!(err, "unknown argument `nme`; did you mean `name`?");
+        let err = tool_request(toolset, tool, method, path, json!({"name": "n"}).as_object().unwrap()).unwrap_err();
+        assert_eq!(err, "missing the required argument `item_id`");
+    }
+
+    #[test]
+    fn a_single_body_parameter_is_the_whole_body() {
+        let catalog = openapi_catalog("ts", SPEC, None);
+        let tool = catalog.tool("ts", "put_whole").unwrap();
+        let Transport::Http { method, path } = &tool.transport else { panic!("an HTTP tool") };
+        let prepared =
+            tool_request(&catalog.toolsets[0], tool, method, path, json!({"body": [1, 2]}).as_object().unwrap())
+                .unwrap();
+        assert_eq!(prepared.body.as_deref(), Some(&b"[1,2]"[..]));
+    }
+
+    #[test]
+    fn error_answers_are_summarised() {
+        let answer = |body: &str| Answer {
+            status: 404,
+            reason: "Not Found".into(),
+            headers: vec![],
+            body: body.as_bytes().to_vec(),
+            url: String::new(),
+        };
+        assert_eq!(
+            error_excerpt(&answer(r#"{"status_code": 34, "status_message": "The resource could not be found."}"#)),
+            "404 Not Found: The resource could not be found."
+        );
+        assert_eq!(error_excerpt(&answer("<h1>nope</h1>\n  gone")), "404 Not Found: <h1>nope</h1> gone");
+        assert_eq!(error_excerpt(&answer("")), "404 Not Found");
+        assert_eq!(toolbench_outcome(&json!({"error": "", "response": "{\"a\": 1}"})).unwrap(), json!({"a": 1}));
+        assert_eq!(toolbench_outcome(&json!({"error": "Rate limit", "response": ""})).unwrap_err(), "Rate limit");
+    }
+}

@@ -1,0 +1,91 @@
+//! The embedded `chainsmith` Python package: written once per content version to a cache folder
+//! (`$XDG_CACHE_HOME/chainsmith/py-<hash>`, else `~/.cache/chainsmith/py-<hash>`, else the temp
+//! folder) and put on the program's `PYTHONPATH`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// (path relative to the package root, content).
+const FILES: &[(&str, &str)] = &[
+    ("chainsmith_run.py", include_str!("python/chainsmith_run.py")),
+    ("chainsmith/__init__.py", include_str!("python/chainsmith/__init__.py")),
+    ("chainsmith/_host.py", include_str!("python/chainsmith/_host.py")),
+    ("chainsmith/_http.py", include_str!("python/chainsmith/_http.py")),
+    ("chainsmith/tools/__init__.py", include_str!("python/chainsmith/tools/__init__.py")),
+];
+
+/// The script the interpreter runs; it runs the program.
+pub const BOOT_SCRIPT: &str = "chainsmith_run.py";
+
+/// FNV-1a over every file's path and content: the cache folder's version.
+fn content_hash() -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for (path, content) in FILES {
+        for byte in path.bytes().chain([0]).chain(content.bytes()).chain([0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+fn cache_base() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("chainsmith");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(home).join(".cache").join("chainsmith");
+    }
+    std::env::temp_dir().join("chainsmith-cache")
+}
+
+/// The folder holding the package (to put on `PYTHONPATH`), written on first use. A folder is
+/// written under a temporary name and renamed into place, so a half-written one is never used.
+pub fn ensure() -> Result<PathBuf> {
+    let dir = cache_base().join(format!("py-{:016x}", content_hash()));
+    if dir.join(BOOT_SCRIPT).is_file() {
+        return Ok(dir);
+    }
+    let parent = dir.parent().expect("the cache folder has a parent");
+    std::fs::create_dir_all(parent).with_context(|| format!("cannot create the cache folder {}", parent.display()))?;
+    let staging = parent.join(format!(".py-{:016x}-{}-{}", content_hash(), std::process::id(), super::unique_number()));
+    write_files(&staging)?;
+    match std::fs::rename(&staging, &dir) {
+        Ok(()) => Ok(dir),
+        // Another run won the race: its copy is identical.
+        Err(_) if dir.join(BOOT_SCRIPT).is_file() => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Ok(dir)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            Err(e).with_context(|| format!("cannot write the chainsmith Python package to {}", dir.display()))
+        }
+    }
+}
+
+fn write_files(root: &Path) -> Result<()> {
+    for (rel, content) in FILES {
+        let path = root.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, content).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_package_is_written_once_and_complete() {
+        let dir = ensure().unwrap();
+        for (rel, content) in FILES {
+            assert_eq!(std::fs::read_to_string(dir.join(rel)).unwrap(), *content, "{rel}");
+        }
+        assert_eq!(ensure().unwrap(), dir);
+    }
+}

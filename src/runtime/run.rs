@@ -1,0 +1,430 @@
+//! One run: the interpreter in its own process group, its output streamed and capped, the host
+//! serving its tool calls, the limits watched, and the trace written at the end.
+//!
+//! The program's process group is killed when the run ends (normally too, so background processes
+//! it left behind do not outlive it), when a limit is reached and when the run is cancelled. The
+//! group leader is not reaped until the group has been killed, so its id cannot be reused in
+//! between.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::attribute::{self, Failure};
+use super::host::{Host, HostSetup, McpPool};
+use super::trace::{self, Replay, Secrets, Trace, TraceError};
+use super::{Cancel, RunObserver, RunOutcome, RunRequest, Stop, Stream, package};
+
+/// How often the run checks its limits and the program's state.
+const POLL: Duration = Duration::from_millis(10);
+/// How long the output readers get after the program ended (a daemon it left may hold the pipes).
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// A private temporary folder for the run's socket and files, removed afterwards.
+struct Workdir(PathBuf);
+
+impl Workdir {
+    fn new() -> std::io::Result<Workdir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir =
+            std::env::temp_dir().join(format!("chainsmith-run-{}-{}", std::process::id(), super::unique_number()));
+        std::fs::DirBuilder::new().mode(0o700).recursive(true).create(&dir)?;
+        Ok(Workdir(dir))
+    }
+}
+
+impl Drop for Workdir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The program's output: forwarded line by line (redacted), kept up to the limit.
+struct Output {
+    observer: Arc<dyn RunObserver>,
+    secrets: Secrets,
+    kept: Mutex<String>,
+    total: AtomicUsize,
+    limit: usize,
+    host: Arc<Host>,
+}
+
+impl Output {
+    fn line(&self, stream: Stream, bytes: &[u8]) {
+        let total = self.total.fetch_add(bytes.len(), Ordering::SeqCst) + bytes.len();
+        if total > self.limit {
+            self.host.request_stop(Stop::OutputLimit { limit: self.limit });
+            return;
+        }
+        let text = self.secrets.text(&String::from_utf8_lossy(bytes));
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).push_str(&text);
+        self.observer.output(stream, &text);
+    }
+}
+
+fn spawn_reader(source: impl Read + Send + 'static, stream: Stream, output: Arc<Output>, done: mpsc::Sender<()>) {
+    std::thread::spawn(move || {
+        let mut reader = BufReader::with_capacity(16 * 1024, source);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            // Long lines are forwarded in pieces rather than buffered without bound.
+            match (&mut reader).take(64 * 1024).read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => output.line(stream, &line),
+            }
+        }
+        let _ = done.send(());
+    });
+}
+
+/// The label a trace gives the program: its path relative to the workspace root when inside it.
+fn program_label(root: &Path, program: &Path) -> String {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    match absolute(program).strip_prefix(absolute(root)) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => program.display().to_string(),
+    }
+}
+
+/// The interpreter to run: a relative path with a folder in it is relative to the workspace root.
+fn interpreter(python: &str, root: &Path) -> PathBuf {
+    let path = Path::new(python);
+    if path.is_relative() && path.components().count() > 1 {
+        std::path::absolute(root.join(path)).unwrap_or_else(|_| root.join(path))
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Runs a program to its end (or until a limit or `cancel` stops it).
+pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel) -> RunOutcome {
+    let (started, stamp) = trace::timestamps(SystemTime::now());
+    let label = program_label(&request.root, &request.program);
+    let text = match &request.source {
+        Some(text) => text.clone(),
+        None => std::fs::read_to_string(&request.program).unwrap_or_default(),
+    };
+    let secrets = Secrets::of(&request.catalog);
+    let mut outcome = RunOutcome {
+        trace: Trace { program: label, started, ok: false, calls: Vec::new(), error: None },
+        exit_code: None,
+        stopped: None,
+        start_error: None,
+        diagnostics: Vec::new(),
+        output: String::new(),
+        trace_file: None,
+        save_error: None,
+    };
+    if let Err(message) = execute(&request, &text, &secrets, observer, cancel, &mut outcome) {
+        outcome.start_error = Some(message.clone());
+        outcome.trace.error =
+            Some(TraceError { kind: "StartFailed".into(), message, line: None, attributed_call: None });
+    }
+    if request.save_trace {
+        match trace::save(&request.root, &request.program, &stamp, &outcome.trace) {
+            Ok(path) => outcome.trace_file = Some(path),
+            Err(e) => outcome.save_error = Some(format!("{e:#}")),
+        }
+    }
+    outcome
+}
+
+fn execute(
+    request: &RunRequest,
+    text: &str,
+    secrets: &Secrets,
+    observer: Arc<dyn RunObserver>,
+    cancel: &Cancel,
+    outcome: &mut RunOutcome,
+) -> Result<(), String> {
+    let package = package::ensure().map_err(|e| format!("{e:#}"))?;
+    let work = Workdir::new().map_err(|e| format!("cannot create a temporary folder for the run: {e}"))?;
+    let program = std::path::absolute(&request.program).map_err(|e| format!("{}: {e}", request.program.display()))?;
+    if request.source.is_none() && !program.is_file() {
+        return Err(format!("{}: no such program", request.program.display()));
+    }
+    let socket = work.0.join("host.sock");
+    let listener = UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let fault_file = work.0.join("where.txt");
+    let run_start = Instant::now();
+    let deadline = run_start + request.limits.timeout;
+    let host = Arc::new(Host::new(HostSetup {
+        catalog: request.catalog.clone(),
+        config: request.config.clone(),
+        root: request.root.clone(),
+        secrets: secrets.clone(),
+        replay: request.replay.as_ref().map(Replay::new),
+        mcp: request.mcp.clone().unwrap_or_else(|| Arc::new(McpPool::new())),
+        max_calls: request.limits.max_tool_calls,
+        deadline,
+        observer: observer.clone(),
+    }));
+    let accept = host.serve(listener);
+
+    let python = interpreter(&request.config.runtime.python, &request.root);
+    let mut command = Command::new(&python);
+    command
+        .arg(package.join(package::BOOT_SCRIPT))
+        .current_dir(program.parent().unwrap_or(Path::new("/")))
+        .env("PYTHONPATH", python_path(&package))
+        .env("CHAINSMITH_SOCKET", &socket)
+        .env("CHAINSMITH_PROGRAM", &program)
+        .env("CHAINSMITH_FAULT_FILE", &fault_file)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONIOENCODING", "utf-8")
+        .env_remove("CHAINSMITH_SOURCE")
+        .stdin(if request.inherit_stdin { Stdio::inherit() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(source) = &request.source {
+        let copy = work.0.join("source.py");
+        std::fs::write(&copy, source).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+        command.env("CHAINSMITH_SOURCE", copy);
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            host.close(&socket);
+            let _ = accept.join();
+            return Err(format!(
+                "cannot start the interpreter `{}` ([runtime] python): {e}",
+                request.config.runtime.python
+            ));
+        }
+    };
+    let pid = child.id() as i32;
+    let output = Arc::new(Output {
+        observer,
+        secrets: secrets.clone(),
+        kept: Mutex::new(String::new()),
+        total: AtomicUsize::new(0),
+        limit: request.limits.max_output_bytes,
+        host: host.clone(),
+    });
+    let (done_tx, done_rx) = mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        spawn_reader(stdout, Stream::Stdout, output.clone(), done_tx.clone());
+    }
+    if let Some(stderr) = child.stderr.take() {
+        spawn_reader(stderr, Stream::Stderr, output.clone(), done_tx.clone());
+    }
+    drop(done_tx);
+
+    let mut stuck_at = None;
+    loop {
+        if has_exited(pid) {
+            break;
+        }
+        if cancel.is_cancelled() {
+            host.request_stop(Stop::Cancelled);
+        }
+        if Instant::now() >= deadline && host.stop_requested().is_none() {
+            stuck_at = where_is(pid, &fault_file, &program);
+            host.request_stop(Stop::Timeout { limit: request.limits.timeout });
+        }
+        if host.stop_requested().is_some() {
+            break;
+        }
+        std::thread::sleep(POLL);
+    }
+    // The whole group goes, the leader included when it is still running; it is reaped after.
+    kill_group(pid);
+    let status = child.wait().ok();
+    let drain_until = Instant::now() + DRAIN;
+    while done_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
+    host.close(&socket);
+    let _ = accept.join();
+
+    let (calls, report, stop, pending) = host.finish();
+    outcome.exit_code = status.and_then(|s| s.code());
+    outcome.output = output.kept.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    outcome.stopped = stop.clone();
+    let failure = match (&stop, &report) {
+        (Some(stop), _) => Some(Failure::Stopped { stop, at_line: stuck_at, pending: &pending }),
+        (None, Some(report)) => Some(Failure::Exception(report)),
+        (None, None) => None,
+    };
+    let redacted_report;
+    let failure = match failure {
+        Some(Failure::Exception(report)) => {
+            let mut clean = report.clone();
+            clean.message = secrets.text(&clean.message);
+            redacted_report = clean;
+            Some(Failure::Exception(&redacted_report))
+        }
+        other => other,
+    };
+    let error = match failure {
+        Some(failure) => {
+            let (error, diagnostics) = attribute::attribute(&request.program, text, &request.catalog, &calls, failure);
+            outcome.diagnostics = diagnostics;
+            Some(error)
+        }
+        None => match outcome.exit_code {
+            Some(0) => None,
+            Some(code) => Some(TraceError {
+                kind: "SystemExit".into(),
+                message: format!("the program exited with status {code}"),
+                line: None,
+                attributed_call: None,
+            }),
+            None => Some(TraceError {
+                kind: "Killed".into(),
+                message: "the program was killed by a signal".into(),
+                line: None,
+                attributed_call: None,
+            }),
+        },
+    };
+    outcome.trace.ok = error.is_none();
+    outcome.trace.error = error;
+    outcome.trace.calls = calls;
+    Ok(())
+}
+
+fn python_path(package: &Path) -> std::ffi::OsString {
+    let mut paths = vec![package.to_path_buf()];
+    if let Some(existing) = std::env::var_os("PYTHONPATH") {
+        paths.extend(std::env::split_paths(&existing));
+    }
+    std::env::join_paths(paths).unwrap_or_else(|_| package.as_os_str().to_owned())
+}
+
+/// Whether the process has ended, without reaping it.
+fn has_exited(pid: i32) -> bool {
+    // SAFETY: waitid only writes into the zeroed siginfo it is given.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT);
+        rc != 0 || info.si_pid() != 0
+    }
+}
+
+fn kill_group(pgid: i32) {
+    // SAFETY: killpg has no memory effects; a group that is gone is ESRCH, ignored.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// Where the program is: asks its fault handler for the main thread's stack and reads the
+/// innermost frame of the program file (a 1-based line).
+fn where_is(pid: i32, fault_file: &Path, program: &Path) -> Option<u32> {
+    // SAFETY: sends a signal to our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGUSR1);
+    }
+    let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        if let Ok(dump) = std::fs::read_to_string(fault_file)
+            && dump.contains("File \"")
+        {
+            // Give the handler a moment to finish writing.
+            std::thread::sleep(Duration::from_millis(20));
+            let dump = std::fs::read_to_string(fault_file).unwrap_or(dump);
+            return innermost_program_line(&dump, &program);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// The first `File "<program>", line N` of a faulthandler dump (most recent call first).
+fn innermost_program_line(dump: &str, program: &Path) -> Option<u32> {
+    for line in dump.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("File \"") else { continue };
+        let Some((file, after)) = rest.split_once('"') else { continue };
+        let same = Path::new(file) == program || std::fs::canonicalize(file).is_ok_and(|f| f == program);
+        if !same {
+            continue;
+        }
+        let number = after.trim_start_matches(", line ").split(|c: char| !c.is_ascii_digit()).next()?;
+        return number.parse().ok();
+    }
+    None
+}
+
+/// Runs a command tool: `input` on its standard input; (exit code, stdout, stderr). It runs in its
+/// own process group, killed on timeout.
+pub fn run_command(
+    argv: &[String],
+    cwd: &Path,
+    input: &str,
+    timeout: Duration,
+) -> Result<(i32, String, String), String> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err("the command is empty".into());
+    };
+    let mut child: Child = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
+    let pid = child.id() as i32;
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = input.to_string();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        });
+    }
+    let read = |source: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut s) = source {
+                let _ = s.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = read(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let stderr = read(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let deadline = Instant::now() + timeout;
+    while !has_exited(pid) {
+        if Instant::now() >= deadline {
+            kill_group(pid);
+            let _ = child.wait();
+            return Err(format!("`{program}` did not finish within {} s", timeout.as_secs()));
+        }
+        std::thread::sleep(POLL);
+    }
+    kill_group(pid);
+    let status = child.wait().map_err(|e| e.to_string())?;
+    Ok((status.code().unwrap_or(1), stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_innermost_program_frame_of_a_fault_dump() {
+        let dump = "Current thread 0x00007f (most recent call first):\n  File \"/usr/lib/python3.11/socket.py\", line 706 in readinto\n  File \"/w/p.py\", line 12 in fetch\n  File \"/w/p.py\", line 20 in <module>\n";
+        assert_eq!(innermost_program_line(dump, Path::new("/w/p.py")), Some(12));
+        assert_eq!(innermost_program_line(dump, Path::new("/w/q.py")), None);
+    }
+
+    #[test]
+    fn commands_get_their_input_and_time_out() {
+        let argv = vec!["sh".to_string(), "-c".to_string(), "cat; echo err >&2; exit 3".to_string()];
+        let (code, out, err) = run_command(&argv, Path::new("."), "{\"a\":1}", Duration::from_secs(5)).unwrap();
+        assert_eq!((code, out.as_str(), err.trim()), (3, "{\"a\":1}", "err"));
+        let slow = vec!["sleep".to_string(), "5".to_string()];
+        let started = Instant::now();
+        let e = run_command(&slow, Path::new("."), "", Duration::from_millis(200)).unwrap_err();
+        assert!(e.contains("did not finish"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,446 @@
+//! Run traces in the design's shape, secret redaction, response capping, and replay.
+//!
+//! A trace is `{program, started, ok, calls: [{id, tool, arguments, ok, status, response, error,
+//! duration_ms, line}], error?: {type, message, line, attributed_call}}`. Call ids count from 1 in
+//! call order; `line` is the program's 1-based line (Python's numbering, as in tracebacks) or `null`
+//! when the call did not come from the program file itself.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::toolset::Catalog;
+
+/// Where runs are recorded, under the workspace root.
+pub const RUNS_DIR: &str = ".chainsmith/runs";
+/// What replaces a secret in traces and logs.
+pub const REDACTED: &str = "[redacted]";
+/// A response larger than this (serialized) is shortened in the trace.
+pub const RESPONSE_CAP_BYTES: usize = 1024 * 1024;
+/// Marks the place where a capped response lost items; such a response is not replayed.
+pub const CUT_MARK: &str = "…chainsmith cut ";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub program: String,
+    pub started: String,
+    pub ok: bool,
+    pub calls: Vec<TraceCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TraceError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceCall {
+    pub id: u32,
+    /// `toolset.name`.
+    pub tool: String,
+    pub arguments: Value,
+    pub ok: bool,
+    /// The HTTP status, when there was an HTTP answer.
+    pub status: Option<u16>,
+    /// The decoded response (JSON, else text), capped; also kept for error statuses.
+    pub response: Value,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+    pub line: Option<u32>,
+    /// Answered from the replayed trace (not part of the file's shape).
+    #[serde(skip)]
+    pub replayed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceError {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+    pub line: Option<u32>,
+    pub attributed_call: Option<u32>,
+}
+
+impl TraceCall {
+    /// `✓ 200`, `✗ 404`, `✗ error`: the call's outcome in a few characters.
+    pub fn outcome(&self) -> String {
+        let mark = if self.ok { "✓" } else { "✗" };
+        match self.status {
+            Some(status) => format!("{mark} {status}"),
+            None if self.ok => mark.to_string(),
+            None => format!("{mark} error"),
+        }
+    }
+
+    /// One line: `#1 tmdb.search_person(query="Sofia Coppola")  ✓ 200  84 ms  line 8`.
+    pub fn summary(&self) -> String {
+        let line = self.line.map(|l| format!("  line {l}")).unwrap_or_default();
+        let replayed = if self.replayed { "  (replayed)" } else { "" };
+        let error = match (&self.error, self.ok) {
+            (Some(e), false) if self.status.is_none() => format!("  {}", shorten(e, 120)),
+            _ => String::new(),
+        };
+        format!(
+            "#{} {}({})  {}  {} ms{line}{replayed}{error}",
+            self.id,
+            self.tool,
+            self.key_arguments(3),
+            self.outcome(),
+            self.duration_ms
+        )
+    }
+
+    /// The arguments in a short `name=value` form for one-line summaries.
+    pub fn key_arguments(&self, max: usize) -> String {
+        let Some(map) = self.arguments.as_object() else { return String::new() };
+        let mut parts: Vec<String> = map
+            .iter()
+            .take(max)
+            .map(|(k, v)| {
+                let value = match v {
+                    Value::String(s) => format!("{s:?}"),
+                    other => other.to_string(),
+                };
+                format!("{k}={}", shorten(&value, 40))
+            })
+            .collect();
+        if map.len() > max {
+            parts.push("…".into());
+        }
+        parts.join(", ")
+    }
+}
+
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `2025-11-21T08:45:12.345Z` and `20251121T084512345Z` (for file names) for a moment.
+pub fn timestamps(at: SystemTime) -> (String, String) {
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs() as i64;
+    let millis = since.subsec_millis();
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (hour, minute, second) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z"),
+        format!("{year:04}{month:02}{day:02}T{hour:02}{minute:02}{second:02}{millis:03}Z"),
+    )
+}
+
+/// The auth values of a workspace (from the environment variables its toolsets name) and the
+/// names of the parameters / headers that carry them. Nothing holding one reaches a trace or a log.
+#[derive(Debug, Clone, Default)]
+pub struct Secrets {
+    values: Vec<String>,
+    /// Lower-cased auth parameter and header names.
+    names: Vec<String>,
+}
+
+impl Secrets {
+    pub fn of(catalog: &Catalog) -> Secrets {
+        let mut secrets = Secrets::default();
+        for toolset in &catalog.toolsets {
+            let Some(auth) = &toolset.auth else { continue };
+            secrets.names.extend(auth.query.iter().chain(auth.header.iter()).map(|n| n.to_ascii_lowercase()));
+            if let Some(value) = auth.value_env.as_deref().and_then(|var| std::env::var(var).ok()) {
+                secrets.add(value);
+            }
+        }
+        secrets.names.sort();
+        secrets.names.dedup();
+        secrets
+    }
+
+    pub fn add(&mut self, value: String) {
+        let value = value.trim().to_string();
+        if !value.is_empty() && !self.values.contains(&value) {
+            self.values.push(value);
+            // Longest first, so a secret containing another is replaced whole.
+            self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        }
+    }
+
+    pub fn is_auth_name(&self, name: &str) -> bool {
+        self.names.binary_search(&name.to_ascii_lowercase()).is_ok()
+    }
+
+    pub fn text(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for value in &self.values {
+            // Very short values would blank out ordinary text; they are still redacted whole.
+            if value.len() >= 4 && out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+
+    pub fn value(&self, value: &Value) -> Value {
+        match value {
+            Value::String(s) if self.values.iter().any(|v| v == s) => Value::String(REDACTED.into()),
+            Value::String(s) => Value::String(self.text(s)),
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let v = if self.is_auth_name(k) { Value::String(REDACTED.into()) } else { self.value(v) };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
+/// The response as the trace keeps it: unchanged when small, else with arrays shortened and long
+/// strings cut (each cut marked with [`CUT_MARK`]), else a note of its size.
+pub fn cap_response(value: &Value) -> Value {
+    let size = serde_json::to_vec(value).map(|v| v.len()).unwrap_or(0);
+    if size <= RESPONSE_CAP_BYTES {
+        return value.clone();
+    }
+    for (items, chars) in [(50, 2000), (20, 500), (10, 200), (5, 100), (2, 60), (1, 40)] {
+        let cut = cut(value, items, chars);
+        if serde_json::to_vec(&cut).map(|v| v.len()).unwrap_or(usize::MAX) <= RESPONSE_CAP_BYTES {
+            return cut;
+        }
+    }
+    Value::String(format!("{CUT_MARK}a response of {size} bytes"))
+}
+
+fn cut(value: &Value, items: usize, chars: usize) -> Value {
+    match value {
+        Value::Array(list) => {
+            let mut out: Vec<Value> = list.iter().take(items).map(|v| cut(v, items, chars)).collect();
+            if list.len() > items {
+                out.push(Value::String(format!("{CUT_MARK}{} more items", list.len() - items)));
+            }
+            Value::Array(out)
+        }
+        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), cut(v, items, chars))).collect()),
+        Value::String(s) if s.chars().count() > chars => {
+            let kept: String = s.chars().take(chars).collect();
+            Value::String(format!("{kept}{CUT_MARK}{} more characters", s.chars().count() - chars))
+        }
+        other => other.clone(),
+    }
+}
+
+fn is_cut(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains(CUT_MARK),
+        Value::Array(items) => items.iter().any(is_cut),
+        Value::Object(map) => map.values().any(is_cut),
+        _ => false,
+    }
+}
+
+/// JSON with object keys sorted at every level: the identity of a call's arguments.
+pub fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let mut out = Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sorted(&map[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// The recorded answers of a trace, by (tool, arguments). Identical calls are answered in the
+/// order they were recorded; once those run out the last answer repeats.
+#[derive(Debug, Default)]
+pub struct Replay {
+    answers: Mutex<HashMap<(String, String), Answers>>,
+}
+
+/// The recorded answers of one (tool, arguments) still to give, and the last one given.
+type Answers = (VecDeque<TraceCall>, Option<TraceCall>);
+
+impl Replay {
+    pub fn new(trace: &Trace) -> Replay {
+        let mut answers: HashMap<(String, String), Answers> = HashMap::new();
+        for call in &trace.calls {
+            // Calls without an answer (refused connections, interrupted runs) and cut responses are
+            // executed again.
+            let answered = call.ok || call.status.is_some();
+            if !answered || is_cut(&call.response) {
+                continue;
+            }
+            answers.entry((call.tool.clone(), canonical(&call.arguments))).or_default().0.push_back(call.clone());
+        }
+        Replay { answers: Mutex::new(answers) }
+    }
+
+    /// The recorded answer for a call (its arguments already redacted as a trace keeps them).
+    pub fn answer(&self, tool: &str, arguments: &Value) -> Option<TraceCall> {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        let (queue, last) = answers.get_mut(&(tool.to_string(), canonical(arguments)))?;
+        match queue.pop_front() {
+            Some(call) => {
+                *last = Some(call.clone());
+                Some(call)
+            }
+            None => last.clone(),
+        }
+    }
+}
+
+pub fn load(path: &Path) -> Result<Trace> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the trace {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not a chainsmith trace", path.display()))
+}
+
+pub fn write(path: &Path, trace: &Trace) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(trace)?;
+    let staging = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    std::fs::write(&staging, text + "\n").with_context(|| format!("cannot write {}", staging.display()))?;
+    std::fs::rename(&staging, path).with_context(|| format!("cannot write the trace {}", path.display()))
+}
+
+/// Writes the trace to `<root>/.chainsmith/runs/<time>-<file stem>.json`.
+pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Result<PathBuf> {
+    let stem = program.file_stem().and_then(|s| s.to_str()).unwrap_or("program");
+    let dir = root.join(RUNS_DIR);
+    let mut path = dir.join(format!("{file_stamp}-{stem}.json"));
+    let mut n = 2;
+    while path.exists() {
+        path = dir.join(format!("{file_stamp}-{stem}-{n}.json"));
+        n += 1;
+    }
+    write(&path, trace)?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timestamps_are_utc_civil_dates() {
+        let at = UNIX_EPOCH + std::time::Duration::from_millis(1_763_714_712_345);
+        let (iso, file) = timestamps(at);
+        assert_eq!(iso, "2025-11-21T08:45:12.345Z");
+        assert_eq!(file, "20251121T084512345Z");
+        assert_eq!(timestamps(UNIX_EPOCH).0, "1970-01-01T00:00:00.000Z");
+        let leap = UNIX_EPOCH + std::time::Duration::from_secs(951_782_400); // 2000-02-29
+        assert!(timestamps(leap).0.starts_with("2000-02-29T"));
+    }
+
+    #[test]
+    fn secrets_are_redacted_by_value_and_by_name() {
+        let mut secrets = Secrets { names: vec!["api_key".into()], ..Default::default() };
+        secrets.add("s3cr3t-value".into());
+        let redacted = secrets.value(&json!({
+            "query": "x",
+            "api_key": "anything",
+            "nested": ["s3cr3t-value", "Bearer s3cr3t-value"],
+        }));
+        assert_eq!(
+            redacted,
+            json!({"query": "x", "api_key": REDACTED, "nested": [REDACTED, format!("Bearer {REDACTED}")]})
+        );
+        assert_eq!(secrets.text("url?api_key=s3cr3t-value&q=1"), format!("url?api_key={REDACTED}&q=1"));
+    }
+
+    #[test]
+    fn large_responses_are_cut_and_not_replayed() {
+        let big = json!({"results": (0..40_000).map(|i| json!({"id": i, "name": "x".repeat(30)})).collect::<Vec<_>>()});
+        let capped = cap_response(&big);
+        assert!(serde_json::to_vec(&capped).unwrap().len() <= RESPONSE_CAP_BYTES);
+        assert_eq!(capped["results"][0], json!({"id": 0, "name": "x".repeat(30)}));
+        assert!(is_cut(&capped));
+        let small = json!({"a": 1});
+        assert_eq!(cap_response(&small), small);
+
+        let call = |id, response: Value| TraceCall {
+            id,
+            tool: "t.a".into(),
+            arguments: json!({"b": 1, "a": [1, {"y": 2, "x": 1}]}),
+            ok: true,
+            status: Some(200),
+            response,
+            error: None,
+            duration_ms: 1,
+            line: Some(1),
+            replayed: false,
+        };
+        let trace = Trace {
+            program: "p.py".into(),
+            started: String::new(),
+            ok: true,
+            calls: vec![call(1, json!(1)), call(2, json!(2)), call(3, capped)],
+            error: None,
+        };
+        let replay = Replay::new(&trace);
+        let same = json!({"a": [1, {"x": 1, "y": 2}], "b": 1});
+        assert_eq!(replay.answer("t.a", &same).unwrap().response, json!(1));
+        assert_eq!(replay.answer("t.a", &same).unwrap().response, json!(2));
+        assert_eq!(replay.answer("t.a", &same).unwrap().response, json!(2), "the last answer repeats");
+        assert!(replay.answer("t.a", &json!({"b": 2})).is_none());
+        assert!(replay.answer("t.b", &same).is_none());
+    }
+
+    #[test]
+    fn the_trace_shape_round_trips() {
+        let trace = Trace {
+            program: "p.py".into(),
+            started: "2025-11-21T08:45:12.345Z".into(),
+            ok: false,
+            calls: vec![TraceCall {
+                id: 1,
+                tool: "tmdb.person".into(),
+                arguments: json!({"person_id": 1}),
+                ok: false,
+                status: Some(404),
+                response: json!({"status_message": "nope"}),
+                error: Some("404 Not Found: nope".into()),
+                duration_ms: 3,
+                line: Some(4),
+                replayed: false,
+            }],
+            error: Some(TraceError {
+                kind: "ToolError".into(),
+                message: "nope".into(),
+                line: Some(4),
+                attributed_call: Some(1),
+            }),
+        };
+        let value = serde_json::to_value(&trace).unwrap();
+        let keys: Vec<&String> = value["calls"][0].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["id", "tool", "arguments", "ok", "status", "response", "error", "duration_ms", "line"]);
+        assert_eq!(value["error"]["type"], "ToolError");
+        assert_eq!(serde_json::from_value::<Trace>(value).unwrap(), trace);
+    }
+}
