@@ -1,12 +1,10 @@
 //! ToolNet's Figure 4 — a broken tool loses to its backup, and wins again once fixed — driven by
 //! trace files that THIS TEST GENERATES in the design's trace shape (`.chainsmith/runs/*.json`).
 //!
-//! The issue asks for this test on real traces from the runtime's test server (the primary's server
-//! answering 500). Until that server exists, the traces are written here, exactly as the runtime
-//! writes them; switching to real traces means replacing `write_run` with a real `chainsmith run`
-//! against a server whose primary endpoint can be made to fail. Everything after the trace files —
-//! discovering them, the default evaluator, Eq. 6–8, the editor's hint and "failing lately" — is
-//! the real code path.
+//! `graph_figure4_runtime.rs` is the same experiment on real runs against the runtime's test server;
+//! this one writes the traces itself so the number of runs each phase takes is pinned exactly.
+//! Everything after the trace files — discovering them, the default evaluator, Eq. 6–8, the
+//! editor's hint and "failing lately" — is the real code path.
 
 use std::path::Path;
 

@@ -135,8 +135,8 @@ fn the_tmdb_workspace_graph_comes_from_its_programs() {
     assert_eq!(ranked[0].sort_text, "0000");
     assert_eq!(ranked[0].detail, "ToolNet 100 after search_movie");
     assert_eq!((ranked[1].weight, ranked[1].sort_text.as_str()), (None, "0001"));
-    // `mistakes/mistakes.py` is a program too: its repeated search_person calls count.
-    assert_eq!(graph.count("tmdb.search_person", "tmdb.search_person"), 3);
+    // `mistakes/mistakes.py` fails the checks, so its repeated search_person calls teach nothing.
+    assert_eq!(graph.count("tmdb.search_person", "tmdb.search_person"), 0);
     // Without an edge, the task docstring decides.
     let ranked = editor::rank_tools(&graph, &catalog, "tmdb", Some("tmdb.network"), Some("the reviews of a movie"));
     assert_eq!(ranked[0].name, "movie_reviews", "{:?}", &ranked[..3]);

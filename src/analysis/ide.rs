@@ -56,6 +56,8 @@ pub struct Completions {
 pub struct Hover {
     pub markdown: String,
     pub range: ByteRange,
+    /// `toolset.name` when the hover is on a tool (the server adds its ToolNet neighbourhood).
+    pub tool_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -595,7 +597,7 @@ pub fn hover(
         if !ts.description.is_empty() {
             md.push_str(&format!("\n\n{}", ts.description));
         }
-        return Some(Hover { markdown: md, range: import.range });
+        return Some(Hover { markdown: md, range: import.range, tool_id: None });
     }
     if let Some(access) = analysis.access_at(offset) {
         let label = match &access.key {
@@ -618,7 +620,7 @@ pub fn hover(
             }
             None => format!("**{label}** — not described by the response schema of `{tool}`"),
         };
-        return Some(Hover { markdown: md, range: access.key_range });
+        return Some(Hover { markdown: md, range: access.key_range, tool_id: None });
     }
     let call = analysis.calls.iter().find(|c| {
         c.name_range.contains(offset) || c.args.iter().any(|a| a.name_range.is_some_and(|r| r.contains(offset)))
@@ -626,9 +628,13 @@ pub fn hover(
     let tool = call.tool?;
     if let Some(arg) = call.args.iter().find(|a| a.name_range.is_some_and(|r| r.contains(offset))) {
         let param = tool.params.iter().find(|p| p.name == arg.name || p.wire_name == arg.name)?;
-        return Some(Hover { markdown: param_markdown(param), range: arg.name_range.unwrap_or_default() });
+        return Some(Hover {
+            markdown: param_markdown(param),
+            range: arg.name_range.unwrap_or_default(),
+            tool_id: None,
+        });
     }
-    Some(Hover { markdown: describe_tool(tool), range: call.name_range })
+    Some(Hover { markdown: describe_tool(tool), range: call.name_range, tool_id: Some(tool.id()) })
 }
 
 pub fn signature_help(
@@ -757,4 +763,22 @@ pub fn workspace_symbols<'c>(catalog: &'c Catalog, query: &str, limit: usize) ->
     found.sort_by_key(|t| (!t.name.starts_with(&q), t.name.len()));
     found.truncate(limit);
     found
+}
+
+/// The task a program is written for: its module docstring, else a `# task:` comment.
+pub fn task_of(text: &str, tree: &Tree) -> Option<String> {
+    let root = tree.root_node();
+    let first = root.named_child(0);
+    if let Some(statement) = first.filter(|n| n.kind() == "expression_statement")
+        && let Some(string) = statement.named_child(0).filter(|n| n.kind() == "string")
+        && let Some(value) = parse::string_value(string, text)
+    {
+        let task = value.trim().to_string();
+        if !task.is_empty() {
+            return Some(task);
+        }
+    }
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix("# task:").map(|t| t.trim().to_string()))
+        .filter(|t| !t.is_empty())
 }

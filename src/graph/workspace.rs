@@ -150,6 +150,10 @@ impl WorkspaceGraph {
             let Ok(text) = std::fs::read_to_string(&file) else { continue };
             let Some(tree) = parser.parse(&text, None) else { continue };
             let analysis = analysis::analyze(&file, &text, &tree, catalog, &self.diagnostics);
+            // A program the checks reject (unknown tools, wrong arguments) teaches no transitions.
+            if analysis.diagnostics.iter().any(|d| d.severity == crate::diagnostic::Severity::Error) {
+                continue;
+            }
             self.programs.insert(file, program_tools(&analysis));
         }
     }

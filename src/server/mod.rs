@@ -475,6 +475,9 @@ impl LanguageServer for Backend {
         if affects_workspace {
             self.reload();
             self.publish_everything().await;
+        } else if path.extension().is_some_and(|e| e == "py") {
+            // A saved program is a ToolNet trajectory (its calls in program order).
+            self.session().refresh_toolnet();
         }
     }
 

@@ -483,6 +483,8 @@ async fn forward(client: &Client, token: &Option<lsp::ProgressToken>, event: Eve
 async fn apply(shared: &Shared, snap: &Snapshot, marks: RunMarks) {
     let fresh = {
         let mut s = shared.session();
+        // The run's trace is a new ToolNet trajectory: hints and ranking learn from it at once.
+        s.refresh_toolnet();
         let Some(doc) = s.document_mut(&snap.uri) else { return };
         if doc.version != marks.version {
             None

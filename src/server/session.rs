@@ -14,6 +14,7 @@ use tower_lsp_server::lsp_types::{ClientCapabilities, TextDocumentContentChangeE
 
 use crate::analysis::parse::ParsedText;
 use crate::config::{CONFIG_FILE, Config, ToolsetSource};
+use crate::graph::workspace::WorkspaceGraph;
 use crate::text::{Encoding, LineIndex};
 use crate::toolset::Catalog;
 
@@ -132,6 +133,8 @@ pub struct World {
     pub support: ClientSupport,
     /// Bumped on every configuration / catalog reload.
     pub generation: u64,
+    /// ToolNet's inputs for the workspace (programs, runs, imported trajectories).
+    pub toolnet: Arc<WorkspaceGraph>,
 }
 
 impl World {
@@ -190,6 +193,8 @@ pub struct Session {
     pub encoding: Encoding,
     pub support: ClientSupport,
     pub generation: u64,
+    /// ToolNet's inputs, rebuilt on reload, after runs and when a program is saved.
+    pub toolnet: Arc<WorkspaceGraph>,
     /// Open programs by URI (as text: `Uri` caches parts of itself, so it makes a poor map key).
     pub documents: HashMap<String, Document>,
     /// Protocol files / chainsmith.toml that currently carry published diagnostics.
@@ -207,6 +212,7 @@ impl Default for Session {
             encoding: Encoding::Utf16,
             support: ClientSupport::default(),
             generation: 0,
+            toolnet: Arc::new(WorkspaceGraph::empty(Path::new("."), &Default::default())),
             documents: HashMap::new(),
             published_workspace: HashMap::new(),
         }
@@ -222,6 +228,7 @@ impl Session {
             encoding: self.encoding,
             support: self.support,
             generation: self.generation,
+            toolnet: self.toolnet.clone(),
         }
     }
 
@@ -276,9 +283,15 @@ impl Session {
 
     /// Installs a freshly loaded configuration and catalog.
     pub fn install(&mut self, config: Config, catalog: Catalog) {
+        self.toolnet = Arc::new(WorkspaceGraph::load(&config, &catalog));
         self.config = Arc::new(config);
         self.catalog = Arc::new(catalog);
         self.generation += 1;
+    }
+
+    /// Re-reads ToolNet's inputs (a program was saved, a run wrote its trace).
+    pub fn refresh_toolnet(&mut self) {
+        self.toolnet = Arc::new(WorkspaceGraph::load(&self.config, &self.catalog));
     }
 
     /// Whether a change to `path` on disk can change the configuration or the catalog:

@@ -1,2 +1,3 @@
+pub mod lsp;
 pub mod openai;
 pub mod runtime;

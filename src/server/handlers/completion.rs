@@ -3,18 +3,62 @@
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::analysis::ide;
+use crate::graph::editor;
 use crate::server::convert;
 use crate::server::session::Snapshot;
 
 pub fn completion(snap: &Snapshot, params: lsp::CompletionParams) -> Option<lsp::CompletionResponse> {
     let world = &snap.world;
     let offset = convert::offset(&snap.line_index, snap.text(), params.text_document_position.position, world.encoding);
-    let completions =
+    let mut completions =
         ide::complete(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics);
+    if completions.items.iter().any(|c| c.kind == ide::CompletionKind::Tool) {
+        rank_by_toolnet(snap, offset, &mut completions);
+    }
     let items = completions
         .items
         .iter()
         .map(|c| convert::completion_item(c, &snap.line_index, snap.text(), world.encoding, world.support.snippets))
         .collect();
     Some(lsp::CompletionResponse::List(lsp::CompletionList { is_incomplete: completions.is_incomplete, items }))
+}
+
+/// Toolsets above this size are ranked by transition weight only: a task-relevance index over
+/// thousands of tools per keystroke would cost more than the ranking is worth.
+const TASK_RELEVANCE_MAX_TOOLS: usize = 2000;
+
+/// Orders tool completions by ToolNet's transition weight from the previous call (then by
+/// relevance to the task docstring), visibly: the order in `sortText`, the weight in `detail`.
+fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Completions) {
+    let world = &snap.world;
+    let Some(toolset) =
+        completions.items.iter().find_map(|c| c.tool_id.as_deref()?.split_once('.').map(|(ts, _)| ts.to_string()))
+    else {
+        return;
+    };
+    let graph = world.toolnet.graph_excluding(Some(&snap.path));
+    let text = snap.text();
+    let analysis = crate::analysis::analyze_until(
+        &snap.path,
+        text,
+        &snap.parsed.tree,
+        &world.catalog,
+        &world.config.diagnostics,
+        Some(offset),
+    );
+    let previous =
+        analysis.calls.iter().filter(|c| c.range.end <= offset).filter_map(|c| c.tool).next_back().map(|t| t.id());
+    let small = world.catalog.toolset(&toolset).is_some_and(|ts| ts.tools.len() <= TASK_RELEVANCE_MAX_TOOLS);
+    let task = if small { ide::task_of(text, &snap.parsed.tree) } else { None };
+    let ranked = editor::rank_tools(&graph, &world.catalog, &toolset, previous.as_deref(), task.as_deref());
+    let by_name: std::collections::HashMap<&str, &editor::RankedTool> =
+        ranked.iter().map(|r| (r.name.as_str(), r)).collect();
+    for item in completions.items.iter_mut().filter(|c| c.kind == ide::CompletionKind::Tool) {
+        if let Some(rank) = by_name.get(item.label.as_str()) {
+            item.sort_text = rank.sort_text.clone();
+            if !rank.detail.is_empty() {
+                item.detail = format!("{} · {}", rank.detail, item.detail);
+            }
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::analysis;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::server::convert;
 use crate::server::session::{Snapshot, World};
 use crate::text::LineIndex;
@@ -26,7 +26,18 @@ pub fn core(snap: &Snapshot) -> Vec<Diagnostic> {
     let world = &snap.world;
     let result =
         analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
-    result.diagnostics
+    let mut diagnostics = result.diagnostics;
+    // A hint, not an error: ToolNet's scores say this tool has been failing in recent runs.
+    let graph = world.toolnet.graph();
+    for call in &result.calls {
+        let Some(tool) = call.tool else { continue };
+        if let Some(message) = crate::graph::editor::failing_lately(&graph, &tool.id())
+            && let Some(severity) = world.config.diagnostics.severity_of("failing-lately", Severity::Hint)
+        {
+            diagnostics.push(Diagnostic::new(&snap.path, call.name_range, severity, "failing-lately", message));
+        }
+    }
+    diagnostics
 }
 
 /// Diagnostics of protocol files and chainsmith.toml, grouped by file (sorted, for stable output).

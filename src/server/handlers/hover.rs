@@ -10,7 +10,15 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     let world = &snap.world;
     let position = params.text_document_position_params.position;
     let offset = convert::offset(&snap.line_index, snap.text(), position, world.encoding);
-    let found =
+    let mut found =
         ide::hover(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics)?;
+    // On a tool: its ToolNet neighbourhood and recent reliability.
+    if let Some(id) = found.tool_id.clone() {
+        let graph = world.toolnet.graph();
+        if let Some(section) = crate::graph::editor::hover_markdown(&graph, &id, crate::graph::editor::DEFAULT_TOP) {
+            found.markdown.push_str("\n\n---\n");
+            found.markdown.push_str(&section);
+        }
+    }
     Some(convert::hover(found, &snap.line_index, snap.text(), world.encoding))
 }

@@ -1,8 +1,11 @@
 //! `textDocument/inlayHint`: the last run's result at each call (`✓ 200 · 84 ms`, `✗ 404`), shown
-//! until the document is edited.
+//! until the document is edited; and ToolNet's likely successors after each call statement
+//! (`→ person_movie_credits 62 · person 21`) and "what next" after the last one.
 
 use tower_lsp_server::lsp_types as lsp;
 
+use crate::analysis;
+use crate::graph::editor;
 use crate::server::convert;
 use crate::server::session::Snapshot;
 
@@ -25,5 +28,51 @@ pub fn inlay_hint(snap: &Snapshot, params: lsp::InlayHintParams) -> Option<Vec<l
             });
         }
     }
+    hints.extend(toolnet_hints(snap, wanted));
     Some(hints)
+}
+
+/// Successor hints from the workspace's ToolNet graph, built without this program's own calls so
+/// the hints say what other programs and runs did, not what this one already does.
+fn toolnet_hints(snap: &Snapshot, wanted: crate::toolset::doc::ByteRange) -> Vec<lsp::InlayHint> {
+    let world = &snap.world;
+    let text = snap.text();
+    let graph = world.toolnet.graph_excluding(Some(&snap.path));
+    let analysis = analysis::analyze(&snap.path, text, &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
+    let calls: Vec<_> = analysis.calls.iter().filter(|c| c.tool.is_some()).collect();
+    let mut hints = Vec::new();
+    let mut seen_statements = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        let Some(tool) = call.tool else { continue };
+        let at = line_end(text, call.statement_range.end);
+        if seen_statements.contains(&at) || !(wanted.start <= at && at <= wanted.end) {
+            continue;
+        }
+        seen_statements.push(at);
+        let label = if i + 1 == calls.len() {
+            editor::what_next_label(&graph, Some(&tool.id()), editor::DEFAULT_TOP)
+        } else {
+            editor::hint_label(&graph, &tool.id(), editor::DEFAULT_TOP)
+        };
+        let Some(label) = label else { continue };
+        hints.push(lsp::InlayHint {
+            position: convert::position(&snap.line_index, text, at, world.encoding),
+            label: lsp::InlayHintLabel::String(label),
+            kind: None,
+            text_edits: None,
+            tooltip: Some(lsp::InlayHintTooltip::String(
+                "ToolNet: tools that followed this one in the workspace's programs, runs and imported trajectories (weights 0–100)".into(),
+            )),
+            padding_left: Some(true),
+            padding_right: None,
+            data: None,
+        });
+    }
+    hints
+}
+
+/// The end of the line holding `offset` (hints go after the statement's last line).
+fn line_end(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    text[offset..].find('\n').map(|i| offset + i).unwrap_or(text.len())
 }
