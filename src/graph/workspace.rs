@@ -264,10 +264,17 @@ impl WorkspaceGraph {
     /// [`WorkspaceGraph::graph`] without one program's own calls: hints in a file then show what
     /// the rest of the workspace does, not the file echoing itself.
     pub fn graph_excluding(&self, program: Option<&Path>) -> ToolGraph {
-        let mut graph = ToolGraph::new(&self.config);
+        let mut graph = self.edges_excluding(program);
         for tool in &self.tools {
             graph.add_node(tool);
         }
+        graph
+    }
+
+    /// The graph's edges and scores only, without the workspace's unused tools as nodes: what the
+    /// editor's hints, ranking and hover read. At ToolBench scale this skips thousands of nodes.
+    pub fn edges_excluding(&self, program: Option<&Path>) -> ToolGraph {
+        let mut graph = ToolGraph::new(&self.config);
         for set in self.store.imports.values() {
             for t in &set.trajectories {
                 graph.add_trajectory(&t.tools);

@@ -14,6 +14,7 @@ use tower_lsp_server::lsp_types::{ClientCapabilities, TextDocumentContentChangeE
 
 use crate::analysis::parse::ParsedText;
 use crate::config::{CONFIG_FILE, Config, ToolsetSource};
+use crate::graph::ToolGraph;
 use crate::graph::workspace::WorkspaceGraph;
 use crate::text::{Encoding, LineIndex};
 use crate::toolset::Catalog;
@@ -135,6 +136,8 @@ pub struct World {
     pub generation: u64,
     /// ToolNet's inputs for the workspace (programs, runs, imported trajectories).
     pub toolnet: Arc<WorkspaceGraph>,
+    /// The graph built from them (edges and scores), built once per change of its inputs.
+    pub toolnet_graph: Arc<ToolGraph>,
 }
 
 impl World {
@@ -195,6 +198,7 @@ pub struct Session {
     pub generation: u64,
     /// ToolNet's inputs, rebuilt on reload, after runs and when a program is saved.
     pub toolnet: Arc<WorkspaceGraph>,
+    pub toolnet_graph: Arc<ToolGraph>,
     /// Open programs by URI (as text: `Uri` caches parts of itself, so it makes a poor map key).
     pub documents: HashMap<String, Document>,
     /// Protocol files / chainsmith.toml that currently carry published diagnostics.
@@ -213,6 +217,7 @@ impl Default for Session {
             support: ClientSupport::default(),
             generation: 0,
             toolnet: Arc::new(WorkspaceGraph::empty(Path::new("."), &Default::default())),
+            toolnet_graph: Arc::new(ToolGraph::new(&Default::default())),
             documents: HashMap::new(),
             published_workspace: HashMap::new(),
         }
@@ -229,6 +234,7 @@ impl Session {
             support: self.support,
             generation: self.generation,
             toolnet: self.toolnet.clone(),
+            toolnet_graph: self.toolnet_graph.clone(),
         }
     }
 
@@ -284,6 +290,7 @@ impl Session {
     /// Installs a freshly loaded configuration and catalog.
     pub fn install(&mut self, config: Config, catalog: Catalog) {
         self.toolnet = Arc::new(WorkspaceGraph::load(&config, &catalog));
+        self.toolnet_graph = Arc::new(self.toolnet.edges_excluding(None));
         self.config = Arc::new(config);
         self.catalog = Arc::new(catalog);
         self.generation += 1;
@@ -292,6 +299,7 @@ impl Session {
     /// Re-reads ToolNet's inputs (a program was saved, a run wrote its trace).
     pub fn refresh_toolnet(&mut self) {
         self.toolnet = Arc::new(WorkspaceGraph::load(&self.config, &self.catalog));
+        self.toolnet_graph = Arc::new(self.toolnet.edges_excluding(None));
     }
 
     /// Whether a change to `path` on disk can change the configuration or the catalog:

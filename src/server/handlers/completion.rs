@@ -36,7 +36,7 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
     else {
         return;
     };
-    let graph = world.toolnet.graph_excluding(Some(&snap.path));
+    let graph = &world.toolnet_graph;
     let text = snap.text();
     let analysis = crate::analysis::analyze_until(
         &snap.path,
@@ -49,8 +49,13 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
     let previous =
         analysis.calls.iter().filter(|c| c.range.end <= offset).filter_map(|c| c.tool).next_back().map(|t| t.id());
     let small = world.catalog.toolset(&toolset).is_some_and(|ts| ts.tools.len() <= TASK_RELEVANCE_MAX_TOOLS);
-    let task = if small { ide::task_of(text, &snap.parsed.tree) } else { None };
-    let ranked = editor::rank_tools(&graph, &world.catalog, &toolset, previous.as_deref(), task.as_deref());
+    let ranked = if small {
+        let task = ide::task_of(text, &snap.parsed.tree);
+        editor::rank_tools(graph, &world.catalog, &toolset, previous.as_deref(), task.as_deref())
+    } else {
+        // Thousands of tools: rank only the items being sent, by transition weight.
+        rank_items(graph, completions, previous.as_deref())
+    };
     let by_name: std::collections::HashMap<&str, &editor::RankedTool> =
         ranked.iter().map(|r| (r.name.as_str(), r)).collect();
     for item in completions.items.iter_mut().filter(|c| c.kind == ide::CompletionKind::Tool) {
@@ -61,4 +66,43 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
             }
         }
     }
+}
+
+/// The items' tools ordered by transition weight from `previous` (the program's start when
+/// `None`), the rest keeping their order.
+fn rank_items(
+    graph: &crate::graph::ToolGraph,
+    completions: &ide::Completions,
+    previous: Option<&str>,
+) -> Vec<editor::RankedTool> {
+    let from = previous.unwrap_or(crate::graph::START);
+    let mut weighted: Vec<(f64, usize, &ide::Completion)> = completions
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.kind == ide::CompletionKind::Tool)
+        .filter_map(|(i, c)| Some((graph.weight(from, c.tool_id.as_deref()?), i, c)))
+        .collect();
+    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    weighted
+        .into_iter()
+        .enumerate()
+        .map(|(rank, (w, _, c))| {
+            let id = c.tool_id.clone().unwrap_or_default();
+            let weight = (w > 0.0).then(|| crate::graph::integer_weight(w));
+            let detail = match weight {
+                Some(w) if from == crate::graph::START => format!("ToolNet {w} as a first call"),
+                Some(w) => format!("ToolNet {w} after {}", editor::display_name(from, &id)),
+                None => String::new(),
+            };
+            editor::RankedTool {
+                id,
+                name: c.label.clone(),
+                weight,
+                relevance: 0.0,
+                sort_text: format!("{rank:04}"),
+                detail,
+            }
+        })
+        .collect()
 }

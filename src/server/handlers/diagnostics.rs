@@ -28,10 +28,10 @@ pub fn core(snap: &Snapshot) -> Vec<Diagnostic> {
         analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
     let mut diagnostics = result.diagnostics;
     // A hint, not an error: ToolNet's scores say this tool has been failing in recent runs.
-    let graph = world.toolnet.graph();
+    let graph = &world.toolnet_graph;
     for call in &result.calls {
         let Some(tool) = call.tool else { continue };
-        if let Some(message) = crate::graph::editor::failing_lately(&graph, &tool.id())
+        if let Some(message) = crate::graph::editor::failing_lately(graph, &tool.id())
             && let Some(severity) = world.config.diagnostics.severity_of("failing-lately", Severity::Hint)
         {
             diagnostics.push(Diagnostic::new(&snap.path, call.name_range, severity, "failing-lately", message));

@@ -13,12 +13,12 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     let mut found =
         ide::hover(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics)?;
     // On a tool: its ToolNet neighbourhood and recent reliability.
-    if let Some(id) = found.tool_id.clone() {
-        let graph = world.toolnet.graph();
-        if let Some(section) = crate::graph::editor::hover_markdown(&graph, &id, crate::graph::editor::DEFAULT_TOP) {
-            found.markdown.push_str("\n\n---\n");
-            found.markdown.push_str(&section);
-        }
+    if let Some(id) = found.tool_id.clone()
+        && let Some(section) =
+            crate::graph::editor::hover_markdown(&world.toolnet_graph, &id, crate::graph::editor::DEFAULT_TOP)
+    {
+        found.markdown.push_str("\n\n---\n");
+        found.markdown.push_str(&section);
     }
     Some(convert::hover(found, &snap.line_index, snap.text(), world.encoding))
 }

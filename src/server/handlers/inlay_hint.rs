@@ -37,7 +37,7 @@ pub fn inlay_hint(snap: &Snapshot, params: lsp::InlayHintParams) -> Option<Vec<l
 fn toolnet_hints(snap: &Snapshot, wanted: crate::toolset::doc::ByteRange) -> Vec<lsp::InlayHint> {
     let world = &snap.world;
     let text = snap.text();
-    let graph = world.toolnet.graph_excluding(Some(&snap.path));
+    let graph = world.toolnet.edges_excluding(Some(&snap.path));
     let analysis = analysis::analyze(&snap.path, text, &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
     let calls: Vec<_> = analysis.calls.iter().filter(|c| c.tool.is_some()).collect();
     let mut hints = Vec::new();
