@@ -149,11 +149,15 @@ pub struct GenerateConfig {
     pub reflections: u32,
     pub max_llm_calls: u32,
     pub max_tokens: u64,
+    /// DFSDT: children per attempt (revision + distinct alternatives).
+    pub width: usize,
+    /// DFSDT: longest path of attempts.
+    pub depth: usize,
 }
 
 impl Default for GenerateConfig {
     fn default() -> Self {
-        GenerateConfig { candidates: 20, reflections: 3, max_llm_calls: 12, max_tokens: 60000 }
+        GenerateConfig { candidates: 20, reflections: 3, max_llm_calls: 12, max_tokens: 60000, width: 2, depth: 3 }
     }
 }
 

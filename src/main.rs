@@ -59,6 +59,24 @@ enum Command {
         #[arg(long, value_name = "TRACE")]
         replay: Option<PathBuf>,
     },
+    /// Generate a tool chain for a task (ATC drafting, attributable reflection, DFSDT search).
+    Generate {
+        /// The task, in words.
+        task: String,
+        /// Write the program to this file (default: print it).
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Allow running tools that may change data (HTTP non-GET, MCP tools without readOnlyHint).
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Run a program and, when it fails, reflect and revise it; the fix is written back only on success.
+    Fix {
+        file: PathBuf,
+        /// Allow running tools that may change data.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Write .pyi stubs for the toolset modules (default: typings/ under the workspace root).
     Stubs {
         #[arg(long, value_name = "DIR")]
@@ -75,6 +93,17 @@ enum Command {
         /// ToolBench query files giving `template_response` for the answers' tools.
         #[arg(long, num_args = 1..)]
         queries: Vec<PathBuf>,
+    },
+    /// Discover unknown response schemas by running LLM-written programs against the tools.
+    Probe {
+        /// Tools to probe (`toolset.name`, or a bare name when unique).
+        tools: Vec<String>,
+        /// Probe every tool whose response schema is unknown (chain of probing).
+        #[arg(long)]
+        all: bool,
+        /// Also run tools that are not read-only (MCP readOnlyHint, HTTP GET).
+        #[arg(long)]
+        yes: bool,
     },
     /// List the workspace's tools.
     Tools {
@@ -98,10 +127,15 @@ fn main() -> ExitCode {
         Command::Run { file, trace_json, replay } => {
             chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref())
         }
+        Command::Generate { task, out, yes } => {
+            chainsmith::cli::generate(cli.root.as_deref(), &task, out.as_deref(), yes)
+        }
+        Command::Fix { file, yes } => chainsmith::cli::fix(cli.root.as_deref(), &file, yes),
         Command::Stubs { out } => chainsmith::cli::stubs(cli.root.as_deref(), out.as_deref()),
         Command::ProbeEval { openapi, answers, queries } => {
             chainsmith::cli::probe_eval(&openapi, answers.as_ref(), &queries)
         }
+        Command::Probe { tools, all, yes } => chainsmith::cli::probe(cli.root.as_deref(), &tools, all, yes),
         Command::Tools { format } => chainsmith::cli::tools(cli.root.as_deref(), matches!(format, Format::Json)),
     };
     match result {

@@ -307,7 +307,7 @@ async fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
     assert_eq!(caps["completionProvider"]["triggerCharacters"], json!([".", "\"", "'", "(", ",", "[", "/", "="]));
     assert_eq!(caps["completionProvider"]["resolveProvider"], true);
     assert_eq!(caps["signatureHelpProvider"]["triggerCharacters"], json!(["(", ","]));
-    assert_eq!(caps["codeActionProvider"]["codeActionKinds"], json!(["quickfix"]));
+    assert_eq!(caps["codeActionProvider"]["codeActionKinds"], json!(["quickfix", "refactor.rewrite"]));
     assert_eq!(
         caps["executeCommandProvider"]["commands"],
         json!([
@@ -671,11 +671,11 @@ async fn commands_unknown_methods_and_lifecycle() {
     let (mut client, _) = TestClient::start(json!({}), None).await;
     client.initialized().await;
     let answer =
-        client.request("workspace/executeCommand", json!({"command": "chainsmith.probeAll", "arguments": []})).await;
+        client.request("workspace/executeCommand", json!({"command": "chainsmith.graph", "arguments": []})).await;
     assert_eq!(answer, Ok(Value::Null));
     let message = client.notification("window/showMessage", |_| true).await;
     assert!(message["message"].as_str().unwrap().contains("not available in this build"), "{message}");
-    assert!(message["message"].as_str().unwrap().contains("chainsmith.probeAll"), "{message}");
+    assert!(message["message"].as_str().unwrap().contains("chainsmith.graph"), "{message}");
 
     let error = client.request("workspace/executeCommand", json!({"command": "other.tool"})).await.unwrap_err();
     assert_eq!(error["code"], -32602, "{error}");

@@ -1,9 +1,13 @@
 //! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
 
+mod generate;
+mod probe;
 mod probe_eval;
 mod retrieve;
 mod run;
 
+pub use generate::{fix, generate};
+pub use probe::probe;
 pub use probe_eval::probe_eval;
 pub use retrieve::retrieve;
 pub use run::{run, stubs};

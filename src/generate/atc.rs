@@ -88,7 +88,19 @@ pub async fn draft(
     budget: &Budget,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Draft, GenerateError> {
-    let mut messages = vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates))];
+    let messages = vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates))];
+    converse(messages, catalog, client, budget, cancelled).await
+}
+
+/// The static loop from a conversation whose last message asks for a program (a first draft, a
+/// revision, a distinct alternative): the reply's program is checked and its problems go back.
+pub async fn converse(
+    mut messages: Vec<Message>,
+    catalog: &Catalog,
+    client: &llm::Client,
+    budget: &Budget,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Draft, GenerateError> {
     let mut feedback = Vec::new();
     loop {
         if cancelled() {

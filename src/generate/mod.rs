@@ -4,4 +4,6 @@
 pub mod atc;
 pub mod extract;
 pub mod prompt;
+pub mod reflect;
 pub mod retrieve;
+pub mod search;

@@ -8,7 +8,9 @@
 //! answers an internal error instead of taking the server down.
 
 pub mod convert;
+pub mod generate;
 pub mod handlers;
+pub mod probe;
 pub mod run;
 pub mod session;
 
@@ -111,7 +113,9 @@ impl Backend {
 
     /// `window/workDoneProgress/cancel`: stops the run that shows this progress.
     async fn work_done_progress_cancel(&self, params: lsp::WorkDoneProgressCancelParams) {
-        self.runs.cancel(&params.token);
+        if !probe::cancel(&params.token) {
+            self.runs.cancel(&params.token);
+        }
     }
 
     fn run_shared(&self) -> run::Shared {
@@ -358,7 +362,7 @@ fn capabilities(encoding: crate::text::Encoding) -> lsp::ServerCapabilities {
         code_lens_provider: Some(lsp::CodeLensOptions { resolve_provider: Some(false) }),
         inlay_hint_provider: Some(lsp::OneOf::Left(true)),
         code_action_provider: Some(lsp::CodeActionProviderCapability::Options(lsp::CodeActionOptions {
-            code_action_kinds: Some(vec![lsp::CodeActionKind::QUICKFIX]),
+            code_action_kinds: Some(vec![lsp::CodeActionKind::QUICKFIX, lsp::CodeActionKind::REFACTOR_REWRITE]),
             resolve_provider: Some(false),
             work_done_progress_options: Default::default(),
         })),
@@ -584,6 +588,9 @@ impl LanguageServer for Backend {
     async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
         match handlers::execute_command::execute_command(&params) {
             Outcome::Run => run::execute(self.run_shared(), params).await,
+            Outcome::Generate => generate::execute(self.run_shared(), params, false).await,
+            Outcome::Fix => generate::execute(self.run_shared(), params, true).await,
+            Outcome::Probe { all } => probe::execute(self.run_shared(), params, all).await,
             Outcome::Unavailable { message } => {
                 self.client.show_message(lsp::MessageType::WARNING, message).await;
                 Ok(None)

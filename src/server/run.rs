@@ -52,6 +52,28 @@ impl Runs {
         }
     }
 
+    /// Tracks another background task (generation, fix) under `key` so progress cancellation and
+    /// shutdown reach it; `false` when one is already active under that key.
+    pub(crate) fn track(&self, key: &str, cancel: Cancel) -> bool {
+        let mut active = self.active();
+        if active.contains_key(key) {
+            return false;
+        }
+        active.insert(key.to_string(), (None, cancel));
+        true
+    }
+
+    /// Records the progress token that can cancel the task under `key`.
+    pub(crate) fn set_token(&self, key: &str, token: &lsp::ProgressToken) {
+        if let Some(entry) = self.active().get_mut(key) {
+            entry.0 = Some(token_text(token));
+        }
+    }
+
+    pub(crate) fn untrack(&self, key: &str) {
+        self.active().remove(key);
+    }
+
     /// Cancels every run (shutdown).
     pub fn cancel_all(&self) {
         for (_, cancel) in self.active().values() {

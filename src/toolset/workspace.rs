@@ -142,6 +142,10 @@ pub fn load(config: &Config) -> Catalog {
             }
         }
     }
+    // Probed schemas of sources chainsmith does not rewrite (`.chainsmith/probed/<toolset>.json`).
+    for toolset in &mut toolsets {
+        crate::probe::write::merge_overlay(&config.root, toolset, &mut texts, &mut diagnostics);
+    }
     let mut catalog = Catalog::new(toolsets, diagnostics);
     catalog.texts = texts;
     catalog

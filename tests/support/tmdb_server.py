@@ -18,6 +18,9 @@ Switches for failures:
   get 401;
 - ``POST .../virtual`` answers like a ToolBench server: ``{"error": "", "response": "<JSON text>"}``
   echoing the call's ``tool_name``, ``api_name`` and ``tool_input``;
+- ``GET .../undocumented/vaults/search?query=…`` hands out a vault ID and ``GET
+  .../undocumented/vaults/<id>`` answers only for that ID (404 otherwise): endpoints no spec
+  describes, one needing an ID from the other (for probing);
 - at run time: ``POST /__control`` with ``{"fail": {prefix: status}, "slow": {prefix: seconds}}``
   replaces the failure and delay rules; ``GET /__requests`` lists the requests received so far
   (``[{method, path, query, headers}]``, headers lower-cased); ``POST /__reset`` clears that list.
@@ -165,12 +168,37 @@ def make_handler(state):
                 forced = 404
             if forced is not None:
                 return self.send_json(forced, SERVER_ERROR if forced >= 500 else NOT_FOUND)
+            if path.startswith("/undocumented/"):
+                return self.undocumented(path, parse_qs(url.query))
             found = state.match(path)
             if found is None:
                 return self.send_json(404, NOT_FOUND)
             return self.send_json(200, found[2])
 
+        def undocumented(self, path, query):
+            # Endpoints no spec describes (for probing): a search handing out vault IDs, and a
+            # lookup that only knows the IDs the search hands out.
+            segments = path.strip("/").split("/")
+            if segments[1:] == ["vaults", "search"]:
+                title = (query.get("query") or [""])[0]
+                return self.send_json(
+                    200, {"page": 1, "results": [{"vault_id": "v-7731", "title": title or "Archive", "owner": "ana"}]}
+                )
+            if len(segments) == 3 and segments[1] == "vaults" and segments[2] in VAULTS:
+                return self.send_json(200, VAULTS[segments[2]])
+            return self.send_json(404, NOT_FOUND)
+
     return Handler
+
+
+VAULTS = {
+    "v-7731": {
+        "vault_id": "v-7731",
+        "title": "Archive",
+        "locked": False,
+        "items": [{"name": "deed.pdf", "size": 2048}, {"name": "notes.txt", "size": 12, "tags": ["old"]}],
+    }
+}
 
 
 def rule(text, convert):

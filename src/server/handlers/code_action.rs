@@ -17,12 +17,17 @@ use super::diagnostics;
 
 /// Quick fixes in an open program.
 pub fn code_action(snap: &Snapshot, params: &lsp::CodeActionParams) -> Option<lsp::CodeActionResponse> {
-    if !wants_quickfix(params) {
-        return Some(Vec::new());
+    let mut out = Vec::new();
+    if wants_quickfix(params) {
+        let found = diagnostics::core(snap);
+        let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, snap.world.encoding);
+        out = actions(&found, &snap.uri, snap.text(), &snap.line_index, snap.world.encoding, requested);
     }
-    let found = diagnostics::core(snap);
-    let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, snap.world.encoding);
-    Some(actions(&found, &snap.uri, snap.text(), &snap.line_index, snap.world.encoding, requested))
+    // Generation: "Generate tool chain for this task" and "Fix failing chain".
+    out.extend(crate::server::generate::code_actions(snap, params));
+    // Probing: "Probe tool" on a call whose response schema is unknown.
+    out.extend(crate::server::probe::code_actions(snap, params));
+    Some(out)
 }
 
 /// Quick fixes in a protocol file or chainsmith.toml, from the catalog's diagnostics on it.

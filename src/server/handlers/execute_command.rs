@@ -1,6 +1,7 @@
 //! `workspace/executeCommand`. The editor commands are advertised so clients can bind them;
-//! `chainsmith.run` runs the program (see `server::run`); the features behind the others
-//! (generation, probing, ToolNet) are not part of this build yet.
+//! `chainsmith.run` runs the program (see `server::run`), `chainsmith.generate` and `chainsmith.fix`
+//! generate and fix chains (see `server::generate`); the features behind the others (probing,
+//! ToolNet) are not part of this build yet.
 
 use tower_lsp_server::lsp_types as lsp;
 
@@ -17,6 +18,12 @@ pub const COMMANDS: [&str; 6] = [
 pub enum Outcome {
     /// `chainsmith.run`: run the program named by the arguments in the background.
     Run,
+    /// `chainsmith.generate`: generate a chain for the document's task in the background.
+    Generate,
+    /// `chainsmith.fix`: run the document, reflect on its failure and fix it in the background.
+    Fix,
+    /// `chainsmith.probe` (tool ids as arguments) / `chainsmith.probeAll`: probing in the background.
+    Probe { all: bool },
     /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
     Unavailable { message: String },
     /// Not a chainsmith command: an `InvalidParams` error.
@@ -27,6 +34,12 @@ pub fn execute_command(params: &lsp::ExecuteCommandParams) -> Outcome {
     let command = params.command.as_str();
     if command == "chainsmith.run" {
         Outcome::Run
+    } else if command == "chainsmith.generate" {
+        Outcome::Generate
+    } else if command == "chainsmith.fix" {
+        Outcome::Fix
+    } else if command == "chainsmith.probe" || command == "chainsmith.probeAll" {
+        Outcome::Probe { all: command == "chainsmith.probeAll" }
     } else if COMMANDS.contains(&command) {
         Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
     } else {

@@ -1,0 +1,416 @@
+//! Generation in the editor: the code actions "Generate tool chain for this task" (the task from
+//! the selection, the module docstring or a `# task:` comment) and "Fix failing chain" (on a
+//! runtime diagnostic), and the commands `chainsmith.generate` / `chainsmith.fix` they invoke.
+//!
+//! Both run as background tasks with cancellable work-done progress (the LLM calls so far are
+//! reported as it goes). The result is applied with `workspace/applyEdit` only when the document
+//! still has the version the task started from; otherwise the program is logged and a message says
+//! why nothing changed. LLM failures and replies without a usable program leave the document as it
+//! is, with a message. When the user selected calls, or the task names tools, the candidates are
+//! those tools and their ToolNet neighbours.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::lsp_types::{self as lsp, notification, request};
+
+use super::run::Shared;
+use super::session::Snapshot;
+use super::{convert, session};
+use crate::analysis;
+use crate::generate::reflect::Runner;
+use crate::generate::search::{self, Request, Settings};
+use crate::llm;
+use crate::runtime::Cancel;
+use crate::toolset::doc::ByteRange;
+
+const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Diagnostic codes of a failed run (src/runtime/attribute.rs).
+pub const RUNTIME_CODES: [&str; 3] = ["runtime-error", "tool-error", "attributed-call"];
+
+pub const GENERATE_TITLE: &str = "Generate tool chain for this task";
+pub const FIX_TITLE: &str = "Fix failing chain";
+
+fn wants(params: &lsp::CodeActionParams, kind: &lsp::CodeActionKind) -> bool {
+    match &params.context.only {
+        Some(kinds) => kinds.iter().any(|k| kind.as_str().starts_with(k.as_str())),
+        None => true,
+    }
+}
+
+/// The task and the tools the user selected for a generation at `requested`.
+pub fn task_at(snap: &Snapshot, requested: ByteRange) -> Option<(String, Vec<String>)> {
+    let text = snap.text();
+    let catalog = &snap.world.catalog;
+    let tree = analysis::parse::parse(text);
+    let result = analysis::analyze(&snap.path, text, &tree, catalog, &snap.world.config.diagnostics);
+    let selected = text.get(requested.start..requested.end).unwrap_or("").trim();
+    let mut tools: Vec<String> = Vec::new();
+    if !selected.is_empty() {
+        for call in &result.calls {
+            if call.range.start >= requested.start
+                && call.range.end <= requested.end
+                && let Some(tool) = call.tool
+                && !tools.contains(&tool.id())
+            {
+                tools.push(tool.id());
+            }
+        }
+    }
+    let task = if !selected.is_empty() && tools.is_empty() {
+        let words: Vec<&str> = selected
+            .lines()
+            .map(|l| l.trim().trim_start_matches('#').trim())
+            .map(|l| l.strip_prefix("task:").or_else(|| l.strip_prefix("Task:")).unwrap_or(l))
+            .collect();
+        let task = words.join(" ").trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace()).to_string();
+        (!task.is_empty()).then_some(task)
+    } else {
+        search::task_of(text)
+    }?;
+    for named in search::named_tools(&task, catalog) {
+        if !tools.contains(&named) {
+            tools.push(named);
+        }
+    }
+    Some((task, tools))
+}
+
+/// The generation and fix actions offered at the requested range.
+pub fn code_actions(snap: &Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp::CodeActionOrCommand> {
+    let mut out = Vec::new();
+    let uri = json!(snap.uri.as_str());
+    let rewrite = lsp::CodeActionKind::REFACTOR_REWRITE;
+    if wants(params, &rewrite) {
+        let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, snap.world.encoding);
+        if let Some((task, tools)) = task_at(snap, requested) {
+            let arguments = json!({"uri": uri, "version": snap.version, "task": task, "tools": tools});
+            out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                title: GENERATE_TITLE.into(),
+                kind: Some(rewrite),
+                command: Some(lsp::Command {
+                    title: GENERATE_TITLE.into(),
+                    command: "chainsmith.generate".into(),
+                    arguments: Some(vec![arguments]),
+                }),
+                ..Default::default()
+            }));
+        }
+    }
+    let failing: Vec<lsp::Diagnostic> = params
+        .context
+        .diagnostics
+        .iter()
+        .filter(|d| matches!(&d.code, Some(lsp::NumberOrString::String(c)) if RUNTIME_CODES.contains(&c.as_str())))
+        .cloned()
+        .collect();
+    if !failing.is_empty() && wants(params, &lsp::CodeActionKind::QUICKFIX) {
+        out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+            title: FIX_TITLE.into(),
+            kind: Some(lsp::CodeActionKind::QUICKFIX),
+            diagnostics: Some(failing),
+            command: Some(lsp::Command {
+                title: FIX_TITLE.into(),
+                command: "chainsmith.fix".into(),
+                arguments: Some(vec![json!({"uri": uri, "version": snap.version})]),
+            }),
+            ..Default::default()
+        }));
+    }
+    out
+}
+
+/// What a `chainsmith.generate` / `chainsmith.fix` names.
+struct Target {
+    uri: lsp::Uri,
+    task: Option<String>,
+    tools: Vec<String>,
+    allow_writes: bool,
+}
+
+fn target(params: &lsp::ExecuteCommandParams) -> Option<Target> {
+    let first = params.arguments.first()?;
+    let (uri, args) = match first {
+        Value::String(s) => (s.as_str(), None),
+        Value::Object(map) => (map.get("uri").and_then(Value::as_str)?, Some(map)),
+        _ => return None,
+    };
+    let get = |k: &str| args.and_then(|a| a.get(k));
+    Some(Target {
+        uri: uri.parse().ok()?,
+        task: get("task").and_then(Value::as_str).map(str::to_string),
+        tools: get("tools")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
+        allow_writes: get("allowWrites").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+async fn progress(shared: &Shared, token: &Option<lsp::ProgressToken>, value: lsp::WorkDoneProgress) {
+    if let Some(token) = token {
+        shared
+            .client
+            .send_notification::<notification::Progress>(lsp::ProgressParams {
+                token: token.clone(),
+                value: lsp::ProgressParamsValue::WorkDone(value),
+            })
+            .await;
+    }
+}
+
+/// `chainsmith.generate` (`fix` false) and `chainsmith.fix`: answers at once, the work going on in
+/// the background.
+pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, fix: bool) -> Result<Option<Value>> {
+    let command = if fix { "chainsmith.fix" } else { "chainsmith.generate" };
+    let Some(target) = target(&params) else {
+        return Err(Error::invalid_params(format!("{command} takes the program's URI as its argument")));
+    };
+    let snapshot = shared.session.lock().unwrap_or_else(|p| p.into_inner()).snapshot(&target.uri);
+    let Some(snap) = snapshot else {
+        let message =
+            format!("chainsmith: open {} to {}", target.uri.as_str(), if fix { "fix it" } else { "generate" });
+        shared.client.show_message(lsp::MessageType::ERROR, message).await;
+        return Ok(None);
+    };
+    let Some(root) = snap.world.root.clone() else {
+        shared.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to generate in").await;
+        return Ok(None);
+    };
+    let text = snap.text().to_string();
+    let task = target.task.clone().or_else(|| search::task_of(&text));
+    if !fix && task.is_none() {
+        let message = "chainsmith: no task to generate for: write it in the module docstring or a `# task:` comment, or select it";
+        shared.client.show_message(lsp::MessageType::ERROR, message).await;
+        return Ok(None);
+    }
+    let client = match llm::Client::new(&snap.world.config.llm) {
+        Ok(c) => c,
+        Err(e) => {
+            shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
+            return Ok(None);
+        }
+    };
+    let key = format!("{command}:{}", target.uri.as_str());
+    let cancel = Cancel::new();
+    if !shared.runs.track(&key, cancel.clone()) {
+        let message = format!("chainsmith: {command} is already running on this document");
+        shared.client.show_message(lsp::MessageType::INFO, message).await;
+        return Ok(None);
+    }
+    let token = match params.work_done_progress_params.work_done_token.clone() {
+        Some(token) => Some(token),
+        None if snap.world.support.work_done_progress => {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let token =
+                lsp::NumberOrString::String(format!("chainsmith-generate-{}", NEXT.fetch_add(1, Ordering::SeqCst)));
+            let create =
+                shared.client.send_request::<request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams {
+                    token: token.clone(),
+                });
+            match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, create).await {
+                Ok(Ok(())) => Some(token),
+                _ => None,
+            }
+        }
+        None => None,
+    };
+    if let Some(token) = &token {
+        shared.runs.set_token(&key, token);
+    }
+    let runner = Runner {
+        root,
+        program: snap.path.clone(),
+        config: snap.world.config.clone(),
+        catalog: snap.world.catalog.clone(),
+        allow_writes: target.allow_writes,
+        cancel,
+        mcp: Some(shared.runs.mcp.clone()),
+    };
+    tokio::spawn(async move {
+        background(&shared, &snap, task, target.tools, fix, client, runner, token).await;
+        shared.runs.untrack(&key);
+    });
+    Ok(None)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn background(
+    shared: &Shared,
+    snap: &Snapshot,
+    task: Option<String>,
+    tools: Vec<String>,
+    fix: bool,
+    client: llm::Client,
+    runner: Runner,
+    token: Option<lsp::ProgressToken>,
+) {
+    let name =
+        session::document_path(&snap.uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let title = if fix { format!("Fixing {name}") } else { format!("Generating a tool chain in {name}") };
+    let begin = lsp::WorkDoneProgressBegin {
+        title,
+        cancellable: Some(true),
+        message: Some("asking the model".into()),
+        percentage: None,
+    };
+    progress(shared, &token, lsp::WorkDoneProgress::Begin(begin)).await;
+    let text = snap.text().to_string();
+    let world = &snap.world;
+    let settings = Settings::from_config(&world.config.generate);
+    let graph = world.toolnet.graph();
+    let task_text = task.clone().unwrap_or_else(|| "make this program run without errors".into());
+    let mut selected = tools;
+    if fix {
+        let tree = analysis::parse::parse(&text);
+        let result = analysis::analyze(&snap.path, &text, &tree, &world.catalog, &world.config.diagnostics);
+        for id in crate::graph::workspace::program_tools(&result) {
+            if !selected.contains(&id) {
+                selected.push(id);
+            }
+        }
+    }
+    let (candidates, allowed) = if fix && task.is_some() {
+        // A fix keeps its program's tools first, then retrieval for the task.
+        let (mut c, _) =
+            search::candidates(&task_text, &world.catalog, world.config.generate.candidates, &[], Some(&graph));
+        for id in selected.iter().rev() {
+            c.retain(|x| x != id);
+            c.insert(0, id.clone());
+        }
+        (c, None)
+    } else {
+        search::candidates(&task_text, &world.catalog, world.config.generate.candidates, &selected, Some(&graph))
+    };
+    let mut runner = runner;
+    let mut given = fix.then(|| text.clone());
+    let outcome = loop {
+        let request = Request {
+            task: &task_text,
+            candidates: candidates.clone(),
+            allowed: allowed.clone(),
+            given: given.clone(),
+            judge: task.is_some(),
+        };
+        let outcome = {
+            let search = search::search(request, &world.catalog, &client, &runner, &settings);
+            tokio::pin!(search);
+            let mut ticker = tokio::time::interval(Duration::from_millis(250));
+            let mut reported = 0;
+            loop {
+                tokio::select! {
+                    outcome = &mut search => break outcome,
+                    _ = ticker.tick() => {
+                        let calls = client.meter.requests();
+                        if calls != reported {
+                            reported = calls;
+                            let report = lsp::WorkDoneProgressReport {
+                                cancellable: Some(true),
+                                message: Some(format!("{calls} LLM call{}", if calls == 1 { "" } else { "s" })),
+                                percentage: None,
+                            };
+                            progress(shared, &token, lsp::WorkDoneProgress::Report(report)).await;
+                        }
+                    }
+                }
+            }
+        };
+        // The editor's confirmation: a program that calls tools which may write runs only if agreed.
+        if let Some(search::Stop::NeedsConsent(tools)) = &outcome.stop
+            && !runner.allow_writes
+            && confirm(shared, tools).await
+        {
+            runner.allow_writes = true;
+            given = outcome.best_node().map(|b| b.program.clone());
+            continue;
+        }
+        break outcome;
+    };
+    let usage = format!("{} LLM calls, {}; {}", client.meter.requests(), client.meter.usage(), outcome.shape());
+    shared.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {name}: {usage}")).await;
+    let best = outcome.best_node().filter(|_| outcome.solved).map(|b| b.program.clone());
+    let Some(program) = best else {
+        let why = outcome.stop.as_ref().map(ToString::to_string).unwrap_or_else(|| "no attempt succeeded".into());
+        let end = lsp::WorkDoneProgressEnd { message: Some(format!("no change: {why}")) };
+        progress(shared, &token, lsp::WorkDoneProgress::End(end)).await;
+        let kind = if matches!(outcome.stop, Some(search::Stop::Cancelled)) {
+            lsp::MessageType::INFO
+        } else {
+            lsp::MessageType::ERROR
+        };
+        let what = if fix { "fix" } else { "generate a working chain for" };
+        let message = format!("chainsmith: could not {what} {name}: {why}; the document is unchanged");
+        shared.client.show_message(kind, message).await;
+        return;
+    };
+    let end = lsp::WorkDoneProgressEnd { message: Some(format!("done: {usage}")) };
+    progress(shared, &token, lsp::WorkDoneProgress::End(end)).await;
+    if fix && program == text {
+        shared.client.show_message(lsp::MessageType::INFO, format!("chainsmith: {name} runs as it is")).await;
+        return;
+    }
+    // The edit is made against the text the task started from, and only if it is still there.
+    let current = {
+        let s = shared.session.lock().unwrap_or_else(|p| p.into_inner());
+        s.document(&snap.uri).map(|d| d.version)
+    };
+    if current != Some(snap.version) {
+        let message = format!(
+            "chainsmith: {name} changed while the chain was being generated; nothing was applied (the program is in the output log)"
+        );
+        shared.client.show_message(lsp::MessageType::WARNING, message).await;
+        shared
+            .client
+            .log_message(lsp::MessageType::INFO, format!("chainsmith: the program for {name}:\n{program}"))
+            .await;
+        return;
+    }
+    let (range, new_text) = if fix {
+        let all = convert::range(&snap.line_index, &text, ByteRange::new(0, text.len()), world.encoding);
+        (all, search::with_header(&text, &program))
+    } else {
+        let end = convert::range(&snap.line_index, &text, ByteRange::new(text.len(), text.len()), world.encoding);
+        let sep = if text.is_empty() || text.ends_with("\n\n") {
+            ""
+        } else if text.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        };
+        (end, format!("{sep}{program}"))
+    };
+    let edit = lsp::WorkspaceEdit {
+        changes: Some(HashMap::from([(snap.uri.clone(), vec![lsp::TextEdit { range, new_text }])])),
+        ..Default::default()
+    };
+    match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, shared.client.apply_edit(edit)).await {
+        Ok(Ok(response)) if response.applied => {}
+        other => {
+            let why = match other {
+                Ok(Ok(r)) => r.failure_reason.unwrap_or_else(|| "the editor refused it".into()),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => "the editor did not answer".into(),
+            };
+            shared
+                .client
+                .log_message(lsp::MessageType::INFO, format!("chainsmith: the program for {name}:\n{program}"))
+                .await;
+            let message =
+                format!("chainsmith: the edit to {name} was not applied ({why}); the program is in the output log");
+            shared.client.show_message(lsp::MessageType::WARNING, message).await;
+        }
+    }
+}
+
+/// Asks the user whether tools that may change data may run.
+async fn confirm(shared: &Shared, tools: &[String]) -> bool {
+    let run = lsp::MessageActionItem { title: "Run them".into(), properties: Default::default() };
+    let cancel = lsp::MessageActionItem { title: "Don't run".into(), properties: Default::default() };
+    let message =
+        format!("chainsmith: the generated program calls tools that may change data ({}). Run them?", tools.join(", "));
+    let answer = shared.client.show_message_request(lsp::MessageType::WARNING, message, Some(vec![run, cancel])).await;
+    matches!(answer, Ok(Some(item)) if item.title == "Run them")
+}

@@ -1,0 +1,334 @@
+//! `chainsmith.probe` (arguments: tool ids) and `chainsmith.probeAll` (every tool whose response is
+//! unknown, chain of probing) in the editor: a background task with work-done progress (a report
+//! per tool; `window/workDoneProgress/cancel` stops it). Tools not known to be read-only run only
+//! after the user confirms (`window/showMessageRequest`). Results are written back: native JSON
+//! toolsets as a `WorkspaceEdit` (`workspace/applyEdit`, so the user sees and can undo it),
+//! other sources as `.chainsmith/probed/<toolset>.json`; then the catalog is reloaded and the open
+//! programs' diagnostics are published against the new schemas.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::lsp_types::{self as lsp, notification, request};
+
+use super::run::Shared;
+use super::{convert, handlers};
+use crate::config::Config;
+use crate::llm;
+use crate::probe::chain::{self, ProbeObserver};
+use crate::probe::discover::{self, Probed, Prober, Unprobed};
+use crate::probe::write;
+use crate::runtime::Cancel;
+use crate::text::LineIndex;
+use crate::toolset::{Catalog, workspace};
+
+const CONFIRM: &str = "Probe them too";
+const SKIP: &str = "Only read-only tools";
+
+/// Starts probing; answers at once (`null`).
+pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, all: bool) -> Result<Option<Value>> {
+    let (world, support) = {
+        let s = shared.session.lock().unwrap_or_else(|e| e.into_inner());
+        (s.world(), s.support)
+    };
+    let Some(root) = world.root.clone() else {
+        shared.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to probe in").await;
+        return Ok(None);
+    };
+    let catalog = world.catalog.clone();
+    let mut targets: Vec<String> = Vec::new();
+    for arg in &params.arguments {
+        let id = match arg {
+            Value::String(s) => s.clone(),
+            Value::Object(m) => m.get("tool").and_then(Value::as_str).unwrap_or_default().to_string(),
+            _ => continue,
+        };
+        match catalog.find(&id) {
+            Ok(tool) => targets.push(tool.id()),
+            Err(message) => {
+                shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {message}")).await;
+                return Ok(None);
+            }
+        }
+    }
+    if all || targets.is_empty() {
+        let unknown: Vec<String> = catalog
+            .tools()
+            .filter(|t| t.response.is_none())
+            .map(|t| t.id())
+            .filter(|id| !targets.contains(id))
+            .collect();
+        targets.extend(unknown);
+    }
+    if targets.is_empty() {
+        shared.client.show_message(lsp::MessageType::INFO, "chainsmith: every response schema is known").await;
+        return Ok(None);
+    }
+    let needing: Vec<String> = targets
+        .iter()
+        .filter_map(|id| catalog.find(id).ok())
+        .filter(|t| discover::confirmation_needed(t).is_some())
+        .map(|t| t.id())
+        .collect();
+    let mut allow_writes = false;
+    if !needing.is_empty() {
+        let asked = shared.client.show_message_request(
+            lsp::MessageType::WARNING,
+            format!(
+                "chainsmith: probing runs tools for real; these are not known to be read-only: {}",
+                needing.join(", ")
+            ),
+            Some(vec![
+                lsp::MessageActionItem { title: CONFIRM.into(), properties: HashMap::new() },
+                lsp::MessageActionItem { title: SKIP.into(), properties: HashMap::new() },
+            ]),
+        );
+        match tokio::time::timeout(Duration::from_secs(120), asked).await {
+            Ok(Ok(Some(item))) if item.title == CONFIRM => allow_writes = true,
+            Ok(Ok(Some(item))) if item.title == SKIP => {}
+            _ => return Ok(None),
+        }
+    }
+    let client = match llm::Client::new(&world.config.llm) {
+        Ok(c) => c,
+        Err(e) => {
+            shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
+            return Ok(None);
+        }
+    };
+    let mut prober = Prober::new(world.config.clone(), client, allow_writes);
+    prober.mcp = shared.runs.mcp.clone();
+    let n = targets.len() as u32;
+    prober.budget.max_llm_calls = (prober.samples + 1) * n * world.config.probe.rounds.max(1);
+    prober.budget.max_tokens = world.config.generate.max_tokens.max(1) * u64::from(n);
+    let token = progress_token(&shared, &params, support.work_done_progress).await;
+    if let Some(token) = &token {
+        PROBES.lock().unwrap_or_else(|e| e.into_inner()).insert(token_key(token), prober.cancel.clone());
+    }
+    tokio::spawn(background(shared, root, catalog, prober, targets, token));
+    Ok(None)
+}
+
+static PROBES: std::sync::Mutex<BTreeMap<String, Cancel>> = std::sync::Mutex::new(BTreeMap::new());
+
+fn token_key(token: &lsp::ProgressToken) -> String {
+    match token {
+        lsp::NumberOrString::Number(n) => n.to_string(),
+        lsp::NumberOrString::String(s) => s.clone(),
+    }
+}
+
+/// `window/workDoneProgress/cancel` for a probing session; whether the token was one.
+pub fn cancel(token: &lsp::ProgressToken) -> bool {
+    match PROBES.lock().unwrap_or_else(|e| e.into_inner()).get(&token_key(token)) {
+        Some(cancel) => {
+            cancel.cancel();
+            true
+        }
+        None => false,
+    }
+}
+
+async fn progress_token(
+    shared: &Shared,
+    params: &lsp::ExecuteCommandParams,
+    supported: bool,
+) -> Option<lsp::ProgressToken> {
+    if let Some(token) = params.work_done_progress_params.work_done_token.clone() {
+        return Some(token);
+    }
+    if !supported {
+        return None;
+    }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let token = lsp::NumberOrString::String(format!("chainsmith-probe-{n}"));
+    let create = shared
+        .client
+        .send_request::<request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams { token: token.clone() });
+    match tokio::time::timeout(Duration::from_secs(5), create).await {
+        Ok(Ok(())) => Some(token),
+        _ => None,
+    }
+}
+
+async fn report(shared: &Shared, token: &Option<lsp::ProgressToken>, value: lsp::WorkDoneProgress) {
+    if let Some(token) = token {
+        shared
+            .client
+            .send_notification::<notification::Progress>(lsp::ProgressParams {
+                token: token.clone(),
+                value: lsp::ProgressParamsValue::WorkDone(value),
+            })
+            .await;
+    }
+}
+
+struct Forward(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl ProbeObserver for Forward {
+    fn started(&self, tool: &str, round: u32, _prerequisites: &[String]) {
+        let _ = self.0.send(format!("probing {tool} (round {round})"));
+    }
+    fn finished(&self, tool: &str, _round: u32, result: &std::result::Result<Probed, Unprobed>) {
+        let _ = self.0.send(match result {
+            Ok(_) => format!("✓ {tool}"),
+            Err(why) => format!("✗ {tool}: {}", why.reason()),
+        });
+    }
+}
+
+// `lsp::Uri` keys are what `WorkspaceEdit::changes` takes.
+#[allow(clippy::mutable_key_type)]
+async fn background(
+    shared: Shared,
+    root: std::path::PathBuf,
+    catalog: Arc<Catalog>,
+    prober: Prober,
+    targets: Vec<String>,
+    token: Option<lsp::ProgressToken>,
+) {
+    report(
+        &shared,
+        &token,
+        lsp::WorkDoneProgress::Begin(lsp::WorkDoneProgressBegin {
+            title: format!("Probing {} tool{}", targets.len(), if targets.len() == 1 { "" } else { "s" }),
+            cancellable: Some(true),
+            message: None,
+            percentage: None,
+        }),
+    )
+    .await;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let task = {
+        let (prober, catalog, targets) = (prober.clone(), catalog.clone(), targets.clone());
+        tokio::spawn(async move { chain::probe_chain(&prober, &catalog, &targets, &Forward(tx)).await })
+    };
+    while let Some(line) = rx.recv().await {
+        shared.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {line}")).await;
+        let message = Some(line);
+        report(
+            &shared,
+            &token,
+            lsp::WorkDoneProgress::Report(lsp::WorkDoneProgressReport { message, ..Default::default() }),
+        )
+        .await;
+    }
+    if let Some(token) = &token {
+        PROBES.lock().unwrap_or_else(|e| e.into_inner()).remove(&token_key(token));
+    }
+    let Ok(result) = task.await else {
+        report(
+            &shared,
+            &token,
+            lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some("failed".into()) }),
+        )
+        .await;
+        return;
+    };
+    let probed: Vec<&Probed> = result.probed.iter().map(|(p, _)| p).collect();
+    let (native, other): (Vec<&Probed>, Vec<&Probed>) =
+        probed.iter().partition(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json));
+    // Native files: one WorkspaceEdit the user can see and undo.
+    let mut by_file: BTreeMap<std::path::PathBuf, Vec<&Probed>> = BTreeMap::new();
+    for p in native {
+        if let Some(tool) = catalog.tool(&p.toolset, &p.name) {
+            by_file.entry(tool.source.file.clone()).or_default().push(p);
+        }
+    }
+    let mut changes: HashMap<lsp::Uri, Vec<lsp::TextEdit>> = HashMap::new();
+    let encoding = shared.session.lock().unwrap_or_else(|e| e.into_inner()).world().encoding;
+    for (file, items) in by_file {
+        let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(edits) = write::native_edits(&text, &items) else { continue };
+        let Some(uri) = convert::file_uri(&path) else { continue };
+        let index = LineIndex::new(&text);
+        let edits = edits
+            .iter()
+            .map(|e| lsp::TextEdit {
+                range: convert::range(&index, &text, e.range, encoding),
+                new_text: e.text.clone(),
+            })
+            .collect();
+        changes.insert(uri, edits);
+    }
+    if !changes.is_empty() {
+        let edit = lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() };
+        let applied = shared
+            .client
+            .send_request::<request::ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditParams {
+                label: Some("Probed response schemas".into()),
+                edit,
+            })
+            .await;
+        if !applied.is_ok_and(|r| r.applied) {
+            shared
+                .client
+                .show_message(lsp::MessageType::WARNING, "chainsmith: the editor did not apply the probed schemas")
+                .await;
+        }
+    }
+    if let Err(e) = write::write_back(&root, &catalog, &other) {
+        shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+    }
+    reload(&shared, &root);
+    let mut end = format!("probed {} of {}", probed.len(), targets.len());
+    for (id, why) in &result.unprobed {
+        end.push_str(&format!("\n{id}: {}", why.reason()));
+    }
+    shared.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {end}")).await;
+    report(&shared, &token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(end) })).await;
+    publish_programs(&shared).await;
+}
+
+/// Reloads the catalog so completion and diagnostics see the new schemas at once.
+fn reload(shared: &Shared, root: &std::path::Path) {
+    let settings = shared.session.lock().unwrap_or_else(|e| e.into_inner()).settings();
+    let config = Config::load(root, settings.as_ref());
+    let catalog = workspace::load(&config);
+    shared.session.lock().unwrap_or_else(|e| e.into_inner()).install(config, catalog);
+}
+
+async fn publish_programs(shared: &Shared) {
+    let snapshots = shared.session.lock().unwrap_or_else(|e| e.into_inner()).snapshots();
+    for snap in snapshots {
+        let diagnostics = handlers::diagnostics::program(&snap);
+        shared.client.publish_diagnostics(snap.uri.clone(), diagnostics, Some(snap.version)).await;
+    }
+}
+
+/// "Probe tool `toolset.name`" on the calls in the requested range whose response is unknown.
+pub fn code_actions(snap: &super::session::Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp::CodeActionOrCommand> {
+    if params.context.only.as_ref().is_some_and(|only| !only.iter().any(|k| k.as_str().starts_with("refactor"))) {
+        return Vec::new();
+    }
+    let world = &snap.world;
+    let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, world.encoding);
+    let analysis =
+        crate::analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
+    let mut out = Vec::new();
+    let mut seen = Vec::new();
+    for call in &analysis.calls {
+        let Some(tool) = call.tool else { continue };
+        let touches = call.range.start <= requested.end && requested.start <= call.range.end;
+        if !touches || tool.response.is_some() || seen.contains(&tool.id()) {
+            continue;
+        }
+        seen.push(tool.id());
+        out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+            title: format!("Probe tool {}", tool.id()),
+            kind: Some(lsp::CodeActionKind::REFACTOR),
+            command: Some(lsp::Command {
+                title: format!("Probe tool {}", tool.id()),
+                command: "chainsmith.probe".into(),
+                arguments: Some(vec![Value::String(tool.id())]),
+            }),
+            ..Default::default()
+        }));
+    }
+    out
+}
