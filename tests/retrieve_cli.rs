@@ -66,3 +66,14 @@ fn eval_with_no_matching_gold_is_a_usage_error() {
     assert_eq!(code, 2);
     assert!(stderr.contains("no query"), "{stderr}");
 }
+
+/// On RestBench, whose gold solutions are ordered, the eval also reports ToolNet expansion with a
+/// graph built from the other folds only.
+#[test]
+fn eval_reports_graph_expansion_on_restbench() {
+    let (code, stdout, stderr) =
+        chainsmith(&["--root", "examples/tmdb", "retrieve", "--eval", "../shared/datasets/restbench/tmdb.json"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("corpus 54 tools; 100 queries; 1 gold entries not in the corpus"), "{stdout}");
+    assert!(stdout.contains("[+ ToolNet expansion (graph from the other 4 of 5 folds)]\nndcg@1 "), "{stdout}");
+}

@@ -39,14 +39,20 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
             ("+ field weights", Options { split_identifiers: true, field_weights: true, ..Options::PLAIN }),
             ("+ tool-level aggregation", Options::BEST),
         ];
-        for (name, options) in steps {
-            let index = Index::new(&catalog, options);
-            let s = retrieve::evaluate(&index, &queries);
+        let mut print = |name: &str, s: retrieve::Scores| -> std::io::Result<()> {
             writeln!(out, "[{name}]")?;
             writeln!(out, "ndcg@1 {:.3}", s.ndcg1)?;
             writeln!(out, "ndcg@3 {:.3}", s.ndcg3)?;
             writeln!(out, "ndcg@5 {:.3}", s.ndcg5)?;
-            writeln!(out, "recall@20 {:.3}", s.recall20)?;
+            writeln!(out, "recall@20 {:.3}", s.recall20)
+        };
+        for (name, options) in steps {
+            let index = Index::new(&catalog, options);
+            print(name, retrieve::evaluate(&index, &queries))?;
+        }
+        let index = Index::new(&catalog, Options::BEST);
+        if let Some(s) = retrieve::evaluate_with_graph(&index, &queries, 5, &config.toolnet) {
+            print("+ ToolNet expansion (graph from the other 4 of 5 folds)", s)?;
         }
         return Ok(0);
     }

@@ -235,6 +235,8 @@ impl<'c> Index<'c> {
 pub struct Query {
     pub text: String,
     pub gold: Vec<String>,
+    /// The gold tools in solution order, when the file gives an order (RestBench); empty otherwise.
+    pub sequence: Vec<String>,
 }
 
 /// Reads StableToolBench/ToolBench query files (`relevant APIs`) and RestBench task files
@@ -255,11 +257,15 @@ pub fn read_queries(value: &Value, catalog: &Catalog) -> (Vec<Query>, usize) {
     for item in value.as_array().map(Vec::as_slice).unwrap_or(&[]) {
         let text = item.get("query").and_then(Value::as_str).unwrap_or("").to_string();
         let mut gold = Vec::new();
+        let mut sequence = Vec::new();
         if let Some(solution) = item.get("solution").and_then(Value::as_array) {
             for step in solution.iter().filter_map(Value::as_str) {
                 let step = step.split_whitespace().collect::<Vec<_>>().join(" ");
                 match by_endpoint.get(&step) {
-                    Some(id) => gold.push(id.clone()),
+                    Some(id) => {
+                        gold.push(id.clone());
+                        sequence.push(id.clone());
+                    }
                     None => unmapped += 1,
                 }
             }
@@ -280,7 +286,7 @@ pub fn read_queries(value: &Value, catalog: &Catalog) -> (Vec<Query>, usize) {
         gold.sort();
         gold.dedup();
         if !text.is_empty() && !gold.is_empty() {
-            queries.push(Query { text, gold });
+            queries.push(Query { text, gold, sequence });
         }
     }
     (queries, unmapped)
@@ -307,22 +313,95 @@ fn ndcg(ranked: &[String], gold: &[String], k: usize) -> f64 {
     if ideal == 0.0 { 0.0 } else { dcg / ideal }
 }
 
+/// ToolNet expansion: the graph neighbours of the best `seeds` hits join the ranking — successors
+/// (what follows a hit) and predecessors (what leads to it: the search a detail tool needs) — with
+/// the hit's score scaled by the transition weight, below the hit itself.
+pub fn expand(
+    mut ranked: Vec<(String, f64)>,
+    graph: &crate::graph::ToolGraph,
+    seeds: usize,
+    per_seed: usize,
+) -> Vec<(String, f64)> {
+    let hits: Vec<(String, f64)> = ranked.iter().take(seeds).cloned().collect();
+    for (hit, score) in hits {
+        let neighbours = graph
+            .successors(&hit)
+            .into_iter()
+            .take(per_seed)
+            .chain(graph.predecessors(&hit).into_iter().take(per_seed));
+        for (next, weight) in neighbours {
+            if next == crate::graph::END || next == crate::graph::START {
+                continue;
+            }
+            let proposed = score * EXPANSION_SHARE * weight;
+            match ranked.iter_mut().find(|(id, _)| id == next) {
+                Some(existing) => existing.1 += proposed,
+                None => ranked.push((next.to_string(), proposed)),
+            }
+        }
+    }
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+}
+
+/// How much of a hit's score a graph neighbour receives (times the transition weight).
+const EXPANSION_SHARE: f64 = 0.5;
+
+fn add_scores(s: &mut Scores, ranked: &[String], gold: &[String]) {
+    s.ndcg1 += ndcg(ranked, gold, 1);
+    s.ndcg3 += ndcg(ranked, gold, 3);
+    s.ndcg5 += ndcg(ranked, gold, 5);
+    s.recall20 += gold.iter().filter(|g| ranked.iter().take(20).any(|r| r == *g)).count() as f64 / gold.len() as f64;
+}
+
 /// NDCG@1/3/5 and recall@20 of the index over the queries (binary relevance).
 pub fn evaluate(index: &Index, queries: &[Query]) -> Scores {
     let mut s = Scores { queries: queries.len(), ..Default::default() };
     for q in queries {
         let ranked: Vec<String> = index.search(&q.text, 20).into_iter().map(|(t, _)| t.id()).collect();
-        s.ndcg1 += ndcg(&ranked, &q.gold, 1);
-        s.ndcg3 += ndcg(&ranked, &q.gold, 3);
-        s.ndcg5 += ndcg(&ranked, &q.gold, 5);
-        s.recall20 += q.gold.iter().filter(|g| ranked.contains(g)).count() as f64 / q.gold.len() as f64;
+        add_scores(&mut s, &ranked, &q.gold);
     }
-    let n = queries.len().max(1) as f64;
-    s.ndcg1 /= n;
-    s.ndcg3 /= n;
-    s.ndcg5 /= n;
-    s.recall20 /= n;
-    s
+    s.average()
+}
+
+/// [`evaluate`] with ToolNet expansion, cross-validated: query `i` is in fold `i mod folds`, and each
+/// fold's graph is built from the solution sequences of the other folds only. `None` when the
+/// queries give no sequences (StableToolBench's gold sets are unordered).
+pub fn evaluate_with_graph(
+    index: &Index,
+    queries: &[Query],
+    folds: usize,
+    config: &crate::config::ToolnetConfig,
+) -> Option<Scores> {
+    if queries.iter().all(|q| q.sequence.is_empty()) {
+        return None;
+    }
+    let mut s = Scores { queries: queries.len(), ..Default::default() };
+    for fold in 0..folds {
+        let mut graph = crate::graph::ToolGraph::new(config);
+        for (i, q) in queries.iter().enumerate() {
+            if i % folds != fold && !q.sequence.is_empty() {
+                graph.add_trajectory(&q.sequence);
+            }
+        }
+        for (_, q) in queries.iter().enumerate().filter(|(i, _)| i % folds == fold) {
+            let hits: Vec<(String, f64)> = index.search(&q.text, 20).into_iter().map(|(t, s)| (t.id(), s)).collect();
+            let ranked: Vec<String> = expand(hits, &graph, 3, 2).into_iter().map(|(id, _)| id).collect();
+            add_scores(&mut s, &ranked, &q.gold);
+        }
+    }
+    Some(s.average())
+}
+
+impl Scores {
+    fn average(mut self) -> Scores {
+        let n = self.queries.max(1) as f64;
+        self.ndcg1 /= n;
+        self.ndcg3 /= n;
+        self.ndcg5 /= n;
+        self.recall20 /= n;
+        self
+    }
 }
 
 #[cfg(test)]

@@ -177,17 +177,17 @@ pub fn candidates(
 ) -> (Vec<String>, Option<BTreeSet<String>>) {
     if selected.is_empty() {
         let index = retrieve::Index::new(catalog, retrieve::Options::BEST);
-        let mut ids: Vec<String> = index.search(task, k).into_iter().map(|(t, _)| t.id()).collect();
-        // ToolNet expansion: successors of the best hits.
-        if let Some(graph) = graph {
-            for hit in ids.clone().iter().take(3) {
-                for (next, _) in crate::graph::editor::successors(graph, hit, 2) {
-                    if catalog_has(catalog, &next) && !ids.contains(&next) && ids.len() < k + 3 {
-                        ids.push(next);
-                    }
-                }
-            }
-        }
+        let hits: Vec<(String, f64)> = index.search(task, k).into_iter().map(|(t, s)| (t.id(), s)).collect();
+        // ToolNet expansion: the graph neighbours of the best hits (as `retrieve --eval` measures it).
+        let ids = match graph {
+            Some(graph) => retrieve::expand(hits, graph, 3, 2)
+                .into_iter()
+                .map(|(id, _)| id)
+                .filter(|id| catalog_has(catalog, id))
+                .take(k + 3)
+                .collect(),
+            None => hits.into_iter().map(|(id, _)| id).collect(),
+        };
         return (ids, None);
     }
     let mut allowed: BTreeSet<String> = selected.iter().filter(|id| catalog_has(catalog, id)).cloned().collect();
