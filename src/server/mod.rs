@@ -29,6 +29,7 @@ use tower_lsp_server::lsp_types::{self as lsp, notification::Notification};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server, UriExt};
 
 use crate::config::Config;
+use crate::graph::workspace::WorkspaceGraph;
 use crate::toolset::{Catalog, workspace};
 use handlers::execute_command::{COMMANDS, Outcome};
 use session::{ClientSupport, Document, Session, Snapshot, World};
@@ -153,23 +154,39 @@ impl Backend {
     }
 
     /// Re-reads chainsmith.toml (with the editor settings) and every protocol file.
-    fn reload(&self) {
+    /// Reloads configuration, catalog and ToolNet's inputs. Loading reads protocol files, starts
+    /// MCP servers and analyses the workspace's programs: it runs on a blocking thread, and the
+    /// session is only locked to install the result.
+    async fn reload(&self) {
         let (root, settings) = {
             let s = self.session();
             (s.root.clone(), s.settings())
         };
-        match guarded("reload", || load(root.as_deref(), settings.as_ref())) {
-            Ok((config, catalog)) => {
+        let loaded = tokio::task::spawn_blocking(move || {
+            guarded("reload", || {
+                let (config, catalog) = load(root.as_deref(), settings.as_ref());
+                let toolnet = WorkspaceGraph::load(&config, &catalog);
+                (config, catalog, toolnet)
+            })
+        })
+        .await;
+        match loaded {
+            Ok(Ok((config, catalog, toolnet))) => {
                 tracing::info!(
                     "loaded {} toolsets, {} tools, {} workspace diagnostics",
                     catalog.toolsets.len(),
                     catalog.tool_count(),
                     catalog.diagnostics.len()
                 );
-                self.session().install(config, catalog);
+                self.session().install(config, catalog, toolnet);
             }
-            Err(e) => tracing::error!("reloading the workspace failed: {}", e.message),
+            Ok(Err(e)) => tracing::error!("reloading the workspace failed: {}", e.message),
+            Err(e) => tracing::error!("reloading the workspace failed: {e}"),
         }
+    }
+
+    async fn refresh_toolnet(&self) {
+        refresh_toolnet(&self.session).await;
     }
 
     /// After a (re)load: `chainsmith/status`, diagnostics of protocol files (clearing files whose
@@ -278,6 +295,20 @@ impl Backend {
 }
 
 /// Runs `f`, turning a panic into an `InternalError` answer (and a log line on stderr).
+/// Re-reads ToolNet's inputs (a program was saved, a run wrote its trace) on a blocking thread —
+/// it analyses the workspace's programs — and installs them.
+pub(crate) async fn refresh_toolnet(session: &Arc<Mutex<Session>>) {
+    let (config, catalog) = {
+        let s = session.lock().unwrap_or_else(PoisonError::into_inner);
+        (s.config.clone(), s.catalog.clone())
+    };
+    match tokio::task::spawn_blocking(move || guarded("toolnet", || WorkspaceGraph::load(&config, &catalog))).await {
+        Ok(Ok(toolnet)) => session.lock().unwrap_or_else(PoisonError::into_inner).set_toolnet(toolnet),
+        Ok(Err(e)) => tracing::error!("reading ToolNet's inputs failed: {}", e.message),
+        Err(e) => tracing::error!("reading ToolNet's inputs failed: {e}"),
+    }
+}
+
 fn guarded<R>(method: &str, f: impl FnOnce() -> R) -> Result<R> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
         let reason = panic
@@ -386,7 +417,7 @@ impl LanguageServer for Backend {
             s.root = root;
             s.init_settings = params.initialization_options.clone().and_then(settings_object);
         }
-        self.reload();
+        self.reload().await;
         Ok(lsp::InitializeResult {
             capabilities: capabilities(encoding),
             server_info: Some(lsp::ServerInfo {
@@ -411,7 +442,7 @@ impl LanguageServer for Backend {
                 changed
             };
             if changed {
-                self.reload();
+                self.reload().await;
                 self.publish_everything().await;
             }
         }
@@ -441,7 +472,7 @@ impl LanguageServer for Backend {
         if needs_root && let Some(root) = session::discover_root(&path) {
             tracing::info!("no workspace folder: using {}", root.display());
             self.session().root = Some(root);
-            self.reload();
+            self.reload().await;
             self.publish_everything().await;
             return;
         }
@@ -477,11 +508,11 @@ impl LanguageServer for Backend {
         let path = session::document_path(&params.text_document.uri);
         let affects_workspace = self.session().is_workspace_file(&path);
         if affects_workspace {
-            self.reload();
+            self.reload().await;
             self.publish_everything().await;
         } else if path.extension().is_some_and(|e| e == "py") {
             // A saved program is a ToolNet trajectory (its calls in program order).
-            self.session().refresh_toolnet();
+            self.refresh_toolnet().await;
         }
     }
 
@@ -499,7 +530,7 @@ impl LanguageServer for Backend {
             params.changes.iter().any(|change| s.is_workspace_file(&session::document_path(&change.uri)))
         };
         if relevant {
-            self.reload();
+            self.reload().await;
             self.publish_everything().await;
         }
     }
@@ -515,7 +546,7 @@ impl LanguageServer for Backend {
             }
         };
         self.session().pulled_settings = pulled;
-        self.reload();
+        self.reload().await;
         self.publish_everything().await;
     }
 

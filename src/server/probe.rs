@@ -290,7 +290,8 @@ fn reload(shared: &Shared, root: &std::path::Path) {
     let settings = shared.session.lock().unwrap_or_else(|e| e.into_inner()).settings();
     let config = Config::load(root, settings.as_ref());
     let catalog = workspace::load(&config);
-    shared.session.lock().unwrap_or_else(|e| e.into_inner()).install(config, catalog);
+    let toolnet = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog);
+    shared.session.lock().unwrap_or_else(|e| e.into_inner()).install(config, catalog, toolnet);
 }
 
 async fn publish_programs(shared: &Shared) {

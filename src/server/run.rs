@@ -503,10 +503,10 @@ async fn forward(client: &Client, token: &Option<lsp::ProgressToken>, event: Eve
 /// Stores the marks on the document (when it still has the run's version) and publishes its
 /// diagnostics and a hint refresh.
 async fn apply(shared: &Shared, snap: &Snapshot, marks: RunMarks) {
+    // The run's trace is a new ToolNet trajectory: hints and ranking learn from it at once.
+    super::refresh_toolnet(&shared.session).await;
     let fresh = {
         let mut s = shared.session();
-        // The run's trace is a new ToolNet trajectory: hints and ranking learn from it at once.
-        s.refresh_toolnet();
         let Some(doc) = s.document_mut(&snap.uri) else { return };
         if doc.version != marks.version {
             None

@@ -288,18 +288,17 @@ impl Session {
     }
 
     /// Installs a freshly loaded configuration and catalog.
-    pub fn install(&mut self, config: Config, catalog: Catalog) {
-        self.toolnet = Arc::new(WorkspaceGraph::load(&config, &catalog));
-        self.toolnet_graph = Arc::new(self.toolnet.edges_excluding(None));
+    pub fn install(&mut self, config: Config, catalog: Catalog, toolnet: WorkspaceGraph) {
+        self.set_toolnet(toolnet);
         self.config = Arc::new(config);
         self.catalog = Arc::new(catalog);
         self.generation += 1;
     }
 
-    /// Re-reads ToolNet's inputs (a program was saved, a run wrote its trace).
-    pub fn refresh_toolnet(&mut self) {
-        self.toolnet = Arc::new(WorkspaceGraph::load(&self.config, &self.catalog));
-        self.toolnet_graph = Arc::new(self.toolnet.edges_excluding(None));
+    /// Installs freshly read ToolNet inputs and the graph built from them.
+    pub fn set_toolnet(&mut self, toolnet: WorkspaceGraph) {
+        self.toolnet_graph = Arc::new(toolnet.edges_excluding(None));
+        self.toolnet = Arc::new(toolnet);
     }
 
     /// Whether a change to `path` on disk can change the configuration or the catalog:
