@@ -5,6 +5,10 @@
 //!   vscode-languageserver-protocol, as the VS Code extension speaks to it;
 //! - the headless Neovim end-to-end test (editors/neovim/test/e2e.lua) with the Lua plugin.
 //!
+//! Both run a chain (`chainsmith.run`, `:ChainsmithRun`) against the TMDB-like test server
+//! (tests/support/tmdb_server.py), which they start themselves (with `python3`) and stop; these
+//! tests check that no such server outlives them.
+//!
 //! Both need tools that `.ci/run` installs (`npm ci` in editors/vscode, Debian's `neovim`). When one
 //! is missing these tests fail and name the install step: they never skip silently.
 
@@ -75,6 +79,39 @@ fn run(mut command: Command, what: &str) -> Finished {
     Finished { success, status, output }
 }
 
+/// Live `tmdb_server.py` processes whose command line contains `marker` (their spec lies in the
+/// test's temporary workspace, whose name holds the marker).
+fn test_servers_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return found };
+    for entry in entries.flatten() {
+        if entry.file_name().to_str().is_none_or(|n| n.parse::<u32>().is_err()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("tmdb_server.py") && cmdline.contains(marker) {
+            found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+/// The test servers a test started are gone (allowing them a moment to exit).
+fn assert_no_test_server_left(marker: &str, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = test_servers_with(marker);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!("{what} left test servers running:\n{}", left.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn require_tool(program: &str, args: &[&str], install: &str) {
     let found = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status();
     if !found.is_ok_and(|s| s.success()) {
@@ -87,6 +124,7 @@ fn vscode_extension_node_tests() {
     let dir = repo().join("editors/vscode");
     require_tool("node", &["--version"], "Node.js 20 comes with the machine");
     require_tool("npm", &["--version"], "npm comes with Node.js");
+    require_tool("python3", &["--version"], "python3 runs the TMDB-like test server");
     if !dir.join("node_modules/.package-lock.json").exists() {
         panic!(
             "editors/vscode/node_modules is missing: run `(cd editors/vscode && npm ci --no-audit --no-fund)` first \
@@ -105,11 +143,13 @@ fn vscode_extension_node_tests() {
     // The runner's summary: something ran and nothing failed.
     assert!(finished.output.contains("# fail 0"), "no test summary from node's runner:\n{}", finished.output);
     assert!(!finished.output.contains("# pass 0\n"), "node's runner ran no test:\n{}", finished.output);
+    assert_no_test_server_left("chainsmith-vscode-run-", "`npm test`");
 }
 
 #[test]
 fn neovim_plugin_end_to_end() {
     require_tool("nvim", &["--version"], "`apt-get update && apt-get install -y neovim`");
+    require_tool("python3", &["--version"], "python3 runs the TMDB-like test server");
     let script = repo().join("editors/neovim/test/e2e.lua");
     assert!(Path::new(&script).exists());
     let mut nvim = Command::new("nvim");
@@ -120,6 +160,9 @@ fn neovim_plugin_end_to_end() {
     let finished = run(nvim, "nvim");
     assert!(finished.success, "the Neovim end-to-end test failed ({}):\n{}", finished.status, finished.output);
     assert!(finished.output.contains(", 0 failed"), "no summary from the Neovim test:\n{}", finished.output);
-    // Shown with `cargo test -- --nocapture`: the steps, the pending TODO and the skipped step.
+    assert!(finished.output.contains("ok   :ChainsmithRun"), "the Neovim test did not run a chain:\n{}", finished.output);
+    assert!(!finished.output.contains("\nSKIP "), "the Neovim test skipped a step:\n{}", finished.output);
+    assert_no_test_server_left("-chainsmith-nvim-run", "the Neovim test");
+    // Shown with `cargo test -- --nocapture`: the steps and what the runs reported.
     println!("{}", finished.output);
 }

@@ -4,8 +4,10 @@
 --   CHAINSMITH_BIN=target/debug/chainsmith nvim --headless -u NONE -i NONE -n -c "luafile editors/neovim/test/e2e.lua"
 --
 -- It copies examples/tmdb to a temporary folder, opens the chain with the planted mistakes and
--- checks diagnostics, completion, hover, code actions, inlay hints and commands. Every step prints
--- a line; a failed step makes Neovim exit with status 1 (`cquit 1`), a hang with status 2.
+-- checks diagnostics, completion, hover, code actions, inlay hints and commands, then runs a chain
+-- with :ChainsmithRun against the TMDB-like test server (tests/support/tmdb_server.py, started here
+-- with jobstart and stopped at the end). Every step prints a line; a failed step makes Neovim exit
+-- with status 1 (`cquit 1`), a hang with status 2.
 
 local TIMEOUT_MS = tonumber(os.getenv("CHAINSMITH_E2E_TIMEOUT_MS") or "") or 60000
 local WAIT_MS = 15000
@@ -34,6 +36,20 @@ end
 
 local passed, failed = 0, 0
 
+-- The TMDB-like test server: its job id, port, and whether it exited.
+local tmdb = { job = nil, port = nil, exited = false, stderr = {} }
+-- The key the test server demands and the server gets through TMDB_KEY (the toolset's auth).
+local TMDB_TEST_KEY = "e2e-nvim-test-key"
+
+local function stop_tmdb()
+  if tmdb.job and not tmdb.exited then
+    vim.fn.jobstop(tmdb.job)
+    vim.wait(5000, function()
+      return tmdb.exited
+    end, 20)
+  end
+end
+
 local function step(name, fn)
   local ok, err = xpcall(fn, debug.traceback)
   if ok then
@@ -48,6 +64,7 @@ end
 
 local function finish()
   watchdog:stop()
+  stop_tmdb()
   out(("nvim e2e: %d passed, %d failed"):format(passed, failed))
   if failed > 0 then
     vim.cmd("cquit 1")
@@ -119,6 +136,71 @@ local function labels(items)
   return table.concat(names, ", ")
 end
 
+-- The label of an inlay hint: a string or InlayHintLabelPart[].
+local function hint_label(hint)
+  if type(hint.label) == "string" then
+    return hint.label
+  end
+  local parts = {}
+  for _, part in ipairs(hint.label or {}) do
+    table.insert(parts, part.value or "")
+  end
+  return table.concat(parts)
+end
+
+-- Starts tests/support/tmdb_server.py (on the workspace's copy of the spec, so that its command
+-- line names this test's folder) and waits for its `PORT <n>` line.
+local function start_tmdb(ws)
+  local partial = ""
+  tmdb.job = vim.fn.jobstart({
+    "python3",
+    repo .. "/tests/support/tmdb_server.py",
+    "--spec",
+    ws .. "/specs/tmdb_oas.json",
+    "--api-key",
+    TMDB_TEST_KEY,
+  }, {
+    on_stdout = function(_, data)
+      -- data[1] continues the last partial line; the last element is the new partial line.
+      partial = partial .. (data[1] or "")
+      for i = 2, #data do
+        local port = partial:match("^PORT (%d+)")
+        if port and not tmdb.port then
+          tmdb.port = tonumber(port)
+        end
+        partial = data[i]
+      end
+    end,
+    on_stderr = function(_, data)
+      for _, line in ipairs(data) do
+        if line ~= "" then
+          table.insert(tmdb.stderr, line)
+        end
+      end
+    end,
+    on_exit = function(_, code)
+      tmdb.exited = true
+      tmdb.code = code
+    end,
+  })
+  check(tmdb.job > 0, "could not start python3 tests/support/tmdb_server.py (jobstart: " .. tostring(tmdb.job) .. ")")
+  wait_for("the test server's PORT line", function()
+    return tmdb.port ~= nil or tmdb.exited
+  end)
+  check(tmdb.port, "the test server exited without a port: " .. table.concat(tmdb.stderr, "\n"))
+end
+
+-- POST /__control on the test server: replaces its failure and delay rules.
+local function tmdb_control(rules)
+  local py = "import sys, urllib.request as u; "
+    .. "r = u.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', headers={'Content-Type': 'application/json'}); "
+    .. "print(u.urlopen(r, timeout=5).read().decode())"
+  local url = ("http://127.0.0.1:%d/__control"):format(tmdb.port)
+  local answer = vim.fn.system({ "python3", "-c", py, url, vim.fn.json_encode(rules) })
+  check(vim.v.shell_error == 0, "POST /__control failed: " .. answer)
+  return vim.fn.json_decode(answer)
+end
+
 local main = function()
   out(("nvim %s, server %s"):format(tostring(vim.version and vim.version().minor and ("0." .. vim.version().minor .. "." .. vim.version().patch) or "?"), bin))
   check(vim.fn.executable(bin) == 1, "no chainsmith binary at " .. bin .. ": build it with `cargo build` (or set CHAINSMITH_BIN)")
@@ -144,9 +226,33 @@ local main = function()
     table.insert(notes, { message = message, level = level })
   end
 
+  -- The run's program output, and its work-done progress.
+  local logs = {}
+  vim.lsp.handlers["window/logMessage"] = function(_, result)
+    table.insert(logs, result)
+  end
+  local progress = {}
+  local default_progress = vim.lsp.handlers["$/progress"]
+  vim.lsp.handlers["$/progress"] = function(err, result, ctx, cfg)
+    if type(result) == "table" and type(result.value) == "table" then
+      table.insert(progress, result)
+    end
+    if default_progress then
+      pcall(default_progress, err, result, ctx, cfg)
+    end
+  end
+  -- Neovim 0.7 does not know the refresh request (it would answer MethodNotFound).
+  local refreshes = 0
+  vim.lsp.handlers["workspace/inlayHint/refresh"] = function()
+    refreshes = refreshes + 1
+    return vim.NIL
+  end
+
   local chainsmith = require("chainsmith")
   chainsmith.setup({
     cmd = { bin, "lsp" },
+    -- The toolset's auth reads the key from $TMDB_KEY; the test server demands this one.
+    cmd_env = { TMDB_KEY = TMDB_TEST_KEY },
     settings = {
       -- Travels as initializationOptions and through workspace/configuration; observable below.
       diagnostics = { severity = { ["unknown-key"] = "hint" } },
@@ -358,12 +464,153 @@ local main = function()
     check(err ~= nil and type(err.code) == "number", "expected an error, got " .. vim.inspect(err))
   end)
 
-  -- TODO(runtime): "Run chain" against the runtime's local HTTP test server: write the workspace's
-  -- chainsmith.toml with that server's port as the toolset's base_url, :ChainsmithRun on a chain,
-  -- and assert the run's output and trace. The runtime (chainsmith.run) is not in this build.
-  out("SKIP Run chain against a local HTTP test server: the runtime (chainsmith.run) does not exist in this build yet")
+  -- "Run chain" against the test server, in a second copy of the example whose toolset points at
+  -- it (the first keeps the real base URL: mistakes.py's unknown-endpoint is checked against it).
+  -- The auth by query parameter from $TMDB_KEY stays as the example has it.
+  local run_ws = vim.fn.tempname() .. "-chainsmith-nvim-run"
+  local served = step("the TMDB-like test server starts; a workspace's chainsmith.toml points at it", function()
+    vim.fn.mkdir(run_ws, "p")
+    vim.fn.system({ "cp", "-R", repo .. "/examples/tmdb/.", run_ws })
+    check(vim.v.shell_error == 0, "copying examples/tmdb failed")
+    start_tmdb(run_ws)
+    local toml = run_ws .. "/chainsmith.toml"
+    local text = table.concat(vim.fn.readfile(toml), "\n")
+    local base_url = ("http://127.0.0.1:%d/3"):format(tmdb.port)
+    local replaced, n = text:gsub('base_url = "[^"]*"', 'base_url = "' .. base_url .. '"')
+    check(n == 1, "chainsmith.toml has " .. n .. " base_url lines:\n" .. text)
+    vim.fn.writefile(vim.split(replaced, "\n"), toml)
+  end)
+
+  -- RestBench task #0: two calls (lines 8 and 10), run by the second workspace's server.
+  local chain = run_ws .. "/chains/task000_sofia_coppola_directed.py"
+  local chain_buf, chain_uri, run_client
+  local CALL_LINES = { 7, 9 } -- 0-based: search_person, person_movie_credits
+
+  -- The run's result hints (✓/✗) of the chain's buffer: { {line, label}... }, sorted by line.
+  local function run_hints()
+    local err, result = raw_request(run_client, chain_buf, "textDocument/inlayHint", {
+      textDocument = { uri = chain_uri },
+      range = { start = { line = 0, character = 0 }, ["end"] = { line = vim.api.nvim_buf_line_count(chain_buf), character = 0 } },
+    })
+    check(err == nil, "textDocument/inlayHint failed: " .. vim.inspect(err))
+    local found = {}
+    for _, hint in ipairs(type(result) == "table" and result or {}) do
+      local label = hint_label(hint)
+      if label:find("^✓") or label:find("^✗") then
+        table.insert(found, { hint.position.line, label })
+      end
+    end
+    table.sort(found, function(a, b)
+      return a[1] < b[1]
+    end)
+    return found
+  end
+
+  local function show(hints)
+    local parts = {}
+    for _, h in ipairs(hints) do
+      table.insert(parts, ("%d:%s"):format(h[1], h[2]))
+    end
+    return "[" .. table.concat(parts, " | ") .. "]"
+  end
+
+  -- :ChainsmithRun on the chain's buffer, waited for until its progress ends: that end's message.
+  local function run_chain()
+    vim.api.nvim_set_current_buf(chain_buf)
+    local seen = #progress
+    chainsmith.last_command = nil
+    vim.cmd("ChainsmithRun")
+    wait_for("the answer to chainsmith.run", function()
+      return chainsmith.last_command ~= nil
+    end)
+    local last = chainsmith.last_command
+    check(last.command == "chainsmith.run", vim.inspect(last))
+    check(last.err == nil, "chainsmith.run failed: " .. vim.inspect(last.err))
+    local ended
+    wait_for("the run's $/progress end", function()
+      for i = seen + 1, #progress do
+        if progress[i].value.kind == "end" then
+          ended = progress[i].value
+          return true
+        end
+      end
+      return false
+    end)
+    return ended.message or ""
+  end
+
+  local ran = served and step(":ChainsmithRun runs a chain against the test server: output as window/logMessage, ✓ 200 hints at the calls", function()
+    vim.cmd("edit " .. vim.fn.fnameescape(chain))
+    chain_buf = vim.api.nvim_get_current_buf()
+    chain_uri = vim.uri_from_bufnr(chain_buf)
+    wait_for("the client on the chain's buffer", function()
+      return #chainsmith.clients(chain_buf) > 0
+    end)
+    run_client = chainsmith.clients(chain_buf)[1]
+    check(run_client.id ~= client.id, "the second workspace shares the first one's server")
+    check(run_client.config.root_dir == vim.fn.resolve(run_ws) or run_client.config.root_dir == run_ws, "root_dir " .. tostring(run_client.config.root_dir))
+    logs = {}
+    local ended = run_chain()
+    check(ended:find("^✓") ~= nil, "the run did not succeed: " .. ended .. "\n" .. vim.inspect(logs) .. "\n" .. table.concat(tmdb.stderr, "\n"))
+    local output
+    wait_for("the program's output as window/logMessage", function()
+      for _, m in ipairs(logs) do
+        if type(m.message) == "string" and m.message:find("Bradley Cooper directed", 1, true) then
+          output = m
+          return true
+        end
+      end
+      return false
+    end)
+    check(output.type == 4, "program output is logged (type 4), got " .. vim.inspect(output))
+    -- The hints come with the run's end (the server asks for a refresh); poll until both are there.
+    local hints
+    local ok = vim.wait(WAIT_MS, function()
+      hints = run_hints()
+      return #hints == #CALL_LINES
+    end, 50)
+    check(ok, "expected run hints at lines 7 and 9, got " .. show(hints))
+    for i, h in ipairs(hints) do
+      check(h[1] == CALL_LINES[i], "a hint at line " .. h[1] .. ": " .. show(hints))
+      check(h[2]:match("^✓ 200 · %d+ ms$") ~= nil, "hint label " .. h[2])
+    end
+    out(("     %s; output %q; hints %s; %d inlay hint refresh(es)"):format(ended, output.message, show(hints), refreshes))
+  end)
+
+  if served then
+    step("a failing run (the test server answers 500 on /person/) publishes a diagnostic at the failing call", function()
+      check(ran, "the successful run failed first")
+      local rules = tmdb_control({ fail = { ["/person/"] = 500 } })
+      check(rules.fail and rules.fail["/person/"] == 500, "control answer " .. vim.inspect(rules))
+      local ended = run_chain()
+      check(ended:find("^✗") ~= nil, "the run should fail: " .. ended)
+      local line = CALL_LINES[2]
+      local found
+      wait_for("an error diagnostic at line " .. line, function()
+        for _, d in ipairs(vim.diagnostic.get(chain_buf, { lnum = line })) do
+          if d.severity == vim.diagnostic.severity.ERROR then
+            found = d
+            return true
+          end
+        end
+        return false
+      end)
+      check(found.message:find("500", 1, true) ~= nil, "the diagnostic names the status: " .. found.message)
+      local hints = run_hints()
+      check(#hints >= 1 and hints[1][1] == CALL_LINES[1] and hints[1][2]:find("^✓ 200") ~= nil, "the first call still succeeded: " .. show(hints))
+      out(("     %s; %s at %d:%d: %s; hints %s"):format(ended, tostring(found.code), found.lnum, found.col, found.message, show(hints)))
+      tmdb_control({ fail = vim.empty_dict() })
+    end)
+  end
+
+  step("the test server stops with the test", function()
+    check(tmdb.job, "it never started")
+    stop_tmdb()
+    check(tmdb.exited, "the test server (job " .. tostring(tmdb.job) .. ") is still running")
+  end)
 
   vim.fn.delete(ws, "rf")
+  vim.fn.delete(run_ws, "rf")
 end
 
 local ok, err = xpcall(main, debug.traceback)

@@ -4,10 +4,12 @@
 // itself computes (src/settings.ts).
 //
 // The binary: $CHAINSMITH_BIN (tests/editors.rs passes the one cargo built), else
-// target/debug/chainsmith of this repository.
+// target/debug/chainsmith of this repository. The `chainsmith.run` round trip runs a chain against
+// the TMDB-like test server (tests/support/tmdb_server.py, started here with python3).
 
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
+import * as readline from "node:readline";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -329,5 +331,198 @@ describe("chainsmith lsp over stdio, as VS Code speaks to it", () => {
     const code = await until("the server's exit", () => exited);
     assert.deepEqual(code, { code: 0, signal: null }, stderr);
     assert.ok(!messages.some((m) => m.type === 1), `no error messages: ${JSON.stringify(messages)}`);
+  });
+});
+
+/** Starts tests/support/tmdb_server.py on `spec` and resolves with its process and port. */
+function startTmdbServer(spec: string, apiKey: string): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn("python3", [path.join(repo, "tests", "support", "tmdb_server.py"), "--spec", spec, "--api-key", apiKey], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`the test server did not print its port within ${WAIT_MS} ms`));
+    }, WAIT_MS);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the test server exited (${code}) before printing its port`));
+    });
+    readline.createInterface({ input: child.stdout! }).once("line", (line) => {
+      clearTimeout(timer);
+      const m = /^PORT (\d+)$/.exec(line.trim());
+      if (m) resolve({ child, port: Number(m[1]) });
+      else {
+        child.kill("SIGKILL");
+        reject(new Error(`the test server's first line: ${JSON.stringify(line)}`));
+      }
+    });
+  });
+}
+
+/** `POST /__control` on the test server: replaces its failure and delay rules. */
+async function tmdbControl(port: number, rules: object): Promise<unknown> {
+  const answer = await fetch(`http://127.0.0.1:${port}/__control`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(rules),
+  });
+  assert.equal(answer.status, 200);
+  return answer.json();
+}
+
+describe("chainsmith.run over stdio, against the TMDB-like test server", () => {
+  const KEY = "vscode-test-key";
+  let workspace: string;
+  let tmdb: { child: ChildProcess; port: number } | undefined;
+  let child: ChildProcess;
+  let connection: ProtocolConnection;
+  let stderr = "";
+  let exited: { code: number | null; signal: string | null } | undefined;
+  const logs: Array<{ type: number; message: string }> = [];
+  const progress: Array<{ token: string | number; value: { kind: string; message?: string; title?: string } }> = [];
+  const diagnostics: PublishDiagnosticsParams[] = [];
+
+  before(async () => {
+    assert.ok(fs.existsSync(binary), `no chainsmith binary at ${binary}: build it with \`cargo build\` (or set CHAINSMITH_BIN)`);
+    workspace = fs.mkdtempSync(path.join(os.tmpdir(), "chainsmith-vscode-run-"));
+    fs.cpSync(path.join(repo, "examples", "tmdb"), workspace, { recursive: true });
+    tmdb = await startTmdbServer(path.join(workspace, "specs", "tmdb_oas.json"), KEY);
+    // The toolset at the test server; its auth (query api_key from $TMDB_KEY) as the example has it.
+    const toml = path.join(workspace, "chainsmith.toml");
+    const text = fs.readFileSync(toml, "utf8");
+    const replaced = text.replace(/base_url = "[^"]*"/, `base_url = "http://127.0.0.1:${tmdb.port}/3"`);
+    assert.notEqual(replaced, text, "chainsmith.toml has a base_url");
+    fs.writeFileSync(toml, replaced);
+
+    child = spawn(binary, ["lsp"], { cwd: workspace, stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, TMDB_KEY: KEY } });
+    child.stderr!.on("data", (d) => (stderr += d.toString()));
+    child.on("exit", (code, signal) => (exited = { code, signal }));
+    connection = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+    connection.onRequest("workspace/configuration", (params: { items: ConfigurationItem[] }) =>
+      answerConfiguration(params.items, toServerSettings({}).settings),
+    );
+    connection.onRequest("client/registerCapability", () => null);
+    connection.onRequest("client/unregisterCapability", () => null);
+    connection.onRequest("window/workDoneProgress/create", () => null);
+    connection.onRequest("workspace/inlayHint/refresh", () => null);
+    connection.onRequest("workspace/codeLens/refresh", () => null);
+    connection.onRequest("workspace/diagnostic/refresh", () => null);
+    connection.onNotification("textDocument/publishDiagnostics", (p: PublishDiagnosticsParams) => {
+      diagnostics.push(p);
+    });
+    connection.onNotification("window/logMessage", (p: { type: number; message: string }) => {
+      logs.push(p);
+    });
+    connection.onNotification("$/progress", (p) => {
+      progress.push(p);
+    });
+    connection.onNotification("window/showMessage", () => {});
+    connection.onNotification("chainsmith/status", () => {});
+    connection.listen();
+    const root = uriOf(workspace);
+    await connection.sendRequest("initialize", {
+      processId: process.pid,
+      clientInfo: { name: "Visual Studio Code", version: "1.91.0" },
+      rootUri: root,
+      workspaceFolders: [{ uri: root, name: path.basename(workspace) }],
+      initializationOptions: {},
+      capabilities: {
+        general: { positionEncodings: ["utf-16"] },
+        window: { workDoneProgress: true },
+        workspace: { configuration: true, workspaceFolders: true, inlayHint: { refreshSupport: true }, codeLens: { refreshSupport: true } },
+        textDocument: {
+          codeLens: { dynamicRegistration: true },
+          inlayHint: { dynamicRegistration: true },
+          publishDiagnostics: { relatedInformation: true, versionSupport: false, codeDescriptionSupport: true, dataSupport: true },
+        },
+      },
+    });
+    await connection.sendNotification("initialized", {});
+  });
+
+  after(async () => {
+    if (exited === undefined && child) {
+      try {
+        await connection.sendRequest("shutdown");
+        await connection.sendNotification("exit");
+      } catch {
+        /* reported by the test that failed */
+      }
+      const deadline = Date.now() + 5000;
+      while (exited === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      if (exited === undefined) child.kill("SIGKILL");
+    }
+    connection?.dispose();
+    if (tmdb && tmdb.child.exitCode === null && tmdb.child.signalCode === null) {
+      const gone = new Promise((r) => tmdb!.child.once("exit", r));
+      tmdb.child.kill("SIGTERM");
+      await Promise.race([gone, new Promise((r) => setTimeout(r, 3000))]);
+      if (tmdb.child.exitCode === null && tmdb.child.signalCode === null) tmdb.child.kill("SIGKILL");
+    }
+    if (workspace) fs.rmSync(workspace, { recursive: true, force: true });
+  });
+
+  /** Runs chainsmith.run on `uri` and waits for the end of its work-done progress: its message. */
+  async function run(uri: string): Promise<string> {
+    const seen = progress.length;
+    const result = await connection.sendRequest("workspace/executeCommand", { command: "chainsmith.run", arguments: [uri] });
+    assert.equal(result, null);
+    const end = await until(
+      "the run's $/progress end",
+      () => progress.slice(seen).find((p) => p.value.kind === "end"),
+      () => JSON.stringify(progress.slice(seen)),
+    );
+    return end.value.message ?? "";
+  }
+
+  /** The run's `✓`/`✗` inlay hints: `[line, label]`. */
+  async function runHints(uri: string): Promise<Array<[number, string]>> {
+    const hints = (await connection.sendRequest("textDocument/inlayHint", {
+      textDocument: { uri },
+      range: { start: { line: 0, character: 0 }, end: { line: 100, character: 0 } },
+    })) as Array<{ position: { line: number }; label: string | Array<{ value: string }> }> | null;
+    return (hints ?? [])
+      .map((h): [number, string] => [h.position.line, typeof h.label === "string" ? h.label : h.label.map((p) => p.value).join("")])
+      .filter(([, label]) => label.startsWith("✓") || label.startsWith("✗"))
+      .sort((a, b) => a[0] - b[0]);
+  }
+
+  it("runs a chain: its output as window/logMessage, ✓ 200 hints at the calls; a 500 is a diagnostic at the call", async () => {
+    const file = path.join(workspace, "chains", "task000_sofia_coppola_directed.py");
+    const uri = uriOf(file);
+    await connection.sendNotification("textDocument/didOpen", {
+      textDocument: { uri, languageId: "python", version: 1, text: fs.readFileSync(file, "utf8") },
+    });
+
+    const ended = await run(uri);
+    assert.equal(ended, "✓ 2 calls", `stderr: ${stderr}`);
+    const output = await until(
+      "the program's output as window/logMessage",
+      () => logs.find((m) => m.message.includes("Bradley Cooper directed")),
+      () => JSON.stringify(logs),
+    );
+    assert.equal(output.type, 4, "program output is logged");
+    // Lines 8 and 10 (0-based 7 and 9): search_person, person_movie_credits.
+    const hints = await runHints(uri);
+    assert.deepEqual(hints.map(([line]) => line), [7, 9], JSON.stringify(hints));
+    for (const [, label] of hints) assert.match(label, /^✓ 200 · \d+ ms$/);
+
+    // The test server fails /person/…: the run fails at the second call, with a diagnostic there.
+    await tmdbControl(tmdb!.port, { fail: { "/person/": 500 } });
+    const seen = diagnostics.length;
+    assert.match(await run(uri), /^✗/);
+    const failing = await until(
+      "an error diagnostic at line 9",
+      () => diagnostics.slice(seen).filter((p) => p.uri === uri).flatMap((p) => p.diagnostics).find((d) => d.range.start.line === 9 && d.severity === 1),
+      () => JSON.stringify(diagnostics.slice(seen)),
+    );
+    assert.match(typeof failing.message === "string" ? failing.message : failing.message.value, /500/);
+    await tmdbControl(tmdb!.port, { fail: {} });
+    assert.equal(exited, undefined, `the server exited: ${stderr}`);
   });
 });
