@@ -131,6 +131,24 @@ impl<'c> Analysis<'c> {
     }
 }
 
+/// The programs of a folder: `.py` files, sorted, skipping hidden folders, `__pycache__`, virtual
+/// environments and `node_modules`.
+pub fn python_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| {
+            let name = e.file_name().to_string_lossy();
+            e.depth() == 0
+                || !(name.starts_with('.') || name == "__pycache__" || name == "venv" || name == "node_modules")
+        })
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "py"))
+        .map(|e| e.into_path())
+        .collect();
+    files.sort();
+    files
+}
+
 /// Analyses one program. Diagnostics are filtered by `# chainsmith: ignore[code]` comments and
 /// given the severities configured per code.
 pub fn analyze<'c>(

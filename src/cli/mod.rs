@@ -49,7 +49,7 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
     let mut files = Vec::new();
     for target in &targets {
         if target.is_dir() {
-            files.extend(python_files(target));
+            files.extend(crate::analysis::python_files(target));
         } else if target.is_file() {
             files.push(target.clone());
         } else {
@@ -112,23 +112,6 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
         );
     }
     Ok(if has_error { 1 } else { 0 })
-}
-
-/// Python files under a folder, sorted, skipping hidden folders and virtual environments.
-fn python_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            e.depth() == 0
-                || !(name.starts_with('.') || name == "__pycache__" || name == "venv" || name == "node_modules")
-        })
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "py"))
-        .map(|e| e.into_path())
-        .collect();
-    files.sort();
-    files
 }
 
 pub fn tool_json(tool: &Tool) -> serde_json::Value {

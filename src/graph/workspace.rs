@@ -146,7 +146,7 @@ impl WorkspaceGraph {
     pub fn analyse_programs(&mut self, catalog: &Catalog) {
         self.programs.clear();
         let mut parser = parse::parser();
-        for file in python_files(&self.root) {
+        for file in crate::analysis::python_files(&self.root) {
             let Ok(text) = std::fs::read_to_string(&file) else { continue };
             let Some(tree) = parser.parse(&text, None) else { continue };
             let analysis = analysis::analyze(&file, &text, &tree, catalog, &self.diagnostics);
@@ -297,21 +297,4 @@ impl WorkspaceGraph {
         }
         graph
     }
-}
-
-/// Python files under a folder, sorted, skipping hidden folders and virtual environments.
-fn python_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_entry(|e| {
-            let name = e.file_name().to_string_lossy();
-            e.depth() == 0
-                || !(name.starts_with('.') || name == "__pycache__" || name == "venv" || name == "node_modules")
-        })
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "py"))
-        .map(|e| e.into_path())
-        .collect();
-    files.sort();
-    files
 }
