@@ -160,7 +160,11 @@ fn neovim_plugin_end_to_end() {
     let finished = run(nvim, "nvim");
     assert!(finished.success, "the Neovim end-to-end test failed ({}):\n{}", finished.status, finished.output);
     assert!(finished.output.contains(", 0 failed"), "no summary from the Neovim test:\n{}", finished.output);
-    assert!(finished.output.contains("ok   :ChainsmithRun"), "the Neovim test did not run a chain:\n{}", finished.output);
+    assert!(
+        finished.output.contains("ok   :ChainsmithRun"),
+        "the Neovim test did not run a chain:\n{}",
+        finished.output
+    );
     assert!(!finished.output.contains("\nSKIP "), "the Neovim test skipped a step:\n{}", finished.output);
     assert_no_test_server_left("-chainsmith-nvim-run", "the Neovim test");
     // Shown with `cargo test -- --nocapture`: the steps and what the runs reported.

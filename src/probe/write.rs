@@ -166,9 +166,11 @@ pub fn write_back(root: &Path, catalog: &Catalog, probed: &[&Probed]) -> Result<
     }
     let mut written = Vec::new();
     for (file, items) in natives {
-        let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        // The catalog names files relative to the root, not to the current directory.
+        let path = if file.is_relative() { root.join(&file) } else { file.clone() };
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", file.display()))?;
         let edits = native_edits(&text, &items)?;
-        std::fs::write(&file, apply_edits(&text, &edits))
+        std::fs::write(&path, apply_edits(&text, &edits))
             .with_context(|| format!("cannot write {}", file.display()))?;
         written.push(file);
     }

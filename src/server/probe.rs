@@ -265,17 +265,31 @@ async fn background(
                 edit,
             })
             .await;
-        if !applied.is_ok_and(|r| r.applied) {
-            shared
-                .client
-                .show_message(lsp::MessageType::WARNING, "chainsmith: the editor did not apply the probed schemas")
-                .await;
+        match applied {
+            Ok(r) if r.applied => {}
+            Ok(r) => {
+                let why = r.failure_reason.map(|w| format!(": {w}")).unwrap_or_default();
+                let message = format!("chainsmith: the editor did not apply the probed schemas{why}");
+                shared.client.show_message(lsp::MessageType::WARNING, message).await;
+            }
+            // No (usable) answer: a client without `workspace/applyEdit`; the results would be
+            // lost, so the files are written as the CLI writes them.
+            Err(_) => {
+                let native: Vec<&Probed> = probed
+                    .iter()
+                    .copied()
+                    .filter(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json))
+                    .collect();
+                if let Err(e) = write::write_back(&root, &catalog, &native) {
+                    shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+                }
+            }
         }
     }
     if let Err(e) = write::write_back(&root, &catalog, &other) {
         shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
     }
-    reload(&shared, &root);
+    reload(&shared, &root).await;
     let mut end = format!("probed {} of {}", probed.len(), targets.len());
     for (id, why) in &result.unprobed {
         end.push_str(&format!("\n{id}: {}", why.reason()));
@@ -285,13 +299,24 @@ async fn background(
     publish_programs(&shared).await;
 }
 
-/// Reloads the catalog so completion and diagnostics see the new schemas at once.
-fn reload(shared: &Shared, root: &std::path::Path) {
+/// Reloads the catalog so completion and diagnostics see the new schemas at once (on a blocking
+/// thread: loading reads protocol files and starts MCP servers).
+async fn reload(shared: &Shared, root: &std::path::Path) {
     let settings = shared.session.lock().unwrap_or_else(|e| e.into_inner()).settings();
-    let config = Config::load(root, settings.as_ref());
-    let catalog = workspace::load(&config);
-    let toolnet = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog);
-    shared.session.lock().unwrap_or_else(|e| e.into_inner()).install(config, catalog, toolnet);
+    let root = root.to_path_buf();
+    let loaded = tokio::task::spawn_blocking(move || {
+        let config = Config::load(&root, settings.as_ref());
+        let catalog = workspace::load(&config);
+        let toolnet = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog);
+        (config, catalog, toolnet)
+    })
+    .await;
+    match loaded {
+        Ok((config, catalog, toolnet)) => {
+            shared.session.lock().unwrap_or_else(|e| e.into_inner()).install(config, catalog, toolnet)
+        }
+        Err(e) => tracing::error!("reloading after probing failed: {e}"),
+    }
 }
 
 async fn publish_programs(shared: &Shared) {
@@ -302,9 +327,59 @@ async fn publish_programs(shared: &Shared) {
     }
 }
 
+fn wants_refactor(params: &lsp::CodeActionParams) -> bool {
+    params.context.only.as_ref().is_none_or(|only| only.iter().any(|k| k.as_str().starts_with("refactor")))
+}
+
+fn probe_action(tool: &crate::toolset::Tool) -> lsp::CodeActionOrCommand {
+    let title = format!("Probe tool {}", tool.id());
+    lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+        title: title.clone(),
+        kind: Some(lsp::CodeActionKind::REFACTOR),
+        command: Some(lsp::Command {
+            title,
+            command: "chainsmith.probe".into(),
+            arguments: Some(vec![Value::String(tool.id())]),
+        }),
+        ..Default::default()
+    })
+}
+
+/// "Probe tool `toolset.name`" on the protocol entries (native tool, OpenAPI operation, ToolBench
+/// record) of the file `path` in the requested range whose response is unknown.
+pub fn protocol_code_actions(
+    world: &super::session::World,
+    path: &std::path::Path,
+    params: &lsp::CodeActionParams,
+) -> Vec<lsp::CodeActionOrCommand> {
+    if !wants_refactor(params) {
+        return Vec::new();
+    }
+    let path = world.resolve(path);
+    let mut tools: Vec<&crate::toolset::Tool> = world
+        .catalog
+        .tools()
+        .filter(|t| t.response.is_none() && t.source.kind != crate::toolset::SourceKind::Mcp)
+        .filter(|t| world.resolve(&t.source.file) == path)
+        .collect();
+    if tools.is_empty() {
+        return Vec::new();
+    }
+    let Some(text) = world.file_text(&path) else { return Vec::new() };
+    let index = LineIndex::new(&text);
+    let requested = convert::byte_range(&index, &text, params.range, world.encoding);
+    tools.retain(|t| {
+        let r = t.source.range;
+        r.start <= requested.end && requested.start <= r.end && r.end > r.start
+    });
+    // The innermost declaration first (a cursor in an entry, not the whole file).
+    tools.sort_by_key(|t| t.source.range.end - t.source.range.start);
+    tools.into_iter().map(probe_action).collect()
+}
+
 /// "Probe tool `toolset.name`" on the calls in the requested range whose response is unknown.
 pub fn code_actions(snap: &super::session::Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp::CodeActionOrCommand> {
-    if params.context.only.as_ref().is_some_and(|only| !only.iter().any(|k| k.as_str().starts_with("refactor"))) {
+    if !wants_refactor(params) {
         return Vec::new();
     }
     let world = &snap.world;
@@ -320,16 +395,7 @@ pub fn code_actions(snap: &super::session::Snapshot, params: &lsp::CodeActionPar
             continue;
         }
         seen.push(tool.id());
-        out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
-            title: format!("Probe tool {}", tool.id()),
-            kind: Some(lsp::CodeActionKind::REFACTOR),
-            command: Some(lsp::Command {
-                title: format!("Probe tool {}", tool.id()),
-                command: "chainsmith.probe".into(),
-                arguments: Some(vec![Value::String(tool.id())]),
-            }),
-            ..Default::default()
-        }));
+        out.push(probe_action(tool));
     }
     out
 }

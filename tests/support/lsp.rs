@@ -1,10 +1,11 @@
 //! An LSP client for in-process server tests: the real server (`chainsmith::server::serve`) over
 //! in-memory pipes, speaking Content-Length framed JSON-RPC. Server-to-client requests are answered
-//! with `null`; notifications are kept for `wait_for`/`notification`.
+//! with `null` unless `answer` scripted a reply for their method; they are kept, like notifications,
+//! for `wait_for`/`notification`.
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +20,16 @@ pub const TIMEOUT: Duration = Duration::from_secs(15);
 
 type Writer = Arc<tokio::sync::Mutex<WriteHalf<DuplexStream>>>;
 
+/// Scripted replies to server-to-client requests, by method: each one answers once, in order.
+type Answers = Arc<std::sync::Mutex<HashMap<String, VecDeque<Value>>>>;
+
 pub struct Client {
     writer: Writer,
     incoming: mpsc::UnboundedReceiver<Value>,
     backlog: VecDeque<Value>,
     next_id: i64,
     server: Option<tokio::task::JoinHandle<bool>>,
+    answers: Answers,
 }
 
 async fn write_frame(writer: &Writer, message: &Value) {
@@ -67,8 +72,10 @@ impl Client {
         let (client_read, client_write) = tokio::io::split(client_end);
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(client_write));
         let (tx, incoming) = mpsc::unbounded_channel();
+        let answers: Answers = Arc::default();
         {
             let writer = writer.clone();
+            let answers = answers.clone();
             tokio::spawn(async move {
                 let mut reader = BufReader::new(client_read);
                 while let Some(message) = read_frame(&mut reader).await {
@@ -76,7 +83,14 @@ impl Client {
                     if message.get("method").is_some()
                         && let Some(id) = message.get("id")
                     {
-                        write_frame(&writer, &json!({"jsonrpc": "2.0", "id": id, "result": null})).await;
+                        let method = message["method"].as_str().unwrap_or_default();
+                        let result = answers
+                            .lock()
+                            .unwrap()
+                            .get_mut(method)
+                            .and_then(VecDeque::pop_front)
+                            .unwrap_or(Value::Null);
+                        write_frame(&writer, &json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
                     }
                     if tx.send(message).is_err() {
                         break;
@@ -84,7 +98,8 @@ impl Client {
                 }
             });
         }
-        let mut client = Client { writer, incoming, backlog: VecDeque::new(), next_id: 0, server: Some(server) };
+        let mut client =
+            Client { writer, incoming, backlog: VecDeque::new(), next_id: 0, server: Some(server), answers };
         let capabilities = json!({
             "window": {"workDoneProgress": true},
             "workspace": {"inlayHint": {"refreshSupport": true}},
@@ -100,6 +115,12 @@ impl Client {
             .unwrap();
         client.notify("initialized", json!({})).await;
         client
+    }
+
+    /// Answers the server's next `method` request (e.g. `workspace/applyEdit`,
+    /// `window/showMessageRequest`) with `result` instead of `null`.
+    pub fn answer(&self, method: &str, result: Value) {
+        self.answers.lock().unwrap().entry(method.to_string()).or_default().push_back(result);
     }
 
     pub async fn notify(&mut self, method: &str, params: Value) {

@@ -36,6 +36,14 @@ pub fn protocol_code_action(
     path: &Path,
     params: &lsp::CodeActionParams,
 ) -> Option<lsp::CodeActionResponse> {
+    // Probing: "Probe tool" on an entry whose response schema is unknown.
+    let probes = crate::server::probe::protocol_code_actions(world, path, params);
+    let mut out = protocol_quick_fixes(world, path, params).unwrap_or_default();
+    out.extend(probes);
+    Some(out)
+}
+
+fn protocol_quick_fixes(world: &World, path: &Path, params: &lsp::CodeActionParams) -> Option<lsp::CodeActionResponse> {
     if !wants_quickfix(params) {
         return Some(Vec::new());
     }
