@@ -246,9 +246,8 @@ async fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_edi
         "{edited}"
     );
 
-    // The client saves the edited file: the program is checked against the probed schema.
-    std::fs::write(&toolset_path, &edited).unwrap();
-    client.notify("textDocument/didSave", json!({"textDocument": {"uri": toolset_uri}})).await;
+    // The edit is applied but not saved yet: the program is checked against the probed schema at
+    // once, and the file on disk is untouched (the editor owns the buffer until the user saves).
     let after = client
         .notification("textDocument/publishDiagnostics", |p| {
             p["uri"] == program_uri.as_str() && !codes_with(p, "unknown-key").is_empty()
@@ -256,6 +255,10 @@ async fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_edi
         .await;
     let flagged = codes_with(&after, "unknown-key");
     assert!(flagged.iter().all(|m| m.contains("resluts")), "{after:#}");
+    assert_eq!(std::fs::read_to_string(&toolset_path).unwrap(), VAULT_TOOLSET);
+    // Then the client saves it.
+    std::fs::write(&toolset_path, &edited).unwrap();
+    client.notify("textDocument/didSave", json!({"textDocument": {"uri": toolset_uri}})).await;
     let actions = actions_at(&mut client, &program_uri, position_of(PROGRAM, "search_vaults(")).await;
     assert!(probe_commands(&actions).is_empty(), "a known response needs no probe: {actions:#?}");
 

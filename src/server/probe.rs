@@ -240,12 +240,15 @@ async fn background(
         }
     }
     let mut changes: HashMap<lsp::Uri, Vec<lsp::TextEdit>> = HashMap::new();
+    // The files as the editor will hold them once the edit is applied (before any save).
+    let mut edited: HashMap<std::path::PathBuf, String> = HashMap::new();
     let encoding = shared.session.lock().unwrap_or_else(|e| e.into_inner()).world().encoding;
     for (file, items) in by_file {
         let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
         let Ok(edits) = write::native_edits(&text, &items) else { continue };
         let Some(uri) = convert::file_uri(&path) else { continue };
+        edited.insert(path.clone(), write::apply_edits(&text, &edits));
         let index = LineIndex::new(&text);
         let edits = edits
             .iter()
@@ -268,6 +271,7 @@ async fn background(
         match applied {
             Ok(r) if r.applied => {}
             Ok(r) => {
+                edited.clear();
                 let why = r.failure_reason.map(|w| format!(": {w}")).unwrap_or_default();
                 let message = format!("chainsmith: the editor did not apply the probed schemas{why}");
                 shared.client.show_message(lsp::MessageType::WARNING, message).await;
@@ -275,6 +279,7 @@ async fn background(
             // No (usable) answer: a client without `workspace/applyEdit`; the results would be
             // lost, so the files are written as the CLI writes them.
             Err(_) => {
+                edited.clear();
                 let native: Vec<&Probed> = probed
                     .iter()
                     .copied()
@@ -289,7 +294,7 @@ async fn background(
     if let Err(e) = write::write_back(&root, &catalog, &other) {
         shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
     }
-    reload(&shared, &root).await;
+    reload(&shared, &root, edited).await;
     let mut end = format!("probed {} of {}", probed.len(), targets.len());
     for (id, why) in &result.unprobed {
         end.push_str(&format!("\n{id}: {}", why.reason()));
@@ -301,12 +306,12 @@ async fn background(
 
 /// Reloads the catalog so completion and diagnostics see the new schemas at once (on a blocking
 /// thread: loading reads protocol files and starts MCP servers).
-async fn reload(shared: &Shared, root: &std::path::Path) {
+async fn reload(shared: &Shared, root: &std::path::Path, unsaved: HashMap<std::path::PathBuf, String>) {
     let settings = shared.session.lock().unwrap_or_else(|e| e.into_inner()).settings();
     let root = root.to_path_buf();
     let loaded = tokio::task::spawn_blocking(move || {
         let config = Config::load(&root, settings.as_ref());
-        let catalog = workspace::load(&config);
+        let catalog = workspace::load_with_texts(&config, &unsaved);
         let toolnet = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog);
         (config, catalog, toolnet)
     })

@@ -50,12 +50,19 @@ pub type Texts = HashMap<PathBuf, Arc<str>>;
 
 /// Loads every toolset of the workspace described by `config`.
 pub fn load(config: &Config) -> Catalog {
+    load_with_texts(config, &HashMap::new())
+}
+
+/// [`load`], reading the given files from `unsaved` instead of the disk: protocol files edited in
+/// the editor (a probe's write-back applied as a WorkspaceEdit) count before they are saved.
+pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> Catalog {
+    let unsaved: Unsaved = unsaved.iter().map(|(p, t)| (absolute(p), t.clone())).collect();
     let mut diagnostics = config.problems.clone();
     let mut texts: Texts = HashMap::new();
     let mut toolsets = Vec::new();
     if config.toolsets.is_empty() {
         for file in discover(&config.root.join("protocols")) {
-            let Some((doc, text)) = read_doc(&file, &mut texts, &mut diagnostics, None) else { continue };
+            let Some((doc, text)) = read_doc(&unsaved, &file, &mut texts, &mut diagnostics, None) else { continue };
             let Some(kind) = detect(&doc) else {
                 // Unrecognised JSON under protocols/ is not necessarily a mistake (fixtures, notes).
                 continue;
@@ -100,7 +107,8 @@ pub fn load(config: &Config) -> Catalog {
             let start = toolsets.len();
             for rel in files {
                 let file = config.root.join(&rel);
-                let Some((doc, text)) = read_doc(&file, &mut texts, &mut diagnostics, Some((&config_file, ts.range)))
+                let Some((doc, text)) =
+                    read_doc(&unsaved, &file, &mut texts, &mut diagnostics, Some((&config_file, ts.range)))
                 else {
                     continue;
                 };
@@ -230,26 +238,35 @@ fn merge_into(
 
 /// Reads and parses a protocol file, keeping its text; failures become diagnostics on the file
 /// (or, for a file that cannot be read, on the config entry naming it).
+/// Texts replacing files on disk, by absolute path.
+type Unsaved = HashMap<PathBuf, String>;
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 fn read_doc(
+    unsaved: &Unsaved,
     file: &Path,
     texts: &mut Texts,
     diagnostics: &mut Vec<Diagnostic>,
     named_in: Option<(&Path, ByteRange)>,
 ) -> Option<(Node, Arc<str>)> {
-    let text: Arc<str> = match std::fs::read_to_string(file) {
-        Ok(t) => t.into(),
-        Err(e) => {
-            let (at, range) =
-                named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
-            diagnostics.push(Diagnostic::error(
-                at,
-                range,
-                "unreadable-protocol",
-                format!("cannot read protocol file {}: {e}", file.display()),
-            ));
-            return None;
-        }
-    };
+    let text: Arc<str> =
+        match unsaved.get(&absolute(file)).cloned().map(Ok).unwrap_or_else(|| std::fs::read_to_string(file)) {
+            Ok(t) => t.into(),
+            Err(e) => {
+                let (at, range) =
+                    named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+                diagnostics.push(Diagnostic::error(
+                    at,
+                    range,
+                    "unreadable-protocol",
+                    format!("cannot read protocol file {}: {e}", file.display()),
+                ));
+                return None;
+            }
+        };
     texts.insert(file.to_path_buf(), text.clone());
     match doc::parse(&text, Syntax::of_path(file)) {
         Ok(doc) => Some((doc, text)),
