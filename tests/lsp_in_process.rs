@@ -670,12 +670,20 @@ async fn completion_hover_definition_signature_and_symbols() {
 async fn commands_unknown_methods_and_lifecycle() {
     let (mut client, _) = TestClient::start(json!({}), None).await;
     client.initialized().await;
-    let answer =
-        client.request("workspace/executeCommand", json!({"command": "chainsmith.graph", "arguments": []})).await;
-    assert_eq!(answer, Ok(Value::Null));
-    let message = client.notification("window/showMessage", |_| true).await;
-    assert!(message["message"].as_str().unwrap().contains("not available in this build"), "{message}");
-    assert!(message["message"].as_str().unwrap().contains("chainsmith.graph"), "{message}");
+    // chainsmith.graph answers with ToolNet's graph (this workspace has no programs yet).
+    let answer = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "chainsmith.graph", "arguments": ["tmdb.search_person"]}),
+        )
+        .await
+        .unwrap();
+    let text = answer["text"].as_str().unwrap();
+    assert!(text.starts_with("ToolNet: 0 edges"), "{text}");
+    assert!(text.contains("\ntmdb.search_person → (no successor yet)"), "{text}");
+    assert!(answer["dot"].as_str().unwrap().starts_with("digraph toolnet {"), "{answer}");
+    let logged = client.notification("window/logMessage", |p| p["message"].as_str().unwrap().contains("ToolNet")).await;
+    assert!(logged["message"].as_str().unwrap().contains("tmdb.search_person"), "{logged}");
 
     let error = client.request("workspace/executeCommand", json!({"command": "other.tool"})).await.unwrap_err();
     assert_eq!(error["code"], -32602, "{error}");

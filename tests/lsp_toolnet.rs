@@ -57,5 +57,13 @@ async fn successors_rank_completion_and_show_inline() {
         .unwrap();
     let markdown = hover["contents"]["value"].as_str().unwrap();
     assert!(markdown.contains("person_movie_credits"), "{markdown}");
+
+    // The graph command: the tool's successors as the editor's output shows them.
+    let graph = client
+        .request("workspace/executeCommand", json!({"command": "chainsmith.graph", "arguments": ["tmdb.search_person"]}))
+        .await
+        .unwrap();
+    let text = graph["text"].as_str().unwrap();
+    assert!(text.contains("\ntmdb.search_person → person_movie_credits 100"), "{text}");
     client.shutdown().await;
 }

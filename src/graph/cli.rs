@@ -71,9 +71,24 @@ fn show(root: &Path, dot: bool, from: Option<&str>, top: usize) -> Result<u8> {
     for problem in inputs.problems() {
         eprintln!("{}: {}[{}]: {}", problem.file.display(), problem.severity.as_str(), problem.code, problem.message);
     }
+    let text = render(&inputs, &catalog, dot, from, top)?;
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(0)
+}
+
+/// `graph show` as text (or DOT): each node's top successors with integer weights and its recent
+/// reliability. The editor's `chainsmith.graph` command answers with the same.
+pub fn render(
+    inputs: &WorkspaceGraph,
+    catalog: &crate::toolset::Catalog,
+    dot: bool,
+    from: Option<&str>,
+    top: usize,
+) -> Result<String> {
+    use std::fmt::Write as _;
     let graph = inputs.graph();
     let nodes: Vec<String> = match from {
-        Some(name) => vec![resolve_node(&catalog, &graph, name)?],
+        Some(name) => vec![resolve_node(catalog, &graph, name)?],
         None => {
             let mut nodes: Vec<String> =
                 graph.nodes().filter(|n| *n != END && graph.out_count(n) > 0).map(str::to_string).collect();
@@ -83,8 +98,7 @@ fn show(root: &Path, dot: bool, from: Option<&str>, top: usize) -> Result<u8> {
         }
     };
     let top = top.max(1);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = String::new();
     if dot {
         writeln!(out, "digraph toolnet {{")?;
         writeln!(out, "  rankdir=LR;")?;
@@ -109,7 +123,7 @@ fn show(root: &Path, dot: bool, from: Option<&str>, top: usize) -> Result<u8> {
             }
         }
         writeln!(out, "}}")?;
-        return Ok(0);
+        return Ok(out);
     }
     let (imported, programs, runs) = inputs.counts();
     writeln!(
@@ -145,7 +159,7 @@ fn show(root: &Path, dot: bool, from: Option<&str>, top: usize) -> Result<u8> {
             )?;
         }
     }
-    Ok(0)
+    Ok(out)
 }
 
 fn quoted(id: &str) -> String {

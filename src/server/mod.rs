@@ -622,6 +622,30 @@ impl LanguageServer for Backend {
             Outcome::Generate => generate::execute(self.run_shared(), params, false).await,
             Outcome::Fix => generate::execute(self.run_shared(), params, true).await,
             Outcome::Probe { all } => probe::execute(self.run_shared(), params, all).await,
+            Outcome::Graph { from } => {
+                let (toolnet, catalog) = {
+                    let s = self.session();
+                    (s.toolnet.clone(), s.catalog.clone())
+                };
+                let rendered = tokio::task::spawn_blocking(move || {
+                    let text = crate::graph::cli::render(&toolnet, &catalog, false, from.as_deref(), 3);
+                    let dot = crate::graph::cli::render(&toolnet, &catalog, true, from.as_deref(), 3);
+                    (text, dot)
+                })
+                .await;
+                match rendered {
+                    Ok((Ok(text), Ok(dot))) => {
+                        self.client.log_message(lsp::MessageType::INFO, format!("chainsmith: ToolNet\n{text}")).await;
+                        Ok(Some(serde_json::json!({"text": text, "dot": dot})))
+                    }
+                    Ok((Err(e), _)) | Ok((_, Err(e))) => Err(Error::invalid_params(format!("{e:#}"))),
+                    Err(e) => Err(Error {
+                        code: ErrorCode::InternalError,
+                        message: format!("chainsmith: the graph failed: {e}").into(),
+                        data: None,
+                    }),
+                }
+            }
             Outcome::Unavailable { message } => {
                 self.client.show_message(lsp::MessageType::WARNING, message).await;
                 Ok(None)

@@ -1,7 +1,7 @@
 //! `workspace/executeCommand`. The editor commands are advertised so clients can bind them;
 //! `chainsmith.run` runs the program (see `server::run`), `chainsmith.generate` and `chainsmith.fix`
-//! generate and fix chains (see `server::generate`); the features behind the others (probing,
-//! ToolNet) are not part of this build yet.
+//! generate and fix chains (see `server::generate`), `chainsmith.probe`/`probeAll` probe tools (see
+//! `server::probe`), `chainsmith.graph` answers with ToolNet's graph (text and DOT).
 
 use tower_lsp_server::lsp_types as lsp;
 
@@ -24,6 +24,8 @@ pub enum Outcome {
     Fix,
     /// `chainsmith.probe` (tool ids as arguments) / `chainsmith.probeAll`: probing in the background.
     Probe { all: bool },
+    /// `chainsmith.graph`: the ToolNet graph as text and DOT (from a tool id, when one is given).
+    Graph { from: Option<String> },
     /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
     Unavailable { message: String },
     /// Not a chainsmith command: an `InvalidParams` error.
@@ -40,6 +42,15 @@ pub fn execute_command(params: &lsp::ExecuteCommandParams) -> Outcome {
         Outcome::Fix
     } else if command == "chainsmith.probe" || command == "chainsmith.probeAll" {
         Outcome::Probe { all: command == "chainsmith.probeAll" }
+    } else if command == "chainsmith.graph" {
+        // The argument is a tool id (`tmdb.search_person`) or, from editors, the document's URI.
+        let from = params
+            .arguments
+            .first()
+            .and_then(|a| a.as_str())
+            .filter(|a| !a.contains(':') && a.contains('.'))
+            .map(str::to_string);
+        Outcome::Graph { from }
     } else if COMMANDS.contains(&command) {
         Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
     } else {
