@@ -60,7 +60,10 @@ async fn successors_rank_completion_and_show_inline() {
 
     // The graph command: the tool's successors as the editor's output shows them.
     let graph = client
-        .request("workspace/executeCommand", json!({"command": "chainsmith.graph", "arguments": ["tmdb.search_person"]}))
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "chainsmith.graph", "arguments": ["tmdb.search_person"]}),
+        )
         .await
         .unwrap();
     let text = graph["text"].as_str().unwrap();
