@@ -252,6 +252,13 @@ async fn the_judge_makes_a_running_program_give_up() {
     assert_eq!(llm.count(), 4, "draft, judge, diversity, judge");
     let (diversity, _) = texts(&llm.bodies()[2]);
     assert!(diversity.contains("it ran, but the output does not answer the task"), "{diversity}");
+    // ToolNet's store has both runs with the judge's verdicts (its evaluator rewards answering runs).
+    let store = std::fs::read_to_string(ws.path().join(".chainsmith/toolnet.json")).unwrap();
+    let store: Value = serde_json::from_str(&store).unwrap();
+    let mut verdicts: Vec<Option<bool>> =
+        store["runs"].as_object().unwrap().values().map(|r| r["answered"].as_bool()).collect();
+    verdicts.sort();
+    assert_eq!(verdicts, [Some(false), Some(true)], "{store:#}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

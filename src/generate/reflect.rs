@@ -85,16 +85,22 @@ impl Runner {
 
     /// Feeds the run's trajectory to ToolNet's store (best effort: a store problem is logged).
     fn learn(&self, outcome: &RunOutcome) {
-        let Some(name) = outcome.trace_file.as_ref().and_then(|f| f.file_name()).map(|n| n.to_string_lossy()) else {
-            return;
-        };
-        let Ok(value) = serde_json::to_value(&outcome.trace) else { return };
-        let Ok(trace) = serde_json::from_value::<crate::graph::trace::Trace>(value) else { return };
-        if let Err(e) =
-            crate::graph::workspace::learn_run(&self.root, &name, &trace, &crate::graph::trace::TraceEvaluator)
-        {
-            tracing::warn!("ToolNet did not record the run {name}: {e}");
-        }
+        learn_run(&self.root, outcome, None);
+    }
+}
+
+/// Records a run in ToolNet's store; `answered` is the judge's verdict on whether the output answers
+/// the task (the default evaluator gives every tool of an answering run +1 more). Recording the same
+/// run again replaces it.
+pub fn learn_run(root: &std::path::Path, outcome: &RunOutcome, answered: Option<bool>) {
+    let Some(name) = outcome.trace_file.as_ref().and_then(|f| f.file_name()).map(|n| n.to_string_lossy()) else {
+        return;
+    };
+    let Ok(value) = serde_json::to_value(&outcome.trace) else { return };
+    let Ok(mut trace) = serde_json::from_value::<crate::graph::trace::Trace>(value) else { return };
+    trace.answered = answered;
+    if let Err(e) = crate::graph::workspace::learn_run(root, &name, &trace, &crate::graph::trace::TraceEvaluator) {
+        tracing::warn!("ToolNet did not record the run {name}: {e}");
     }
 }
 

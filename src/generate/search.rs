@@ -410,6 +410,8 @@ impl<'a> Search<'a> {
         let reply =
             self.client.chat(&messages, &llm::Options { temperature: Some(0.0), max_tokens: Some(128) }).await?;
         let (solved, reason) = read_verdict(&reply.content);
+        // The judge's verdict is what ToolNet's evaluator rewards: record the run again with it.
+        reflect::learn_run(&self.runner.root, outcome, Some(solved));
         Ok(if solved { Verdict::Solved(reason) } else { Verdict::Unsolved(reason) })
     }
 
