@@ -66,9 +66,10 @@ async fn run_chain_from_the_editor() {
     assert_eq!(report["value"]["message"], "#1 tmdb.search_person ✓ 200");
     let output = client.notification("window/logMessage", |p| p["message"] == "Bradley Cooper 38").await;
     assert_eq!(output["type"], 4, "program output is logged");
+    // The results are on the document (hints refreshed) before the progress ends.
+    client.wait_for("an inlay hint refresh", |m| m["method"] == "workspace/inlayHint/refresh").await;
     let end = client.notification("$/progress", |p| p["token"] == token && p["value"]["kind"] == "end").await;
     assert_eq!(end["value"]["message"], "✓ 2 calls");
-    client.wait_for("an inlay hint refresh", |m| m["method"] == "workspace/inlayHint/refresh").await;
 
     let hints = run_hints(client.hints(&uri).await);
     assert_eq!(hints.len(), 2, "{hints:?}");

@@ -462,17 +462,16 @@ async fn background(
         (None, None) => format!("✓ {} calls", summary.len()),
     };
     client.log_message(lsp::MessageType::INFO, report).await;
-    progress(&client, &token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(end) })).await;
-
-    let Some(snap) = snapshot else { return };
-    if outcome.start_error.is_some() || matches!(outcome.stopped, Some(runtime::Stop::Cancelled)) {
-        return;
+    // The results go on the document before the progress ends: a client that asks for hints or
+    // diagnostics as soon as the run is over must see this run's.
+    if let Some(snap) = snapshot
+        && outcome.start_error.is_none()
+        && !matches!(outcome.stopped, Some(runtime::Stop::Cancelled))
+        && let Ok(marks) = guarded("chainsmith.run results", || RunMarks::of(snap.version, &text, &snap, &outcome))
+    {
+        apply(&shared, &snap, marks).await;
     }
-    let marks = match guarded("chainsmith.run results", || RunMarks::of(snap.version, &text, &snap, &outcome)) {
-        Ok(marks) => marks,
-        Err(_) => return,
-    };
-    apply(&shared, &snap, marks).await;
+    progress(&client, &token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(end) })).await;
 }
 
 async fn forward(client: &Client, token: &Option<lsp::ProgressToken>, event: Event) {
@@ -503,8 +502,6 @@ async fn forward(client: &Client, token: &Option<lsp::ProgressToken>, event: Eve
 /// Stores the marks on the document (when it still has the run's version) and publishes its
 /// diagnostics and a hint refresh.
 async fn apply(shared: &Shared, snap: &Snapshot, marks: RunMarks) {
-    // The run's trace is a new ToolNet trajectory: hints and ranking learn from it at once.
-    super::refresh_toolnet(&shared.session).await;
     let fresh = {
         let mut s = shared.session();
         let Some(doc) = s.document_mut(&snap.uri) else { return };
@@ -532,6 +529,8 @@ async fn apply(shared: &Shared, snap: &Snapshot, marks: RunMarks) {
             shared.client.publish_diagnostics(fresh.uri.clone(), diagnostics, Some(fresh.version)).await;
         }
     }
+    // The run's trace is a new ToolNet trajectory: hints and ranking learn from it at once.
+    super::refresh_toolnet(&shared.session).await;
     if fresh.world.support.inlay_hint_refresh {
         let _ = tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, shared.client.inlay_hint_refresh()).await;
     }
