@@ -251,7 +251,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                     let item = self.element(iterable);
                     self.bind(left, item);
                 }
-                self.children_blocks(node, &["left", "right"]);
+                self.children(node, &["left", "right"]);
             }
             "with_statement" => {
                 let mut cursor = node.walk();
@@ -290,45 +290,16 @@ impl<'t, 'c> Walker<'t, 'c> {
                     self.statement(def);
                 }
             }
-            "block"
-            | "module"
-            | "else_clause"
-            | "finally_clause"
-            | "elif_clause"
-            | "if_statement"
-            | "while_statement"
-            | "try_statement"
-            | "except_clause"
-            | "except_group_clause"
-            | "match_statement"
-            | "case_clause" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement_like(child.kind()) {
-                        self.statement(child);
-                    } else {
-                        self.expr(child);
-                    }
-                }
-            }
-            _ => {
-                let mut cursor = node.walk();
-                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement_like(child.kind()) {
-                        self.statement(child);
-                    } else {
-                        self.expr(child);
-                    }
-                }
-            }
+            // Compound statements and their clauses, and anything else: statements and expressions
+            // in order.
+            _ => self.children(node, &[]),
         }
         (self.statement, self.target) = previous;
     }
 
-    /// Walks the named children of `node` except the given fields (already handled).
-    fn children_blocks(&mut self, node: Node<'t>, skip: &[&str]) {
+    /// Walks the named children of `node` (statements as statements, the rest as expressions),
+    /// except the given fields (already handled).
+    fn children(&mut self, node: Node<'t>, skip: &[&str]) {
         let mut cursor = node.walk();
         let mut children = Vec::new();
         if cursor.goto_first_child() {
