@@ -7,26 +7,12 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 use support::openai::{Answer, Server};
+use support::probe::{VAULT_TOOLSET, is_selection, program, target_of, vault_llm};
 use support::runtime::{TmdbServer, chainsmith, text};
-
-/// The probe request's target (`Probe target: toolset.name`) and whether it offers prerequisites;
-/// `None` for a prerequisite-selection request.
-fn target_of(body: &Value) -> Option<(String, bool)> {
-    let first = body["messages"][1]["content"].as_str().unwrap_or("");
-    let target = first.strip_prefix("Probe target: ")?.lines().next()?.trim().to_string();
-    Some((target, first.contains("Prerequisite tools")))
-}
-
-fn is_selection(body: &Value) -> bool {
-    body["messages"][1]["content"].as_str().unwrap_or("").starts_with("Prerequisite selection for")
-}
-
-fn program(question: &str, code: &str) -> Answer {
-    Answer::text(format!("Question: {question}\n```python\n{code}\n```"))
-}
 
 fn tools_json(dir: &Path) -> Vec<Value> {
     let out = chainsmith(dir, &["tools", "--format", "json"], &[]);
@@ -37,58 +23,12 @@ fn response_known(tools: &[Value], id: &str) -> bool {
     tools.iter().find(|t| t["id"] == id).unwrap_or_else(|| panic!("no {id}"))["response_known"].as_bool().unwrap()
 }
 
-const VAULT_TOOLSET: &str = r#"{
-  // Written by hand; probing must keep this comment and the layout.
-  "chainsmith": "toolset/1",
-  "name": "vault",
-  "tools": [
-    {
-      "name": "search_vaults",
-      "description": "Searches vaults by title.",
-      "http": {"method": "GET", "path": "/undocumented/vaults/search"},
-      "parameters": {"query": {"type": "string", "required": true}}
-    },
-    {
-      "name": "vault_details",
-      "description": "One vault, by the ID a search gives.",
-      "http": {"method": "GET", "path": "/undocumented/vaults/{vault_id}"},
-      "parameters": {"vault_id": {"type": "string", "required": true}}
-    },
-    {
-      "name": "lock_vault",
-      "description": "Locks a vault.",
-      "http": {"method": "POST", "path": "/undocumented/vaults/{vault_id}/lock"},
-      "parameters": {"vault_id": {"type": "string", "required": true}}
-    }
-  ]
-}
-"#;
-
 #[test]
 fn chain_of_probing_resolves_an_id_needing_http_tool_and_edits_the_native_file_in_place() {
     let tmdb = TmdbServer::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("vault.toolset.json"), VAULT_TOOLSET).unwrap();
-    let llm = Server::start(|body, _| {
-        if is_selection(body) {
-            return Answer::text("The vault ID comes from the search: [\"vault.search_vaults\"]");
-        }
-        match target_of(body) {
-            Some((t, _)) if t == "vault.search_vaults" => program(
-                "Which vaults are titled Archive?",
-                "from chainsmith.tools import vault\nprint(vault.search_vaults(query=\"Archive\"))",
-            ),
-            Some((t, true)) if t == "vault.vault_details" => program(
-                "What is in the Archive vault?",
-                "from chainsmith.tools import vault\nfound = vault.search_vaults(query=\"Archive\")\nprint(vault.vault_details(vault_id=found[\"results\"][0][\"vault_id\"]))",
-            ),
-            Some((t, false)) if t == "vault.vault_details" => program(
-                "What is in vault 1?",
-                "from chainsmith.tools import vault\nprint(vault.vault_details(vault_id=\"1\"))",
-            ),
-            _ => Answer::text("I cannot help with that."),
-        }
-    });
+    let llm = vault_llm(Duration::ZERO);
     let toml = format!(
         "[[toolsets]]\nname = \"vault\"\nprotocol = \"vault.toolset.json\"\nbase_url = \"{}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n\n[probe]\nsamples = 2\nrounds = 3\n",
         tmdb.base_url(),

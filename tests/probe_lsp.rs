@@ -13,35 +13,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::lsp::{Client, uri};
-use support::openai::{Answer, Server};
+use support::openai::Server;
+use support::probe::{VAULT_TOOLSET, vault_llm};
 use support::runtime::TmdbServer;
-
-const VAULT_TOOLSET: &str = r#"{
-  // Written by hand; probing must keep this comment and the layout.
-  "chainsmith": "toolset/1",
-  "name": "vault",
-  "tools": [
-    {
-      "name": "search_vaults",
-      "description": "Searches vaults by title.",
-      "http": {"method": "GET", "path": "/undocumented/vaults/search"},
-      "parameters": {"query": {"type": "string", "required": true}}
-    },
-    {
-      "name": "vault_details",
-      "description": "One vault, by the ID a search gives.",
-      "http": {"method": "GET", "path": "/undocumented/vaults/{vault_id}"},
-      "parameters": {"vault_id": {"type": "string", "required": true}}
-    },
-    {
-      "name": "lock_vault",
-      "description": "Locks a vault.",
-      "http": {"method": "POST", "path": "/undocumented/vaults/{vault_id}/lock"},
-      "parameters": {"vault_id": {"type": "string", "required": true}}
-    }
-  ]
-}
-"#;
 
 /// An OpenAPI operation declaring no response body schema.
 const OPENAPI: &str = r#"{
@@ -67,45 +41,6 @@ const TOOLBENCH: &str = r#"[
 "#;
 
 const PROGRAM: &str = "from chainsmith.tools import vault\nv = vault.search_vaults(query=\"Archive\")\nprint(v[\"results\"], v[\"resluts\"])\n";
-
-fn target_of(body: &Value) -> Option<(String, bool)> {
-    let first = body["messages"][1]["content"].as_str().unwrap_or("");
-    let target = first.strip_prefix("Probe target: ")?.lines().next()?.trim().to_string();
-    Some((target, first.contains("Prerequisite tools")))
-}
-
-fn is_selection(body: &Value) -> bool {
-    body["messages"][1]["content"].as_str().unwrap_or("").starts_with("Prerequisite selection for")
-}
-
-fn program(question: &str, code: &str) -> Answer {
-    Answer::text(format!("Question: {question}\n```python\n{code}\n```"))
-}
-
-/// The probing LLM of tests/probe_cli.rs: search first, details with the searched ID.
-fn vault_llm(delay: Duration) -> Server {
-    Server::start(move |body, _| {
-        std::thread::sleep(delay);
-        if is_selection(body) {
-            return Answer::text("The vault ID comes from the search: [\"vault.search_vaults\"]");
-        }
-        match target_of(body) {
-            Some((t, _)) if t == "vault.search_vaults" && delay.is_zero() => program(
-                "Which vaults are titled Archive?",
-                "from chainsmith.tools import vault\nprint(vault.search_vaults(query=\"Archive\"))",
-            ),
-            Some((t, true)) if t == "vault.vault_details" => program(
-                "What is in the Archive vault?",
-                "from chainsmith.tools import vault\nfound = vault.search_vaults(query=\"Archive\")\nprint(vault.vault_details(vault_id=found[\"results\"][0][\"vault_id\"]))",
-            ),
-            Some((t, false)) if t == "vault.vault_details" => program(
-                "What is in vault 1?",
-                "from chainsmith.tools import vault\nprint(vault.vault_details(vault_id=\"1\"))",
-            ),
-            _ => Answer::text("I cannot help with that."),
-        }
-    })
-}
 
 fn write_workspace(dir: &Path, tmdb: &TmdbServer, llm: &Server) {
     std::fs::write(dir.join("vault.toolset.json"), VAULT_TOOLSET).unwrap();

@@ -1,3 +1,4 @@
 pub mod lsp;
 pub mod openai;
+pub mod probe;
 pub mod runtime;
