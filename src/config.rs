@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 use toml::Spanned;
 
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::toolset::doc::ByteRange;
+use crate::text::ByteRange;
 
 pub const CONFIG_FILE: &str = "chainsmith.toml";
 
@@ -400,7 +400,7 @@ fn toolset_config(
         problems.push(Diagnostic::error(file, range, "invalid-config", "a [[toolsets]] entry needs a `name`"));
         return None;
     };
-    if !crate::toolset::names::is_identifier(&name) {
+    if !crate::names::is_identifier(&name) {
         problems.push(Diagnostic::error(
             file,
             range,

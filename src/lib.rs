@@ -12,6 +12,8 @@ pub mod generate;
 pub mod graph;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
+pub mod names;
 pub mod probe;
 pub mod runtime;
 pub mod server;

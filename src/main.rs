@@ -46,7 +46,7 @@ enum Command {
     /// ToolNet, the tool-transition graph: show it, import trajectories, measure next-tool prediction.
     Graph {
         #[command(subcommand)]
-        command: chainsmith::graph::cli::GraphCommand,
+        command: chainsmith::cli::graph::GraphCommand,
     },
     /// Run a program against the real tools; prints its output and a compact trace.
     Run {
@@ -123,7 +123,7 @@ fn main() -> ExitCode {
         Command::Retrieve { task, k, eval } => {
             chainsmith::cli::retrieve(cli.root.as_deref(), task.as_deref(), k, &eval)
         }
-        Command::Graph { command } => chainsmith::graph::cli::run(cli.root.as_deref(), command),
+        Command::Graph { command } => chainsmith::cli::graph::run(cli.root.as_deref(), command),
         Command::Run { file, trace_json, replay } => {
             chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref())
         }

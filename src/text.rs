@@ -1,6 +1,23 @@
 //! Line index over a text: byte offsets ↔ (line, column) in UTF-8 or UTF-16 code units.
 //! Tree-sitter and the loaders speak bytes; LSP clients and `check --format json` speak UTF-16
-//! (or UTF-8 when negotiated); the text output speaks 1-based characters. All conversion is here.
+//! (or UTF-8 when negotiated); the text output speaks 1-based characters. All conversion is here,
+//! beside [`ByteRange`], the one span type of the core.
+
+/// A byte range `start..end` in a file's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub struct ByteRange {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl ByteRange {
+    pub fn new(start: usize, end: usize) -> Self {
+        ByteRange { start, end }
+    }
+    pub fn contains(&self, offset: usize) -> bool {
+        self.start <= offset && offset <= self.end
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chainsmith::config::McpConfig;
-use chainsmith::runtime::mcp::{McpClient, McpError, McpErrorKind};
-use chainsmith::toolset::doc::ByteRange;
+use chainsmith::mcp::{McpClient, McpError, McpErrorKind};
+use chainsmith::text::ByteRange;
 use chainsmith::toolset::{ParamLocation, SourceKind, Transport, mcp};
 use serde_json::{Value, json};
 
@@ -243,7 +243,7 @@ fn everything_server_list_changed_roots_and_timeouts() {
 
     // roots/list is answered with the workspace root.
     let roots = client.call("get-roots-list", json!({}), CALL).unwrap();
-    let root_uri = chainsmith::runtime::mcp::file_uri(&dir.path().canonicalize().unwrap());
+    let root_uri = chainsmith::mcp::file_uri(&dir.path().canonicalize().unwrap());
     assert!(roots.text.as_deref().unwrap_or_default().contains(&root_uri), "{roots:?} lacks {root_uri}");
 
     // A request that is not answered in time fails clearly; the session stays usable.
@@ -505,7 +505,7 @@ fn requests_from_the_server_pagination_and_versions() {
     let answers = client.call("report", json!({}), CALL).unwrap().value;
     assert_eq!(answers["p1"], json!({}), "ping answered: {answers}");
     assert_eq!(answers["s1"]["code"], -32601, "an unknown request is 'method not found': {answers}");
-    let root_uri = chainsmith::runtime::mcp::file_uri(&dir.path().canonicalize().unwrap());
+    let root_uri = chainsmith::mcp::file_uri(&dir.path().canonicalize().unwrap());
     assert_eq!(answers["7"]["roots"][0]["uri"], root_uri.as_str(), "{answers}");
     drop(client);
 

@@ -8,11 +8,12 @@ use std::path::Path;
 use serde_json::Value;
 use tree_sitter::{Node, Tree};
 
-use super::dialect::{self, FlatUrl, Imports, Matched, UrlPart};
+use super::dialect::{self, FlatUrl, Imports, UrlPart};
 use super::parse::{fields, range_of, string_value, text_of};
 use super::{Access, Analysis, CallArg, Dialect, Key, ToolCall, ToolsetImport, UrlSite};
 use crate::diagnostic::{Diagnostic, did_you_mean};
-use crate::toolset::doc::ByteRange;
+use crate::text::ByteRange;
+use crate::toolset::endpoint::{self, Matched};
 use crate::toolset::schema::{self, KeyLookup};
 use crate::toolset::{Catalog, ParamLocation, Tool, Transport};
 
@@ -966,7 +967,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         };
         let parts = self.url_parts(url_node, 0);
         let flat = FlatUrl::new(parts);
-        let Some(split) = dialect::split_url(&flat.flat, self.catalog) else {
+        let Some(split) = endpoint::split_url(&flat.flat, self.catalog) else {
             // Not a known tool's URL: an ordinary HTTP call.
             self.eval_args(Some(arguments));
             return Ty::Unknown;
@@ -980,7 +981,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 (r.start == r.end).then_some(r.start)
             },
         });
-        let matched = dialect::match_endpoint(toolset, &method, &split.segments);
+        let matched = endpoint::match_endpoint(toolset, &method, &split.segments);
         let url_range = range_of(url_node);
         let path_range = {
             let end = split.segments.last().map(|s| s.start + s.text.len()).unwrap_or(split.path_start);
@@ -997,7 +998,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                     format!(
                         "{} {} is not an endpoint of `{}`; that path has {}",
                         method.to_ascii_uppercase(),
-                        dialect::display_path(&split.segments),
+                        endpoint::display_path(&split.segments),
                         toolset.name,
                         methods.join(", ")
                     ),
@@ -1006,7 +1007,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 None
             }
             Matched::NoPath => {
-                let written = dialect::display_path(&split.segments);
+                let written = endpoint::display_path(&split.segments);
                 let mut d = self.error(
                     path_range,
                     "unknown-endpoint",
@@ -1037,9 +1038,9 @@ impl<'t, 'c> Walker<'t, 'c> {
             for (param_name, segment_index) in &m.path_params {
                 let segment = &split.segments[*segment_index];
                 let range = flat.source_range(segment.start, segment.start + segment.text.len());
-                let (value, text_value) = if segment.text == dialect::HOLE.to_string() {
+                let (value, text_value) = if segment.text == endpoint::HOLE.to_string() {
                     (flat.hole_at(segment.start), None)
-                } else if segment.text.contains(dialect::HOLE) {
+                } else if segment.text.contains(endpoint::HOLE) {
                     (None, None)
                 } else {
                     (None, Some((segment.text.clone(), range)))
@@ -1056,15 +1057,15 @@ impl<'t, 'c> Walker<'t, 'c> {
                 });
             }
             for (name, value, name_at, value_at) in &split.query {
-                if name.contains(dialect::HOLE) {
+                if name.contains(endpoint::HOLE) {
                     complete = false;
                     continue;
                 }
                 let name_range = flat.source_range(*name_at, name_at + name.len());
                 let value_range = flat.source_range(*value_at, value_at + value.len());
-                let (v, text_value) = if value == &dialect::HOLE.to_string() {
+                let (v, text_value) = if value == &endpoint::HOLE.to_string() {
                     (flat.hole_at(*value_at), None)
-                } else if value.contains(dialect::HOLE) {
+                } else if value.contains(endpoint::HOLE) {
                     (None, None)
                 } else {
                     (None, Some((value.clone(), value_range)))
@@ -1139,7 +1140,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.out.calls.push(ToolCall {
             tool: tool_ref,
             toolset: toolset.name.clone(),
-            name: tool_ref.map(|t| t.name.clone()).unwrap_or_else(|| dialect::display_path(&split.segments)),
+            name: tool_ref.map(|t| t.name.clone()).unwrap_or_else(|| endpoint::display_path(&split.segments)),
             dialect: Dialect::Http,
             range: range_of(node),
             name_range: url_range,
@@ -1280,9 +1281,9 @@ fn is_string_expression(node: Node) -> bool {
 
 fn normalize_template(path: &str) -> String {
     let mut out = String::new();
-    for segment in dialect::template_segments(path) {
+    for segment in endpoint::template_segments(path) {
         out.push('/');
-        out.push_str(if dialect::template_param(segment).is_some() { "{}" } else { segment });
+        out.push_str(if endpoint::template_param(segment).is_some() { "{}" } else { segment });
     }
     out
 }

@@ -11,7 +11,7 @@ use super::dialect::Imports;
 use super::parse::fields;
 use super::{Analysis, Dialect, Key, analyze, analyze_until, parse};
 use crate::config::DiagnosticsConfig;
-use crate::toolset::doc::ByteRange;
+use crate::text::ByteRange;
 use crate::toolset::{Catalog, Param, Tool, Transport, schema};
 
 /// Completion lists are cut here; the client asks again as the user types (`isIncomplete`).

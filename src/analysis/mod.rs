@@ -16,7 +16,7 @@ use tree_sitter::Tree;
 
 use crate::config::DiagnosticsConfig;
 use crate::diagnostic::Diagnostic;
-use crate::toolset::doc::ByteRange;
+use crate::text::ByteRange;
 use crate::toolset::{Catalog, ParamLocation, Tool};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 /// tree-sitter names this `FieldId` but does not export the alias.
 type FieldId = NonZeroU16;
 
-use crate::toolset::doc::ByteRange;
+use crate::text::ByteRange;
 
 /// The grammar's field ids, looked up once: `child_by_field_name` compares strings on every call,
 /// which showed up in profiles of the analysis of large programs.

@@ -1,6 +1,7 @@
 //! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
 
 mod generate;
+pub mod graph;
 mod probe;
 mod probe_eval;
 mod retrieve;

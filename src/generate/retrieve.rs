@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::toolset::{Catalog, SourceKind, Tool, Transport, names};
+use crate::names;
+use crate::toolset::{Catalog, SourceKind, Tool, Transport};
 
 /// How documents are built and scored; each step of the improvement over plain BM25 is a switch, so
 /// `retrieve --eval` can report every step's gain.

@@ -20,7 +20,8 @@ use serde_json::Value;
 
 use super::Trajectory;
 use super::trace::Trace;
-use crate::toolset::{Catalog, Transport, names};
+use crate::names;
+use crate::toolset::{Catalog, Transport};
 
 /// What kind of trajectory file a text is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,11 +20,11 @@
 //! JSONL), the last two kept in `.chainsmith/toolnet.json` ([`store`]). [`workspace`] puts them
 //! together; [`editor`] answers the editor's questions; [`eval`] measures next-tool prediction.
 
-pub mod cli;
 pub mod editor;
 pub mod eval;
 pub mod import;
 pub mod relevance;
+pub mod render;
 pub mod store;
 pub mod trace;
 pub mod workspace;

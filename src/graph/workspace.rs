@@ -17,8 +17,8 @@ use super::{ToolGraph, Trajectory};
 use crate::analysis::{self, Analysis, parse};
 use crate::config::{Config, ToolnetConfig};
 use crate::diagnostic::Diagnostic;
+use crate::text::ByteRange;
 use crate::toolset::Catalog;
-use crate::toolset::doc::ByteRange;
 
 /// Where the runtime writes traces, relative to the workspace root.
 pub const RUNS_DIR: &str = ".chainsmith/runs";

@@ -55,7 +55,7 @@ pub fn with_probed(catalog: &Catalog, probed: &[&Probed]) -> Catalog {
         if let Some(ts) = toolsets.iter_mut().find(|t| t.name == p.toolset)
             && let Some(tool) = ts.tools.iter_mut().find(|t| t.name == p.name)
         {
-            write::apply(tool, &write::entry_of(p));
+            crate::toolset::overlay::apply(tool, &write::entry_of(p));
         }
     }
     let mut out = Catalog::new(toolsets, catalog.diagnostics.clone());

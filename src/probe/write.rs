@@ -5,7 +5,8 @@
 //!   ([`native_edits`] gives the edits; the CLI writes them, the editor sends them as a
 //!   `WorkspaceEdit`).
 //! - Every other source (OpenAPI, ToolBench, MCP, and YAML native files) gets the overlay
-//!   `.chainsmith/probed/<toolset>.json`, merged when the workspace loads ([`merge_overlay`]):
+//!   `.chainsmith/probed/<toolset>.json` (its format and merging live in
+//!   [`crate::toolset::overlay`]):
 //!
 //! ```json
 //! {"chainsmith": "probed/1",
@@ -20,58 +21,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::diagnostic::Diagnostic;
-use crate::toolset::doc::{self, ByteRange, Node, NodeKind, Syntax};
-use crate::toolset::workspace::Texts;
-use crate::toolset::{Catalog, Example, Provenance, SourceKind, Tool, Toolset};
+use crate::text::ByteRange;
+use crate::toolset::doc::{self, Node, NodeKind, Syntax};
+use crate::toolset::overlay::{OVERLAY_FORMAT, OverlayEntry, ProbedMark, example_json, overlay_path};
+use crate::toolset::{Catalog, SourceKind, Tool};
 
 use super::discover::Probed;
-
-/// The overlay format marker.
-pub const OVERLAY_FORMAT: &str = "probed/1";
-
-/// One tool's entry in an overlay.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OverlayEntry {
-    pub response: Value,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub examples: Vec<Value>,
-    pub probed: ProbedMark,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProbedMark {
-    pub date: String,
-    pub samples: u32,
-}
-
-/// `.chainsmith/probed/<toolset>.json` under the root.
-pub fn overlay_path(root: &Path, toolset: &str) -> PathBuf {
-    root.join(".chainsmith").join("probed").join(format!("{toolset}.json"))
-}
-
-fn example_json(example: &Example) -> Value {
-    let mut out = Map::new();
-    if let Some(q) = &example.question {
-        out.insert("question".into(), json!(q));
-    }
-    if let Some(p) = &example.program {
-        out.insert("program".into(), json!(p));
-    }
-    if let Some(a) = &example.arguments {
-        out.insert("arguments".into(), a.clone());
-    }
-    if let Some(r) = &example.response {
-        out.insert("response".into(), r.clone());
-    }
-    Value::Object(out)
-}
 
 /// The overlay entry of a probe's result.
 pub fn entry_of(probed: &Probed) -> OverlayEntry {
@@ -79,76 +38,6 @@ pub fn entry_of(probed: &Probed) -> OverlayEntry {
         response: probed.response.clone(),
         examples: vec![example_json(&probed.example)],
         probed: ProbedMark { date: probed.date.clone(), samples: probed.samples.len() as u32 },
-    }
-}
-
-/// Puts an entry's schema, examples and provenance on a tool.
-pub fn apply(tool: &mut Tool, entry: &OverlayEntry) {
-    tool.response = Some(entry.response.clone());
-    for e in &entry.examples {
-        tool.examples.push(Example {
-            question: e.get("question").and_then(Value::as_str).map(str::to_string),
-            program: e.get("program").and_then(Value::as_str).map(str::to_string),
-            arguments: e.get("arguments").cloned(),
-            response: e.get("response").cloned(),
-        });
-    }
-    tool.provenance = Provenance::Probed { date: entry.probed.date.clone(), samples: entry.probed.samples };
-}
-
-/// Applies `.chainsmith/probed/<toolset>.json`, when there is one, to a loaded toolset. Problems
-/// are diagnostics on the overlay file; a broken entry is skipped.
-pub fn merge_overlay(root: &Path, toolset: &mut Toolset, texts: &mut Texts, diagnostics: &mut Vec<Diagnostic>) {
-    let path = overlay_path(root, &toolset.name);
-    let Ok(text) = std::fs::read_to_string(&path) else { return };
-    let text: Arc<str> = text.into();
-    texts.insert(path.clone(), text.clone());
-    let node = match doc::parse(&text, Syntax::Json) {
-        Ok(n) => n,
-        Err(failure) => {
-            diagnostics.push(Diagnostic::error(
-                &path,
-                failure.range,
-                "invalid-overlay",
-                format!("the probed overlay is not valid JSON: {}", failure.message),
-            ));
-            return;
-        }
-    };
-    let Some(tools) = node.get("tools").filter(|t| t.is_object()) else {
-        diagnostics.push(Diagnostic::error(
-            &path,
-            ByteRange::new(node.range.start, (node.range.start + 1).min(node.range.end)),
-            "invalid-overlay",
-            "a probed overlay is {\"chainsmith\": \"probed/1\", \"tools\": {\"<tool>\": {response, examples, probed}}}",
-        ));
-        return;
-    };
-    for (name, key_range, value) in tools.members() {
-        let entry: Result<OverlayEntry, _> = serde_json::from_value(value.to_json());
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                diagnostics.push(Diagnostic::error(
-                    &path,
-                    value.range,
-                    "invalid-overlay",
-                    format!(
-                        "overlay entry `{name}`: {e} (expected {{response, examples?, probed: {{date, samples}}}})"
-                    ),
-                ));
-                continue;
-            }
-        };
-        match toolset.tools.iter_mut().find(|t| &t.name == name) {
-            Some(tool) => apply(tool, &entry),
-            None => diagnostics.push(Diagnostic::warning(
-                &path,
-                *key_range,
-                "stale-overlay",
-                format!("the probed overlay names `{name}`, which toolset `{}` no longer has", toolset.name),
-            )),
-        }
     }
 }
 
@@ -311,6 +200,9 @@ fn render(value: &Value, indent: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::toolset::overlay::merge as merge_overlay;
+    use crate::toolset::workspace::Texts;
+    use crate::toolset::{Example, Provenance, Toolset};
 
     fn probed(name: &str) -> Probed {
         Probed {

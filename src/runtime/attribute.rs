@@ -21,9 +21,9 @@ use super::trace::{TraceCall, TraceError};
 use crate::analysis::{self, Analysis, Key, parse};
 use crate::config::DiagnosticsConfig;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::ByteRange;
 use crate::text::LineIndex;
 use crate::toolset::Catalog;
-use crate::toolset::doc::ByteRange;
 
 /// The program's uncaught exception, as the Python package reports it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -27,11 +27,11 @@ use serde_json::{Map, Value, json};
 
 use super::attribute::ErrorReport;
 use super::http::{self, Answer, Prepared};
-use super::mcp::McpClient;
 use super::trace::{Replay, Secrets, TraceCall, cap_response};
 use super::{RunObserver, Stop};
-use crate::analysis::dialect::{self, Matched};
 use crate::config::{Config, McpConfig, ToolsetSource};
+use crate::mcp::McpClient;
+use crate::toolset::endpoint::{self, Matched};
 use crate::toolset::{Catalog, ParamLocation, SourceKind, Tool, Toolset, Transport};
 
 /// MCP server sessions by toolset: started on a toolset's first call, kept for the run (the CLI)
@@ -608,13 +608,16 @@ impl Host {
         let mut without_query = url.clone();
         without_query.set_query(None);
         without_query.set_fragment(None);
-        let split = dialect::split_url(without_query.as_str(), &self.catalog)?;
+        let split = endpoint::split_url(without_query.as_str(), &self.catalog)?;
         let toolset = self.catalog.toolset(&split.toolset)?;
-        let segments: Vec<dialect::Segment> =
-            split.segments.iter().map(|s| dialect::Segment { text: percent_decode(&s.text), start: s.start }).collect();
+        let segments: Vec<endpoint::Segment> = split
+            .segments
+            .iter()
+            .map(|s| endpoint::Segment { text: percent_decode(&s.text), start: s.start })
+            .collect();
         let auth_query = toolset.auth.as_ref().and_then(|a| a.query.clone());
         let mut arguments = Map::new();
-        let tool = match dialect::match_endpoint(toolset, method, &segments) {
+        let tool = match endpoint::match_endpoint(toolset, method, &segments) {
             Matched::Tool(m) => {
                 for (name, index) in &m.path_params {
                     let value = segments.get(*index).map(|s| s.text.clone()).unwrap_or_default();
@@ -673,7 +676,7 @@ impl Host {
         }
         let id = match tool {
             Some(tool) => tool.id(),
-            None => format!("{}.<{method} {}>", toolset.name, dialect::display_path(&segments)),
+            None => format!("{}.<{method} {}>", toolset.name, endpoint::display_path(&segments)),
         };
         Some((toolset, id, arguments))
     }

@@ -3,14 +3,13 @@
 //! [`run::run`] starts the program with the configured interpreter and the embedded `chainsmith`
 //! Python package ([`package`]) on its `PYTHONPATH`. Each tool call — a module-dialect call or an
 //! HTTP-dialect `requests` / `httpx` request to a toolset's base URL — travels to the [`host`] over a
-//! Unix domain socket; the host executes it ([`http`], MCP over [`mcp`], local commands), enforces
+//! Unix domain socket; the host executes it ([`http`], MCP over [`crate::mcp`], local commands), enforces
 //! the run's limits and records the [`trace`]. A failed run is turned into located diagnostics by
 //! [`attribute`]; `chainsmith stubs` writes type stubs for the toolset modules ([`stubs`]).
 
 pub mod attribute;
 pub mod host;
 pub mod http;
-pub mod mcp;
 pub mod package;
 pub mod run;
 pub mod stubs;

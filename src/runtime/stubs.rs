@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
-use crate::toolset::names::is_identifier;
+use crate::names::is_identifier;
 use crate::toolset::{Catalog, Tool, Toolset};
 
 /// Python keywords and soft keywords a `TypedDict` class body cannot use as keys.

@@ -9,8 +9,8 @@ use tower_lsp_server::lsp_types as lsp;
 
 use crate::analysis::ide;
 use crate::diagnostic::{Diagnostic, Severity};
+use crate::text::ByteRange;
 use crate::text::{Encoding, LineIndex, Position};
-use crate::toolset::doc::ByteRange;
 
 pub const SOURCE: &str = "chainsmith";
 

@@ -25,7 +25,7 @@ use crate::generate::reflect::Runner;
 use crate::generate::search::{self, Request, Settings};
 use crate::llm;
 use crate::runtime::Cancel;
-use crate::toolset::doc::ByteRange;
+use crate::text::ByteRange;
 
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Diagnostic codes of a failed run (src/runtime/attribute.rs).

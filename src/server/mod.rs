@@ -628,8 +628,8 @@ impl LanguageServer for Backend {
                     (s.toolnet.clone(), s.catalog.clone())
                 };
                 let rendered = tokio::task::spawn_blocking(move || {
-                    let text = crate::graph::cli::render(&toolnet, &catalog, false, from.as_deref(), 3);
-                    let dot = crate::graph::cli::render(&toolnet, &catalog, true, from.as_deref(), 3);
+                    let text = crate::graph::render::render(&toolnet, &catalog, false, from.as_deref(), 3);
+                    let dot = crate::graph::render::render(&toolnet, &catalog, true, from.as_deref(), 3);
                     (text, dot)
                 })
                 .await;

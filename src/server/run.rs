@@ -23,8 +23,8 @@ use super::{guarded, handlers};
 use crate::analysis;
 use crate::diagnostic::Diagnostic;
 use crate::runtime::{self, Cancel, McpPool, RunObserver, RunOutcome, RunRequest, Stream, TraceCall};
+use crate::text::ByteRange;
 use crate::text::LineIndex;
-use crate::toolset::doc::ByteRange;
 
 const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 

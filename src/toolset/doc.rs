@@ -7,21 +7,7 @@
 
 use serde_json::{Map, Number, Value};
 
-/// A byte range `start..end` in a file's text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
-pub struct ByteRange {
-    pub start: usize,
-    pub end: usize,
-}
-
-impl ByteRange {
-    pub fn new(start: usize, end: usize) -> Self {
-        ByteRange { start, end }
-    }
-    pub fn contains(&self, offset: usize) -> bool {
-        self.start <= offset && offset <= self.end
-    }
-}
+use crate::text::ByteRange;
 
 #[derive(Debug, Clone)]
 pub enum NodeKind {

@@ -12,11 +12,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::doc::ByteRange;
-use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, names, schema};
+use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::config::McpConfig;
 use crate::diagnostic::Diagnostic;
-use crate::runtime::mcp::McpClient;
+use crate::mcp::McpClient;
+use crate::names;
+use crate::text::ByteRange;
 
 /// Expansions of `$ref` along one path before the rest is left as is (cycles, runaway schemas).
 const MAX_REF_DEPTH: usize = 16;

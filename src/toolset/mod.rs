@@ -6,10 +6,11 @@
 //! the one operation it concerns.
 
 pub mod doc;
+pub mod endpoint;
 pub mod mcp;
-pub mod names;
 pub mod native;
 pub mod openapi;
+pub mod overlay;
 pub mod schema;
 pub mod toolbench;
 pub mod workspace;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
-use doc::ByteRange;
+use crate::text::ByteRange;
 
 /// Where a parameter travels when the tool is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

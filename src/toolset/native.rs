@@ -27,11 +27,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::doc::{ByteRange, Node, NodeKind};
-use super::{
-    Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, names, schema,
-};
+use super::doc::{Node, NodeKind};
+use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::diagnostic::{Diagnostic, Severity, did_you_mean};
+use crate::names;
+use crate::text::ByteRange;
 
 /// The format marker and version this loader reads (`"chainsmith": "toolset/1"`).
 pub const FORMAT: &str = "toolset/1";

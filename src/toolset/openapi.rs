@@ -15,9 +15,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::doc::{ByteRange, Node, NodeKind};
-use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, names};
+use super::doc::{Node, NodeKind};
+use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
 use crate::diagnostic::Diagnostic;
+use crate::names;
+use crate::text::ByteRange;
 
 /// The operation keys of a path item, in the order OpenAPI lists them.
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];

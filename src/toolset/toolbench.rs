@@ -31,9 +31,11 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::doc::{ByteRange, Node, NodeKind};
-use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, names};
+use super::doc::{Node, NodeKind};
+use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
 use crate::diagnostic::Diagnostic;
+use crate::names;
+use crate::text::ByteRange;
 
 /// The name of ToolBench's answer pseudo-function, never a tool.
 const FINISH: &str = "Finish";

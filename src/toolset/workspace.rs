@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::doc::{self, ByteRange, Node, Syntax};
-use super::{Auth, Catalog, Loaded, SourceKind, Toolset, mcp, names, native, openapi, toolbench};
+use super::doc::{self, Node, Syntax};
+use super::{Auth, Catalog, Loaded, SourceKind, Toolset, mcp, native, openapi, toolbench};
 use crate::config::{AuthConfig, Config, ToolsetSource};
 use crate::diagnostic::Diagnostic;
+use crate::names;
+use crate::text::ByteRange;
 
 /// What kind of protocol a parsed document is, judged by its content.
 pub fn detect(doc: &Node) -> Option<SourceKind> {
@@ -152,7 +154,7 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
     }
     // Probed schemas of sources chainsmith does not rewrite (`.chainsmith/probed/<toolset>.json`).
     for toolset in &mut toolsets {
-        crate::probe::write::merge_overlay(&config.root, toolset, &mut texts, &mut diagnostics);
+        super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics);
     }
     let mut catalog = Catalog::new(toolsets, diagnostics);
     catalog.texts = texts;

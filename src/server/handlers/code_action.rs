@@ -10,8 +10,8 @@ use tower_lsp_server::lsp_types as lsp;
 use crate::diagnostic::Diagnostic;
 use crate::server::convert;
 use crate::server::session::{Snapshot, World};
+use crate::text::ByteRange;
 use crate::text::{Encoding, LineIndex};
-use crate::toolset::doc::ByteRange;
 
 use super::diagnostics;
 

@@ -34,7 +34,7 @@ pub fn inlay_hint(snap: &Snapshot, params: lsp::InlayHintParams) -> Option<Vec<l
 
 /// Successor hints from the workspace's ToolNet graph, built without this program's own calls so
 /// the hints say what other programs and runs did, not what this one already does.
-fn toolnet_hints(snap: &Snapshot, wanted: crate::toolset::doc::ByteRange) -> Vec<lsp::InlayHint> {
+fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::InlayHint> {
     let world = &snap.world;
     let text = snap.text();
     let graph = world.toolnet.edges_excluding(Some(&snap.path));
