@@ -4,15 +4,22 @@
 //! Only notification handlers change a [`Session`], under the server's `std::sync` lock and before
 //! any `.await`. Requests copy out a [`Snapshot`] (all `Arc`s) and release the lock at once, so a
 //! slow request never blocks typing and never sees a half-applied edit.
+//!
+//! Caches, each with the key that invalidates it:
+//! - a document's analysis, per (document version, catalog generation): built by the first
+//!   request that needs it and shared by every snapshot of that version ([`Snapshot::analysis`]);
+//! - ToolNet's graph, per change of its inputs ([`Toolnet`]), and the graph without one program's
+//!   own calls (inlay hints), per program, until the inputs change.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tower_lsp_server::UriExt;
 use tower_lsp_server::lsp_types::{ClientCapabilities, TextDocumentContentChangeEvent, Uri};
 
 use crate::analysis::parse::ParsedText;
+use crate::analysis::{self, Analysis};
 use crate::config::{CONFIG_FILE, Config, ToolsetSource};
 use crate::graph::ToolGraph;
 use crate::graph::workspace::WorkspaceGraph;
@@ -20,7 +27,7 @@ use crate::text::{Encoding, LineIndex};
 use crate::toolset::Catalog;
 
 use super::convert;
-use super::run::RunMarks;
+use super::marks::RunMarks;
 
 /// What the client said it supports, reduced to the answers the server needs.
 #[derive(Debug, Clone, Copy, Default)]
@@ -85,12 +92,35 @@ pub struct Document {
     /// What the last run left on the program: per-call inlay hints (until the next edit) and
     /// failure diagnostics (until the next good run or an edit of their line).
     pub run: Option<Arc<RunMarks>>,
+    /// The analysis of this version against the installed catalog, once a request needed it.
+    analysis: AnalysisSlot,
 }
+
+self_cell::self_cell!(
+    /// A program's analysis together with the catalog its results borrow from.
+    pub struct CachedAnalysis {
+        owner: Arc<Catalog>,
+        #[covariant]
+        dependent: Analysis,
+    }
+);
+
+/// Where the analysis of one (document version, catalog generation) is kept; replaced whenever
+/// either changes.
+type AnalysisSlot = Arc<OnceLock<CachedAnalysis>>;
 
 impl Document {
     pub fn new(uri: Uri, path: PathBuf, version: i32, text: String) -> Self {
         let line_index = Arc::new(LineIndex::new(&text));
-        Document { uri, path, version, parsed: Arc::new(ParsedText::new(text)), line_index, run: None }
+        Document {
+            uri,
+            path,
+            version,
+            parsed: Arc::new(ParsedText::new(text)),
+            line_index,
+            run: None,
+            analysis: AnalysisSlot::default(),
+        }
     }
 
     /// Applies `didChange` content changes in order (each range refers to the text left by the
@@ -121,6 +151,7 @@ impl Document {
         self.parsed = Arc::new(parsed);
         self.line_index = line_index;
         self.version = version;
+        self.analysis = AnalysisSlot::default();
     }
 }
 
@@ -134,10 +165,39 @@ pub struct World {
     pub support: ClientSupport,
     /// Bumped on every configuration / catalog reload.
     pub generation: u64,
-    /// ToolNet's inputs for the workspace (programs, runs, imported trajectories).
-    pub toolnet: Arc<WorkspaceGraph>,
-    /// The graph built from them (edges and scores), built once per change of its inputs.
-    pub toolnet_graph: Arc<ToolGraph>,
+    pub toolnet: Arc<Toolnet>,
+}
+
+/// ToolNet in the editor: the workspace's inputs (programs, runs, imported trajectories) and the
+/// graph built from them (edges and scores only: at ToolBench scale, thousands of unused tools as
+/// nodes would cost every request). Built off the session lock, once per change of the inputs.
+pub struct Toolnet {
+    pub inputs: WorkspaceGraph,
+    pub graph: ToolGraph,
+    /// The graph without one program's own calls, by program: hints in a file show what the rest
+    /// of the workspace does, not the file echoing itself.
+    without: Mutex<HashMap<PathBuf, Arc<ToolGraph>>>,
+}
+
+impl Toolnet {
+    pub fn new(inputs: WorkspaceGraph) -> Toolnet {
+        let graph = inputs.edges_excluding(None);
+        Toolnet { inputs, graph, without: Mutex::default() }
+    }
+
+    pub fn empty() -> Toolnet {
+        Toolnet::new(WorkspaceGraph::empty(Path::new("."), &Default::default()))
+    }
+
+    pub fn without_program(&self, program: &Path) -> Arc<ToolGraph> {
+        if let Some(graph) = self.without.lock().unwrap_or_else(PoisonError::into_inner).get(program) {
+            return graph.clone();
+        }
+        // Built outside the lock: two requests may both build it, neither waits for the other.
+        let graph = Arc::new(self.inputs.edges_excluding(Some(program)));
+        self.without.lock().unwrap_or_else(PoisonError::into_inner).insert(program.to_path_buf(), graph.clone());
+        graph
+    }
 }
 
 impl World {
@@ -178,11 +238,22 @@ pub struct Snapshot {
     pub world: World,
     /// The marks of the document's last run.
     pub run: Option<Arc<RunMarks>>,
+    analysis: AnalysisSlot,
 }
 
 impl Snapshot {
     pub fn text(&self) -> &str {
         &self.parsed.text
+    }
+
+    /// The whole program's analysis, computed once per (document version, catalog generation).
+    pub fn analysis(&self) -> &Analysis<'_> {
+        let cached = self.analysis.get_or_init(|| {
+            CachedAnalysis::new(self.world.catalog.clone(), |catalog| {
+                analysis::analyze(&self.path, self.text(), &self.parsed.tree, catalog, &self.world.config.diagnostics)
+            })
+        });
+        cached.borrow_dependent()
     }
 }
 
@@ -196,9 +267,12 @@ pub struct Session {
     pub encoding: Encoding,
     pub support: ClientSupport,
     pub generation: u64,
-    /// ToolNet's inputs, rebuilt on reload, after runs and when a program is saved.
-    pub toolnet: Arc<WorkspaceGraph>,
-    pub toolnet_graph: Arc<ToolGraph>,
+    /// The sequence number of the load installed (see `Context::reload`).
+    pub loaded: u64,
+    /// ToolNet, rebuilt on reload, after runs and when a program is saved.
+    pub toolnet: Arc<Toolnet>,
+    /// The sequence number of the ToolNet installed.
+    pub toolnet_loaded: u64,
     /// Open programs by URI (as text: `Uri` caches parts of itself, so it makes a poor map key).
     pub documents: HashMap<String, Document>,
     /// Protocol files / chainsmith.toml that currently carry published diagnostics.
@@ -216,8 +290,9 @@ impl Default for Session {
             encoding: Encoding::Utf16,
             support: ClientSupport::default(),
             generation: 0,
-            toolnet: Arc::new(WorkspaceGraph::empty(Path::new("."), &Default::default())),
-            toolnet_graph: Arc::new(ToolGraph::new(&Default::default())),
+            loaded: 0,
+            toolnet: Arc::new(Toolnet::empty()),
+            toolnet_loaded: 0,
             documents: HashMap::new(),
             published_workspace: HashMap::new(),
         }
@@ -234,7 +309,6 @@ impl Session {
             support: self.support,
             generation: self.generation,
             toolnet: self.toolnet.clone(),
-            toolnet_graph: self.toolnet_graph.clone(),
         }
     }
 
@@ -264,6 +338,7 @@ impl Session {
             line_index: doc.line_index.clone(),
             world: self.world(),
             run: doc.run.clone(),
+            analysis: doc.analysis.clone(),
         })
     }
 
@@ -287,18 +362,33 @@ impl Session {
         }
     }
 
-    /// Installs a freshly loaded configuration and catalog.
-    pub fn install(&mut self, config: Config, catalog: Catalog, toolnet: WorkspaceGraph) {
-        self.set_toolnet(toolnet);
+    /// Installs a configuration, catalog and ToolNet loaded as load number `sequence`, unless a
+    /// later load is installed already; whether it was installed.
+    pub fn install(&mut self, sequence: u64, config: Config, catalog: Catalog, toolnet: Toolnet) -> bool {
+        if sequence <= self.loaded {
+            return false;
+        }
+        self.loaded = sequence;
         self.config = Arc::new(config);
         self.catalog = Arc::new(catalog);
         self.generation += 1;
+        self.toolnet = Arc::new(toolnet);
+        self.toolnet_loaded = sequence;
+        for document in self.documents.values_mut() {
+            document.analysis = AnalysisSlot::default();
+        }
+        true
     }
 
-    /// Installs freshly read ToolNet inputs and the graph built from them.
-    pub fn set_toolnet(&mut self, toolnet: WorkspaceGraph) {
-        self.toolnet_graph = Arc::new(toolnet.edges_excluding(None));
+    /// Installs a ToolNet rebuilt as number `sequence` from the catalog of `generation`, unless a
+    /// later one is installed or the catalog changed since; whether it was installed.
+    pub fn install_toolnet(&mut self, sequence: u64, generation: u64, toolnet: Toolnet) -> bool {
+        if sequence <= self.toolnet_loaded || generation != self.generation {
+            return false;
+        }
+        self.toolnet_loaded = sequence;
         self.toolnet = Arc::new(toolnet);
+        true
     }
 
     /// Whether a change to `path` on disk can change the configuration or the catalog:

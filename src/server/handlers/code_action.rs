@@ -24,9 +24,9 @@ pub fn code_action(snap: &Snapshot, params: &lsp::CodeActionParams) -> Option<ls
         out = actions(&found, &snap.uri, snap.text(), &snap.line_index, snap.world.encoding, requested);
     }
     // Generation: "Generate tool chain for this task" and "Fix failing chain".
-    out.extend(crate::server::generate::code_actions(snap, params));
+    out.extend(super::commands::generate::code_actions(snap, params));
     // Probing: "Probe tool" on a call whose response schema is unknown.
-    out.extend(crate::server::probe::code_actions(snap, params));
+    out.extend(super::commands::probe::code_actions(snap, params));
     Some(out)
 }
 
@@ -37,7 +37,7 @@ pub fn protocol_code_action(
     params: &lsp::CodeActionParams,
 ) -> Option<lsp::CodeActionResponse> {
     // Probing: "Probe tool" on an entry whose response schema is unknown.
-    let probes = crate::server::probe::protocol_code_actions(world, path, params);
+    let probes = super::commands::probe::protocol_code_actions(world, path, params);
     let mut out = protocol_quick_fixes(world, path, params).unwrap_or_default();
     out.extend(probes);
     Some(out)

@@ -36,18 +36,18 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
     else {
         return;
     };
-    let graph = &world.toolnet_graph;
+    let graph = &world.toolnet.graph;
     let text = snap.text();
-    let analysis = crate::analysis::analyze_until(
-        &snap.path,
-        text,
-        &snap.parsed.tree,
-        &world.catalog,
-        &world.config.diagnostics,
-        Some(offset),
-    );
-    let previous =
-        analysis.calls.iter().filter(|c| c.range.end <= offset).filter_map(|c| c.tool).next_back().map(|t| t.id());
+    // The calls before the cursor are the same in the whole program's analysis as in one that
+    // stops at the cursor (the walk only goes forward), and that one is cached.
+    let previous = snap
+        .analysis()
+        .calls
+        .iter()
+        .filter(|c| c.range.end <= offset)
+        .filter_map(|c| c.tool)
+        .next_back()
+        .map(|t| t.id());
     let small = world.catalog.toolset(&toolset).is_some_and(|ts| ts.tools.len() <= TASK_RELEVANCE_MAX_TOOLS);
     let ranked = if small {
         let task = ide::task_of(text, &snap.parsed.tree);

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::analysis;
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::server::convert;
 use crate::server::session::{Snapshot, World};
@@ -24,11 +23,10 @@ pub fn program(snap: &Snapshot) -> Vec<lsp::Diagnostic> {
 /// The core diagnostics of a program (also used by code actions for their suggestions).
 pub fn core(snap: &Snapshot) -> Vec<Diagnostic> {
     let world = &snap.world;
-    let result =
-        analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
-    let mut diagnostics = result.diagnostics;
+    let result = snap.analysis();
+    let mut diagnostics = result.diagnostics.clone();
     // A hint, not an error: ToolNet's scores say this tool has been failing in recent runs.
-    let graph = &world.toolnet_graph;
+    let graph = &world.toolnet.graph;
     for call in &result.calls {
         let Some(tool) = call.tool else { continue };
         if let Some(message) = crate::graph::editor::failing_lately(graph, &tool.id())

@@ -15,7 +15,7 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     // On a tool: its ToolNet neighbourhood and recent reliability.
     if let Some(id) = found.tool_id.clone()
         && let Some(section) =
-            crate::graph::editor::hover_markdown(&world.toolnet_graph, &id, crate::graph::editor::DEFAULT_TOP)
+            crate::graph::editor::hover_markdown(&world.toolnet.graph, &id, crate::graph::editor::DEFAULT_TOP)
     {
         found.markdown.push_str("\n\n---\n");
         found.markdown.push_str(&section);

@@ -4,7 +4,6 @@
 
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::analysis;
 use crate::graph::editor;
 use crate::server::convert;
 use crate::server::session::Snapshot;
@@ -37,8 +36,8 @@ pub fn inlay_hint(snap: &Snapshot, params: lsp::InlayHintParams) -> Option<Vec<l
 fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::InlayHint> {
     let world = &snap.world;
     let text = snap.text();
-    let graph = world.toolnet.edges_excluding(Some(&snap.path));
-    let analysis = analysis::analyze(&snap.path, text, &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
+    let graph = world.toolnet.without_program(&snap.path);
+    let analysis = snap.analysis();
     let calls: Vec<_> = analysis.calls.iter().filter(|c| c.tool.is_some()).collect();
     let mut hints = Vec::new();
     let mut seen_statements = Vec::new();

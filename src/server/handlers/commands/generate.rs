@@ -10,24 +10,20 @@
 //! those tools and their ToolNet neighbours.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::lsp_types::{self as lsp, notification, request};
+use tower_lsp_server::lsp_types as lsp;
 
-use super::run::Shared;
-use super::session::Snapshot;
-use super::{convert, session};
-use crate::analysis;
 use crate::generate::reflect::Runner;
 use crate::generate::search::{self, Request, Settings};
 use crate::llm;
-use crate::runtime::Cancel;
+use crate::server::context::Context;
+use crate::server::session::Snapshot;
+use crate::server::task::{CLIENT_REQUEST_TIMEOUT, Progress, Refused, TaskKey, TaskKind, spawn_guarded};
+use crate::server::{convert, session};
 use crate::text::ByteRange;
-
-const CLIENT_REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Diagnostic codes of a failed run (src/runtime/attribute.rs).
 pub const RUNTIME_CODES: [&str; 3] = ["runtime-error", "tool-error", "attributed-call"];
 
@@ -45,8 +41,7 @@ fn wants(params: &lsp::CodeActionParams, kind: &lsp::CodeActionKind) -> bool {
 pub fn task_at(snap: &Snapshot, requested: ByteRange) -> Option<(String, Vec<String>)> {
     let text = snap.text();
     let catalog = &snap.world.catalog;
-    let tree = analysis::parse::parse(text);
-    let result = analysis::analyze(&snap.path, text, &tree, catalog, &snap.world.config.diagnostics);
+    let result = snap.analysis();
     let selected = text.get(requested.start..requested.end).unwrap_or("").trim();
     let mut tools: Vec<String> = Vec::new();
     if !selected.is_empty() {
@@ -150,124 +145,93 @@ fn target(params: &lsp::ExecuteCommandParams) -> Option<Target> {
     })
 }
 
-async fn progress(shared: &Shared, token: &Option<lsp::ProgressToken>, value: lsp::WorkDoneProgress) {
-    if let Some(token) = token {
-        shared
-            .client
-            .send_notification::<notification::Progress>(lsp::ProgressParams {
-                token: token.clone(),
-                value: lsp::ProgressParamsValue::WorkDone(value),
-            })
-            .await;
-    }
-}
-
 /// `chainsmith.generate` (`fix` false) and `chainsmith.fix`: answers at once, the work going on in
 /// the background.
-pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, fix: bool) -> Result<Option<Value>> {
-    let command = if fix { "chainsmith.fix" } else { "chainsmith.generate" };
+pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, fix: bool) -> Result<Option<Value>> {
+    let kind = if fix { TaskKind::Fix } else { TaskKind::Generate };
+    let command = kind.command();
     let Some(target) = target(&params) else {
         return Err(Error::invalid_params(format!("{command} takes the program's URI as its argument")));
     };
-    let snapshot = shared.session.lock().unwrap_or_else(|p| p.into_inner()).snapshot(&target.uri);
+    let snapshot = ctx.session().snapshot(&target.uri);
     let Some(snap) = snapshot else {
         let message =
             format!("chainsmith: open {} to {}", target.uri.as_str(), if fix { "fix it" } else { "generate" });
-        shared.client.show_message(lsp::MessageType::ERROR, message).await;
+        ctx.client.show_message(lsp::MessageType::ERROR, message).await;
         return Ok(None);
     };
     let Some(root) = snap.world.root.clone() else {
-        shared.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to generate in").await;
+        ctx.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to generate in").await;
         return Ok(None);
     };
     let text = snap.text().to_string();
-    let task = target.task.clone().or_else(|| search::task_of(&text));
-    if !fix && task.is_none() {
+    let task_text = target.task.clone().or_else(|| search::task_of(&text));
+    if !fix && task_text.is_none() {
         let message = "chainsmith: no task to generate for: write it in the module docstring or a `# task:` comment, or select it";
-        shared.client.show_message(lsp::MessageType::ERROR, message).await;
+        ctx.client.show_message(lsp::MessageType::ERROR, message).await;
         return Ok(None);
     }
     let client = match llm::Client::new(&snap.world.config.llm) {
         Ok(c) => c,
         Err(e) => {
-            shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
+            ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
             return Ok(None);
         }
     };
-    let key = format!("{command}:{}", target.uri.as_str());
-    let cancel = Cancel::new();
-    if !shared.runs.track(&key, cancel.clone()) {
-        let message = format!("chainsmith: {command} is already running on this document");
-        shared.client.show_message(lsp::MessageType::INFO, message).await;
-        return Ok(None);
-    }
-    let token = match params.work_done_progress_params.work_done_token.clone() {
-        Some(token) => Some(token),
-        None if snap.world.support.work_done_progress => {
-            static NEXT: AtomicU64 = AtomicU64::new(0);
-            let token =
-                lsp::NumberOrString::String(format!("chainsmith-generate-{}", NEXT.fetch_add(1, Ordering::SeqCst)));
-            let create =
-                shared.client.send_request::<request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams {
-                    token: token.clone(),
-                });
-            match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, create).await {
-                Ok(Ok(())) => Some(token),
-                _ => None,
-            }
+    let task = match ctx.tasks.begin(TaskKey::document(&target.uri, kind)) {
+        Ok(task) => task,
+        Err(Refused::AlreadyRunning) => {
+            let message = format!("chainsmith: {command} is already running on this document");
+            ctx.client.show_message(lsp::MessageType::INFO, message).await;
+            return Ok(None);
         }
-        None => None,
+        Err(Refused::ShuttingDown) => return Ok(None),
     };
-    if let Some(token) = &token {
-        shared.runs.set_token(&key, token);
-    }
+    let name =
+        session::document_path(&snap.uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let title = if fix { format!("Fixing {name}") } else { format!("Generating a tool chain in {name}") };
+    let client_token = params.work_done_progress_params.work_done_token.clone();
+    let progress = task
+        .progress(&ctx.client, client_token, snap.world.support.work_done_progress, title, Some("asking the model"))
+        .await;
     let runner = Runner {
         root,
         program: snap.path.clone(),
         config: snap.world.config.clone(),
         catalog: snap.world.catalog.clone(),
         allow_writes: target.allow_writes,
-        cancel,
-        mcp: Some(shared.runs.mcp.clone()),
+        cancel: task.cancel.clone(),
+        mcp: Some(ctx.mcp.clone()),
     };
-    tokio::spawn(async move {
-        background(&shared, &snap, task, target.tools, fix, client, runner, token).await;
-        shared.runs.untrack(&key);
+    let context = ctx.clone();
+    spawn_guarded(&ctx.client, command, async move {
+        let job = Job { snap: &snap, task: task_text, tools: target.tools, fix };
+        background(&context, job, client, runner, progress).await;
+        drop(task);
     });
     Ok(None)
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn background(
-    shared: &Shared,
-    snap: &Snapshot,
+/// What one generation or fix works on.
+struct Job<'a> {
+    snap: &'a Snapshot,
     task: Option<String>,
     tools: Vec<String>,
     fix: bool,
-    client: llm::Client,
-    runner: Runner,
-    token: Option<lsp::ProgressToken>,
-) {
+}
+
+async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Runner, progress: Progress) {
+    let Job { snap, task, tools, fix } = job;
     let name =
         session::document_path(&snap.uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let title = if fix { format!("Fixing {name}") } else { format!("Generating a tool chain in {name}") };
-    let begin = lsp::WorkDoneProgressBegin {
-        title,
-        cancellable: Some(true),
-        message: Some("asking the model".into()),
-        percentage: None,
-    };
-    progress(shared, &token, lsp::WorkDoneProgress::Begin(begin)).await;
     let text = snap.text().to_string();
     let world = &snap.world;
     let settings = Settings::from_config(&world.config.generate);
-    let graph = world.toolnet.graph();
+    let graph = world.toolnet.inputs.graph();
     let task_text = task.clone().unwrap_or_else(|| "make this program run without errors".into());
     let mut selected = tools;
     if fix {
-        let tree = analysis::parse::parse(&text);
-        let result = analysis::analyze(&snap.path, &text, &tree, &world.catalog, &world.config.diagnostics);
-        for id in crate::graph::workspace::program_tools(&result) {
+        for id in crate::graph::workspace::program_tools(snap.analysis()) {
             if !selected.contains(&id) {
                 selected.push(id);
             }
@@ -307,12 +271,7 @@ async fn background(
                         let calls = client.meter.requests();
                         if calls != reported {
                             reported = calls;
-                            let report = lsp::WorkDoneProgressReport {
-                                cancellable: Some(true),
-                                message: Some(format!("{calls} LLM call{}", if calls == 1 { "" } else { "s" })),
-                                percentage: None,
-                            };
-                            progress(shared, &token, lsp::WorkDoneProgress::Report(report)).await;
+                            progress.report(format!("{calls} LLM call{}", if calls == 1 { "" } else { "s" })).await;
                         }
                     }
                 }
@@ -321,7 +280,7 @@ async fn background(
         // The editor's confirmation: a program that calls tools which may write runs only if agreed.
         if let Some(search::Stop::NeedsConsent(tools)) = &outcome.stop
             && !runner.allow_writes
-            && confirm(shared, tools).await
+            && confirm(ctx, tools).await
         {
             runner.allow_writes = true;
             given = outcome.best_node().map(|b| b.program.clone());
@@ -330,12 +289,11 @@ async fn background(
         break outcome;
     };
     let usage = format!("{} LLM calls, {}; {}", client.meter.requests(), client.meter.usage(), outcome.shape());
-    shared.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {name}: {usage}")).await;
+    ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {name}: {usage}")).await;
     let best = outcome.best_node().filter(|_| outcome.solved).map(|b| b.program.clone());
     let Some(program) = best else {
         let why = outcome.stop.as_ref().map(ToString::to_string).unwrap_or_else(|| "no attempt succeeded".into());
-        let end = lsp::WorkDoneProgressEnd { message: Some(format!("no change: {why}")) };
-        progress(shared, &token, lsp::WorkDoneProgress::End(end)).await;
+        progress.end(format!("no change: {why}")).await;
         let kind = if matches!(outcome.stop, Some(search::Stop::Cancelled)) {
             lsp::MessageType::INFO
         } else {
@@ -343,29 +301,22 @@ async fn background(
         };
         let what = if fix { "fix" } else { "generate a working chain for" };
         let message = format!("chainsmith: could not {what} {name}: {why}; the document is unchanged");
-        shared.client.show_message(kind, message).await;
+        ctx.client.show_message(kind, message).await;
         return;
     };
-    let end = lsp::WorkDoneProgressEnd { message: Some(format!("done: {usage}")) };
-    progress(shared, &token, lsp::WorkDoneProgress::End(end)).await;
+    progress.end(format!("done: {usage}")).await;
     if fix && program == text {
-        shared.client.show_message(lsp::MessageType::INFO, format!("chainsmith: {name} runs as it is")).await;
+        ctx.client.show_message(lsp::MessageType::INFO, format!("chainsmith: {name} runs as it is")).await;
         return;
     }
     // The edit is made against the text the task started from, and only if it is still there.
-    let current = {
-        let s = shared.session.lock().unwrap_or_else(|p| p.into_inner());
-        s.document(&snap.uri).map(|d| d.version)
-    };
+    let current = ctx.session().document(&snap.uri).map(|d| d.version);
     if current != Some(snap.version) {
         let message = format!(
             "chainsmith: {name} changed while the chain was being generated; nothing was applied (the program is in the output log)"
         );
-        shared.client.show_message(lsp::MessageType::WARNING, message).await;
-        shared
-            .client
-            .log_message(lsp::MessageType::INFO, format!("chainsmith: the program for {name}:\n{program}"))
-            .await;
+        ctx.client.show_message(lsp::MessageType::WARNING, message).await;
+        ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: the program for {name}:\n{program}")).await;
         return;
     }
     let (range, new_text) = if fix {
@@ -386,7 +337,7 @@ async fn background(
         changes: Some(HashMap::from([(snap.uri.clone(), vec![lsp::TextEdit { range, new_text }])])),
         ..Default::default()
     };
-    match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, shared.client.apply_edit(edit)).await {
+    match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, ctx.client.apply_edit(edit)).await {
         Ok(Ok(response)) if response.applied => {}
         other => {
             let why = match other {
@@ -394,23 +345,24 @@ async fn background(
                 Ok(Err(e)) => e.to_string(),
                 Err(_) => "the editor did not answer".into(),
             };
-            shared
-                .client
+            ctx.client
                 .log_message(lsp::MessageType::INFO, format!("chainsmith: the program for {name}:\n{program}"))
                 .await;
             let message =
                 format!("chainsmith: the edit to {name} was not applied ({why}); the program is in the output log");
-            shared.client.show_message(lsp::MessageType::WARNING, message).await;
+            ctx.client.show_message(lsp::MessageType::WARNING, message).await;
         }
     }
 }
 
 /// Asks the user whether tools that may change data may run.
-async fn confirm(shared: &Shared, tools: &[String]) -> bool {
+async fn confirm(ctx: &Context, tools: &[String]) -> bool {
     let run = lsp::MessageActionItem { title: "Run them".into(), properties: Default::default() };
     let cancel = lsp::MessageActionItem { title: "Don't run".into(), properties: Default::default() };
     let message =
         format!("chainsmith: the generated program calls tools that may change data ({}). Run them?", tools.join(", "));
-    let answer = shared.client.show_message_request(lsp::MessageType::WARNING, message, Some(vec![run, cancel])).await;
-    matches!(answer, Ok(Some(item)) if item.title == "Run them")
+    let asked = ctx.client.show_message_request(lsp::MessageType::WARNING, message, Some(vec![run, cancel]));
+    // The user may take their time; an editor that never answers must not hold the task forever.
+    let answer = tokio::time::timeout(Duration::from_secs(300), asked).await;
+    matches!(answer, Ok(Ok(Some(item))) if item.title == "Run them")
 }

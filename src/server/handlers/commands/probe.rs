@@ -7,35 +7,33 @@
 //! programs' diagnostics are published against the new schemas.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::Result;
-use tower_lsp_server::lsp_types::{self as lsp, notification, request};
+use tower_lsp_server::lsp_types::{self as lsp, request};
 
-use super::run::Shared;
-use super::{convert, handlers};
-use crate::config::Config;
 use crate::llm;
 use crate::probe::chain::{self, ProbeObserver};
 use crate::probe::discover::{self, Probed, Prober, Unprobed};
 use crate::probe::write;
-use crate::runtime::Cancel;
+use crate::server::context::Context;
+use crate::server::convert;
+use crate::server::session::World;
+use crate::server::task::{Progress, Refused, TaskKey, TaskKind, spawn_guarded};
 use crate::text::LineIndex;
-use crate::toolset::{Catalog, workspace};
+use crate::toolset::Catalog;
 
 const CONFIRM: &str = "Probe them too";
 const SKIP: &str = "Only read-only tools";
 
 /// Starts probing; answers at once (`null`).
-pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, all: bool) -> Result<Option<Value>> {
-    let (world, support) = {
-        let s = shared.session.lock().unwrap_or_else(|e| e.into_inner());
-        (s.world(), s.support)
-    };
+pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool) -> Result<Option<Value>> {
+    let world = ctx.session().world();
     let Some(root) = world.root.clone() else {
-        shared.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to probe in").await;
+        ctx.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to probe in").await;
         return Ok(None);
     };
     let catalog = world.catalog.clone();
@@ -49,7 +47,7 @@ pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, all: boo
         match catalog.find(&id) {
             Ok(tool) => targets.push(tool.id()),
             Err(message) => {
-                shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {message}")).await;
+                ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {message}")).await;
                 return Ok(None);
             }
         }
@@ -64,7 +62,7 @@ pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, all: boo
         targets.extend(unknown);
     }
     if targets.is_empty() {
-        shared.client.show_message(lsp::MessageType::INFO, "chainsmith: every response schema is known").await;
+        ctx.client.show_message(lsp::MessageType::INFO, "chainsmith: every response schema is known").await;
         return Ok(None);
     }
     let needing: Vec<String> = targets
@@ -75,7 +73,7 @@ pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, all: boo
         .collect();
     let mut allow_writes = false;
     if !needing.is_empty() {
-        let asked = shared.client.show_message_request(
+        let asked = ctx.client.show_message_request(
             lsp::MessageType::WARNING,
             format!(
                 "chainsmith: probing runs tools for real; these are not known to be read-only: {}",
@@ -95,76 +93,33 @@ pub async fn execute(shared: Shared, params: lsp::ExecuteCommandParams, all: boo
     let client = match llm::Client::new(&world.config.llm) {
         Ok(c) => c,
         Err(e) => {
-            shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
+            ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
             return Ok(None);
         }
     };
+    let task = match ctx.tasks.begin(TaskKey::workspace(TaskKind::Probe)) {
+        Ok(task) => task,
+        Err(Refused::AlreadyRunning) => {
+            ctx.client.show_message(lsp::MessageType::INFO, "chainsmith: probing is already running").await;
+            return Ok(None);
+        }
+        Err(Refused::ShuttingDown) => return Ok(None),
+    };
     let mut prober = Prober::new(world.config.clone(), client, allow_writes);
-    prober.mcp = shared.runs.mcp.clone();
+    prober.mcp = ctx.mcp.clone();
+    prober.cancel = task.cancel.clone();
     let n = targets.len() as u32;
     prober.budget.max_llm_calls = (prober.samples + 1) * n * world.config.probe.rounds.max(1);
     prober.budget.max_tokens = world.config.generate.max_tokens.max(1) * u64::from(n);
-    let token = progress_token(&shared, &params, support.work_done_progress).await;
-    if let Some(token) = &token {
-        PROBES.lock().unwrap_or_else(|e| e.into_inner()).insert(token_key(token), prober.cancel.clone());
-    }
-    tokio::spawn(background(shared, root, catalog, prober, targets, token));
+    let title = format!("Probing {} tool{}", targets.len(), if targets.len() == 1 { "" } else { "s" });
+    let client_token = params.work_done_progress_params.work_done_token.clone();
+    let progress = task.progress(&ctx.client, client_token, world.support.work_done_progress, title, None).await;
+    let context = ctx.clone();
+    spawn_guarded(&ctx.client, "chainsmith.probe", async move {
+        background(&context, root, catalog, prober, targets, progress).await;
+        drop(task);
+    });
     Ok(None)
-}
-
-static PROBES: std::sync::Mutex<BTreeMap<String, Cancel>> = std::sync::Mutex::new(BTreeMap::new());
-
-fn token_key(token: &lsp::ProgressToken) -> String {
-    match token {
-        lsp::NumberOrString::Number(n) => n.to_string(),
-        lsp::NumberOrString::String(s) => s.clone(),
-    }
-}
-
-/// `window/workDoneProgress/cancel` for a probing session; whether the token was one.
-pub fn cancel(token: &lsp::ProgressToken) -> bool {
-    match PROBES.lock().unwrap_or_else(|e| e.into_inner()).get(&token_key(token)) {
-        Some(cancel) => {
-            cancel.cancel();
-            true
-        }
-        None => false,
-    }
-}
-
-async fn progress_token(
-    shared: &Shared,
-    params: &lsp::ExecuteCommandParams,
-    supported: bool,
-) -> Option<lsp::ProgressToken> {
-    if let Some(token) = params.work_done_progress_params.work_done_token.clone() {
-        return Some(token);
-    }
-    if !supported {
-        return None;
-    }
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let token = lsp::NumberOrString::String(format!("chainsmith-probe-{n}"));
-    let create = shared
-        .client
-        .send_request::<request::WorkDoneProgressCreate>(lsp::WorkDoneProgressCreateParams { token: token.clone() });
-    match tokio::time::timeout(Duration::from_secs(5), create).await {
-        Ok(Ok(())) => Some(token),
-        _ => None,
-    }
-}
-
-async fn report(shared: &Shared, token: &Option<lsp::ProgressToken>, value: lsp::WorkDoneProgress) {
-    if let Some(token) = token {
-        shared
-            .client
-            .send_notification::<notification::Progress>(lsp::ProgressParams {
-                token: token.clone(),
-                value: lsp::ProgressParamsValue::WorkDone(value),
-            })
-            .await;
-    }
 }
 
 struct Forward(tokio::sync::mpsc::UnboundedSender<String>);
@@ -184,56 +139,31 @@ impl ProbeObserver for Forward {
 // `lsp::Uri` keys are what `WorkspaceEdit::changes` takes.
 #[allow(clippy::mutable_key_type)]
 async fn background(
-    shared: Shared,
-    root: std::path::PathBuf,
+    ctx: &Context,
+    root: PathBuf,
     catalog: Arc<Catalog>,
     prober: Prober,
     targets: Vec<String>,
-    token: Option<lsp::ProgressToken>,
+    progress: Progress,
 ) {
-    report(
-        &shared,
-        &token,
-        lsp::WorkDoneProgress::Begin(lsp::WorkDoneProgressBegin {
-            title: format!("Probing {} tool{}", targets.len(), if targets.len() == 1 { "" } else { "s" }),
-            cancellable: Some(true),
-            message: None,
-            percentage: None,
-        }),
-    )
-    .await;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let task = {
         let (prober, catalog, targets) = (prober.clone(), catalog.clone(), targets.clone());
         tokio::spawn(async move { chain::probe_chain(&prober, &catalog, &targets, &Forward(tx)).await })
     };
     while let Some(line) = rx.recv().await {
-        shared.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {line}")).await;
-        let message = Some(line);
-        report(
-            &shared,
-            &token,
-            lsp::WorkDoneProgress::Report(lsp::WorkDoneProgressReport { message, ..Default::default() }),
-        )
-        .await;
-    }
-    if let Some(token) = &token {
-        PROBES.lock().unwrap_or_else(|e| e.into_inner()).remove(&token_key(token));
+        ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {line}")).await;
+        progress.report(line).await;
     }
     let Ok(result) = task.await else {
-        report(
-            &shared,
-            &token,
-            lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some("failed".into()) }),
-        )
-        .await;
+        progress.end("failed").await;
         return;
     };
     let probed: Vec<&Probed> = result.probed.iter().map(|(p, _)| p).collect();
     let (native, other): (Vec<&Probed>, Vec<&Probed>) =
         probed.iter().partition(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json));
     // Native files: one WorkspaceEdit the user can see and undo.
-    let mut by_file: BTreeMap<std::path::PathBuf, Vec<&Probed>> = BTreeMap::new();
+    let mut by_file: BTreeMap<PathBuf, Vec<&Probed>> = BTreeMap::new();
     for p in native {
         if let Some(tool) = catalog.tool(&p.toolset, &p.name) {
             by_file.entry(tool.source.file.clone()).or_default().push(p);
@@ -241,8 +171,8 @@ async fn background(
     }
     let mut changes: HashMap<lsp::Uri, Vec<lsp::TextEdit>> = HashMap::new();
     // The files as the editor will hold them once the edit is applied (before any save).
-    let mut edited: HashMap<std::path::PathBuf, String> = HashMap::new();
-    let encoding = shared.session.lock().unwrap_or_else(|e| e.into_inner()).world().encoding;
+    let mut edited: HashMap<PathBuf, String> = HashMap::new();
+    let encoding = ctx.session().encoding;
     for (file, items) in by_file {
         let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
@@ -261,7 +191,7 @@ async fn background(
     }
     if !changes.is_empty() {
         let edit = lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() };
-        let applied = shared
+        let applied = ctx
             .client
             .send_request::<request::ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditParams {
                 label: Some("Probed response schemas".into()),
@@ -274,7 +204,7 @@ async fn background(
                 edited.clear();
                 let why = r.failure_reason.map(|w| format!(": {w}")).unwrap_or_default();
                 let message = format!("chainsmith: the editor did not apply the probed schemas{why}");
-                shared.client.show_message(lsp::MessageType::WARNING, message).await;
+                ctx.client.show_message(lsp::MessageType::WARNING, message).await;
             }
             // No (usable) answer: a client without `workspace/applyEdit`; the results would be
             // lost, so the files are written as the CLI writes them.
@@ -286,50 +216,24 @@ async fn background(
                     .filter(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json))
                     .collect();
                 if let Err(e) = write::write_back(&root, &catalog, &native) {
-                    shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+                    ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
                 }
             }
         }
     }
     if let Err(e) = write::write_back(&root, &catalog, &other) {
-        shared.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+        ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
     }
-    reload(&shared, &root, edited).await;
+    // The catalog reloads at once (with the edited files as the editor holds them), so completion
+    // and diagnostics see the new schemas before the user saves.
+    ctx.reload(edited).await;
     let mut end = format!("probed {} of {}", probed.len(), targets.len());
     for (id, why) in &result.unprobed {
         end.push_str(&format!("\n{id}: {}", why.reason()));
     }
-    shared.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {end}")).await;
-    report(&shared, &token, lsp::WorkDoneProgress::End(lsp::WorkDoneProgressEnd { message: Some(end) })).await;
-    publish_programs(&shared).await;
-}
-
-/// Reloads the catalog so completion and diagnostics see the new schemas at once (on a blocking
-/// thread: loading reads protocol files and starts MCP servers).
-async fn reload(shared: &Shared, root: &std::path::Path, unsaved: HashMap<std::path::PathBuf, String>) {
-    let settings = shared.session.lock().unwrap_or_else(|e| e.into_inner()).settings();
-    let root = root.to_path_buf();
-    let loaded = tokio::task::spawn_blocking(move || {
-        let config = Config::load(&root, settings.as_ref());
-        let catalog = workspace::load_with_texts(&config, &unsaved);
-        let toolnet = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog);
-        (config, catalog, toolnet)
-    })
-    .await;
-    match loaded {
-        Ok((config, catalog, toolnet)) => {
-            shared.session.lock().unwrap_or_else(|e| e.into_inner()).install(config, catalog, toolnet)
-        }
-        Err(e) => tracing::error!("reloading after probing failed: {e}"),
-    }
-}
-
-async fn publish_programs(shared: &Shared) {
-    let snapshots = shared.session.lock().unwrap_or_else(|e| e.into_inner()).snapshots();
-    for snap in snapshots {
-        let diagnostics = handlers::diagnostics::program(&snap);
-        shared.client.publish_diagnostics(snap.uri.clone(), diagnostics, Some(snap.version)).await;
-    }
+    ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {end}")).await;
+    progress.end(end).await;
+    ctx.publish_everything().await;
 }
 
 fn wants_refactor(params: &lsp::CodeActionParams) -> bool {
@@ -353,8 +257,8 @@ fn probe_action(tool: &crate::toolset::Tool) -> lsp::CodeActionOrCommand {
 /// "Probe tool `toolset.name`" on the protocol entries (native tool, OpenAPI operation, ToolBench
 /// record) of the file `path` in the requested range whose response is unknown.
 pub fn protocol_code_actions(
-    world: &super::session::World,
-    path: &std::path::Path,
+    world: &World,
+    path: &Path,
     params: &lsp::CodeActionParams,
 ) -> Vec<lsp::CodeActionOrCommand> {
     if !wants_refactor(params) {
@@ -383,14 +287,16 @@ pub fn protocol_code_actions(
 }
 
 /// "Probe tool `toolset.name`" on the calls in the requested range whose response is unknown.
-pub fn code_actions(snap: &super::session::Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp::CodeActionOrCommand> {
+pub fn code_actions(
+    snap: &crate::server::session::Snapshot,
+    params: &lsp::CodeActionParams,
+) -> Vec<lsp::CodeActionOrCommand> {
     if !wants_refactor(params) {
         return Vec::new();
     }
     let world = &snap.world;
     let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, world.encoding);
-    let analysis =
-        crate::analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
+    let analysis = snap.analysis();
     let mut out = Vec::new();
     let mut seen = Vec::new();
     for call in &analysis.calls {

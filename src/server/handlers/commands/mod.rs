@@ -1,9 +1,19 @@
-//! `workspace/executeCommand`. The editor commands are advertised so clients can bind them;
-//! `chainsmith.run` runs the program (see `server::run`), `chainsmith.generate` and `chainsmith.fix`
-//! generate and fix chains (see `server::generate`), `chainsmith.probe`/`probeAll` probe tools (see
-//! `server::probe`), `chainsmith.graph` answers with ToolNet's graph (text and DOT).
+//! `workspace/executeCommand`, one file per command. The editor commands are advertised so
+//! clients can bind them: `chainsmith.run` runs the program ([`run`]), `chainsmith.generate` and
+//! `chainsmith.fix` generate and fix chains ([`generate`]), `chainsmith.probe`/`probeAll` probe
+//! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]). The long ones
+//! answer at once and go on as tasks (`server::task`).
 
+pub mod generate;
+pub mod graph;
+pub mod probe;
+pub mod run;
+
+use serde_json::Value;
+use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
+
+use crate::server::context::Context;
 
 pub const COMMANDS: [&str; 6] = [
     "chainsmith.run",
@@ -32,7 +42,23 @@ pub enum Outcome {
     Unknown { message: String },
 }
 
-pub fn execute_command(params: &lsp::ExecuteCommandParams) -> Outcome {
+pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
+    match outcome(&params) {
+        Outcome::Run => run::execute(ctx, params).await,
+        Outcome::Generate => generate::execute(ctx, params, false).await,
+        Outcome::Fix => generate::execute(ctx, params, true).await,
+        Outcome::Probe { all } => probe::execute(ctx, params, all).await,
+        Outcome::Graph { from } => graph::execute(ctx, from).await,
+        Outcome::Unavailable { message } => {
+            ctx.client.show_message(lsp::MessageType::WARNING, message).await;
+            Ok(None)
+        }
+        Outcome::Unknown { message } => Err(Error::invalid_params(message)),
+    }
+}
+
+/// Which command `params` names, with its parsed arguments where they are simple.
+pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
     let command = params.command.as_str();
     if command == "chainsmith.run" {
         Outcome::Run
