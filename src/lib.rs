@@ -13,6 +13,7 @@ pub mod graph;
 pub mod llm;
 pub mod logging;
 pub mod mcp;
+pub mod mock;
 pub mod names;
 pub mod probe;
 pub mod runtime;

@@ -58,6 +58,15 @@ enum Command {
         /// Answer calls identical to those of this trace from it; run only new ones.
         #[arg(long, value_name = "TRACE")]
         replay: Option<PathBuf>,
+        /// Send HTTP calls to a mock of the APIs built from their protocols (offline runs).
+        #[arg(long)]
+        mock: bool,
+    },
+    /// Serve a mock of the workspace's HTTP APIs, answering from their protocols' examples and schemas.
+    Mock {
+        /// Port on 127.0.0.1 (0: any free port).
+        #[arg(long, default_value_t = 8089)]
+        port: u16,
     },
     /// Generate a tool chain for a task (ATC drafting, attributable reflection, DFSDT search).
     Generate {
@@ -124,9 +133,10 @@ fn main() -> ExitCode {
             chainsmith::cli::retrieve(cli.root.as_deref(), task.as_deref(), k, &eval)
         }
         Command::Graph { command } => chainsmith::cli::graph::run(cli.root.as_deref(), command),
-        Command::Run { file, trace_json, replay } => {
-            chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref())
+        Command::Run { file, trace_json, replay, mock } => {
+            chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref(), mock)
         }
+        Command::Mock { port } => chainsmith::cli::mock(cli.root.as_deref(), port),
         Command::Generate { task, out, yes } => {
             chainsmith::cli::generate(cli.root.as_deref(), &task, out.as_deref(), yes)
         }

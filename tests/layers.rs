@@ -11,7 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["mcp", "llm"],
     &["toolset"],
-    &["analysis"],
+    &["analysis", "mock"],
     &["runtime"],
     &["graph"],
     &["generate"],

@@ -11,7 +11,7 @@ pub use generate::{fix, generate};
 pub use probe::probe;
 pub use probe_eval::probe_eval;
 pub use retrieve::retrieve;
-pub use run::{run, stubs};
+pub use run::{mock, run, stubs};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{load_workspace, workspace_root};
 use crate::diagnostic::Diagnostic;
+use crate::mock::MockServer;
 use crate::runtime::{self, Cancel, RunObserver, RunRequest, Stream, trace};
 use crate::text::LineIndex;
 
@@ -37,9 +38,16 @@ fn print_diagnostics(diagnostics: &[Diagnostic], text: &str) {
     }
 }
 
-/// `chainsmith run FILE [--trace-json PATH] [--replay TRACE]`: exit status = the program's, or 1
-/// on a tool or runtime failure.
-pub fn run(root: Option<&Path>, file: &Path, trace_json: Option<&Path>, replay: Option<&Path>) -> Result<u8> {
+/// `chainsmith run FILE [--trace-json PATH] [--replay TRACE] [--mock]`: exit status = the
+/// program's, or 1 on a tool or runtime failure. With `mock`, HTTP calls go to a mock of the APIs
+/// built from their protocols ([`crate::mock`]) instead of the real ones.
+pub fn run(
+    root: Option<&Path>,
+    file: &Path,
+    trace_json: Option<&Path>,
+    replay: Option<&Path>,
+    mock: bool,
+) -> Result<u8> {
     if !file.is_file() {
         bail!("{}: no such file", file.display());
     }
@@ -56,8 +64,16 @@ pub fn run(root: Option<&Path>, file: &Path, trace_json: Option<&Path>, replay: 
         Some(path) => Some(trace::load(path)?),
         None => None,
     };
-    let mut request = RunRequest::new(file, &root, Arc::new(config), Arc::new(catalog));
+    let catalog = Arc::new(catalog);
+    let mock = match mock {
+        true => Some(MockServer::start(catalog.clone(), ([127, 0, 0, 1], 0).into()).context("cannot start the mock")?),
+        false => None,
+    };
+    let mut request = RunRequest::new(file, &root, Arc::new(config), catalog);
     request.replay = replay;
+    if let Some(mock) = &mock {
+        request.upstream = mock.upstream();
+    }
     request.inherit_stdin = true;
     let outcome = runtime::run(request, Arc::new(Terminal), &Cancel::new());
 
@@ -90,6 +106,26 @@ pub fn run(root: Option<&Path>, file: &Path, trace_json: Option<&Path>, replay: 
         print_diagnostics(&outcome.diagnostics, &text);
     }
     Ok(outcome.exit_status())
+}
+
+/// `chainsmith mock [--port P]`: serves the workspace's HTTP APIs from their protocols until
+/// interrupted, printing each toolset's stand-in base URL.
+pub fn mock(root: Option<&Path>, port: u16) -> Result<u8> {
+    let root = workspace_root(root, &[]);
+    let (_, catalog) = load_workspace(&root)?;
+    let mock = MockServer::start(Arc::new(catalog), ([127, 0, 0, 1], port).into())
+        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    let upstream = mock.upstream();
+    if upstream.is_empty() {
+        bail!("the workspace has no HTTP toolset with a base URL to mock");
+    }
+    for (real, stand_in) in &upstream {
+        println!("{stand_in}  (for {real})");
+    }
+    eprintln!("chainsmith: mocking {} API(s) on {}; Ctrl-C stops", upstream.len(), mock.address());
+    loop {
+        std::thread::park();
+    }
 }
 
 /// `chainsmith stubs [--out DIR]`: `.pyi` stubs of every toolset module (default: `typings/` under

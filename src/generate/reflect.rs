@@ -291,7 +291,7 @@ pub async fn revise(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::test_support::openapi_catalog;
+    use crate::toolset::test_support::openapi_catalog;
 
     const SPEC: &str = "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths:\n  /items:\n    get:\n      operationId: listItems\n      responses: {'200': {description: ok}}\n    post:\n      operationId: createItem\n      responses: {'200': {description: ok}}\n";
 

@@ -128,6 +128,7 @@ pub struct Host {
     secrets: Secrets,
     replay: Option<Replay>,
     mcp: Arc<McpPool>,
+    upstream: Vec<(String, String)>,
     max_calls: u32,
     deadline: Instant,
     observer: Arc<dyn RunObserver>,
@@ -142,6 +143,9 @@ pub struct HostSetup {
     pub secrets: Secrets,
     pub replay: Option<Replay>,
     pub mcp: Arc<McpPool>,
+    /// (toolset base URL, URL to send to instead): requests under a base URL go to a stand-in
+    /// (a mock of the API) while the program and its trace still see the real URL.
+    pub upstream: Vec<(String, String)>,
     pub max_calls: u32,
     pub deadline: Instant,
     pub observer: Arc<dyn RunObserver>,
@@ -157,6 +161,7 @@ impl Host {
             secrets: setup.secrets,
             replay: setup.replay,
             mcp: setup.mcp,
+            upstream: setup.upstream,
             max_calls: setup.max_calls,
             deadline: setup.deadline,
             observer: setup.observer,
@@ -429,7 +434,15 @@ impl Host {
         }
     }
 
-    fn send(&self, prepared: Prepared, missing_auth: Option<String>) -> Outcome {
+    fn send(&self, mut prepared: Prepared, missing_auth: Option<String>) -> Outcome {
+        let url = prepared.url.as_str().to_string();
+        let redirected = self.upstream.iter().find_map(|(base, to)| {
+            let rest = url.strip_prefix(base.trim_end_matches('/'))?;
+            (rest.is_empty() || rest.starts_with(['/', '?'])).then(|| format!("{}{rest}", to.trim_end_matches('/')))
+        });
+        if let Some(Ok(url)) = redirected.map(|u| reqwest::Url::parse(&u)) {
+            prepared.url = url;
+        }
         match http::send(&self.http, &prepared, self.call_timeout()) {
             Ok(answer) => {
                 let mut outcome = Outcome::from_http(answer);

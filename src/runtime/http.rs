@@ -350,7 +350,7 @@ fn describe_transport_error(e: reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::test_support::openapi_catalog;
+    use crate::toolset::test_support::openapi_catalog;
     use serde_json::json;
 
     const SPEC: &str = r#"

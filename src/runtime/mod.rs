@@ -160,6 +160,9 @@ pub struct RunRequest {
     pub save_trace: bool,
     /// MCP sessions to use (and keep); a fresh pool, dropped after the run, when `None`.
     pub mcp: Option<Arc<McpPool>>,
+    /// (toolset base URL, stand-in URL): HTTP calls under a base URL are sent to the stand-in
+    /// (`chainsmith run --mock`, `chainsmith eval`).
+    pub upstream: Vec<(String, String)>,
 }
 
 impl RunRequest {
@@ -181,6 +184,7 @@ impl RunRequest {
             inherit_stdin: false,
             save_trace: true,
             mcp: None,
+            upstream: Vec::new(),
         }
     }
 }
@@ -243,28 +247,4 @@ pub fn unrunnable_calls(file: &Path, text: &str, catalog: &Catalog) -> Vec<Diagn
         }
     }
     out
-}
-
-#[cfg(test)]
-pub(crate) mod test_support {
-    use std::path::Path;
-
-    use crate::toolset::{Catalog, Toolset, doc, openapi};
-
-    /// A catalog of one toolset loaded by the real OpenAPI loader from a YAML text.
-    pub fn openapi_catalog(name: &str, yaml: &str, base_url: Option<&str>) -> Catalog {
-        let node = doc::parse(yaml, doc::Syntax::Yaml).expect("valid YAML");
-        let loaded = openapi::load(&node, yaml, Path::new("spec.yaml"), name);
-        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
-        let toolset = Toolset {
-            name: name.into(),
-            kind: crate::toolset::SourceKind::OpenApi,
-            files: vec![],
-            description: String::new(),
-            base_url: base_url.map(str::to_string).or(loaded.base_url),
-            auth: loaded.auth,
-            tools: loaded.tools,
-        };
-        Catalog::new(vec![toolset], vec![])
-    }
 }

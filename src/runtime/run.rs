@@ -162,6 +162,7 @@ fn execute(
         secrets: secrets.clone(),
         replay: request.replay.as_ref().map(Replay::new),
         mcp: request.mcp.clone().unwrap_or_else(|| Arc::new(McpPool::new())),
+        upstream: request.upstream.clone(),
         max_calls: request.limits.max_tool_calls,
         deadline,
         observer: observer.clone(),

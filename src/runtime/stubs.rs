@@ -322,7 +322,7 @@ impl Emitter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::test_support::openapi_catalog;
+    use crate::toolset::test_support::openapi_catalog;
 
     #[test]
     fn stubs_for_a_small_spec() {

@@ -298,3 +298,27 @@ impl Catalog {
 }
 
 pub type SharedCatalog = Arc<Catalog>;
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::path::Path;
+
+    use super::{Catalog, Toolset, doc, openapi};
+
+    /// A catalog of one toolset loaded by the real OpenAPI loader from a YAML text.
+    pub fn openapi_catalog(name: &str, yaml: &str, base_url: Option<&str>) -> Catalog {
+        let node = doc::parse(yaml, doc::Syntax::Yaml).expect("valid YAML");
+        let loaded = openapi::load(&node, yaml, Path::new("spec.yaml"), name);
+        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
+        let toolset = Toolset {
+            name: name.into(),
+            kind: super::SourceKind::OpenApi,
+            files: vec![],
+            description: String::new(),
+            base_url: base_url.map(str::to_string).or(loaded.base_url),
+            auth: loaded.auth,
+            tools: loaded.tools,
+        };
+        Catalog::new(vec![toolset], vec![])
+    }
+}

@@ -1,0 +1,387 @@
+//! A mock of the workspace's HTTP APIs, built from their protocols: every HTTP tool answers at
+//! `http://127.0.0.1:PORT/<toolset><path>` with the example its protocol gives for the response,
+//! else with data generated from its response schema. Programs then run offline (`chainsmith
+//! mock`, `chainsmith run --mock`) and benchmark tasks run where the real APIs cannot be reached
+//! (`chainsmith eval`).
+//!
+//! What a program sees is what the real API would say about its *request*: an unknown path is a
+//! 404, a wrong method a 405, a missing required query parameter a 400 naming it, a literal that
+//! does not fit its parameter's schema (type, enum) a 400 too. Answers are deterministic within a
+//! session: generated values are seeded by (session, tool, arguments), and a path parameter named
+//! like an id is echoed into the answer's top-level `id`, so `movie(movie_id=550)["id"]` is 550
+//! and ids stay consistent across the calls of one task. [`MockServer::reset`] starts a new
+//! session (a new task).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+
+use serde_json::{Map, Value, json};
+
+use crate::toolset::endpoint::{self, Matched, Segment};
+use crate::toolset::schema;
+use crate::toolset::{Catalog, ParamLocation, Tool, Transport};
+
+/// A running mock; stops when dropped.
+pub struct MockServer {
+    server: Arc<tiny_http::Server>,
+    address: SocketAddr,
+    state: Arc<State>,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct State {
+    catalog: Arc<Catalog>,
+    session: AtomicU64,
+    /// Requests answered in this session, by tool id (for tests and `eval`'s report).
+    calls: Mutex<HashMap<String, u32>>,
+}
+
+impl MockServer {
+    /// Serves every toolset of `catalog` that has HTTP tools, on `bind` (port 0: any free port).
+    pub fn start(catalog: Arc<Catalog>, bind: SocketAddr) -> std::io::Result<MockServer> {
+        let server = tiny_http::Server::http(bind).map_err(std::io::Error::other)?;
+        let address = server.server_addr().to_ip().ok_or_else(|| std::io::Error::other("no IP address"))?;
+        let server = Arc::new(server);
+        let state = Arc::new(State { catalog, session: AtomicU64::new(1), calls: Mutex::default() });
+        let thread = {
+            let (server, state) = (server.clone(), state.clone());
+            std::thread::Builder::new().name("chainsmith-mock".into()).spawn(move || {
+                for request in server.incoming_requests() {
+                    answer(&state, request);
+                }
+            })?
+        };
+        Ok(MockServer { server, address, state, thread: Some(thread) })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The base URL standing in for `toolset`'s.
+    pub fn base_url(&self, toolset: &str) -> String {
+        format!("http://{}/{toolset}", self.address)
+    }
+
+    /// (toolset base URL, mock base URL) for every HTTP toolset with a base URL: what the runtime
+    /// sends to the mock instead of the real API.
+    pub fn upstream(&self) -> Vec<(String, String)> {
+        self.state
+            .catalog
+            .toolsets
+            .iter()
+            .filter(|t| t.tools.iter().any(|tool| matches!(tool.transport, Transport::Http { .. })))
+            .filter_map(|t| Some((t.base_url.clone()?, self.base_url(&t.name))))
+            .collect()
+    }
+
+    /// Starts a new session: generated values change, call counts restart.
+    pub fn reset(&self) {
+        self.state.session.fetch_add(1, Ordering::SeqCst);
+        self.state.calls.lock().unwrap_or_else(PoisonError::into_inner).clear();
+    }
+
+    /// Requests answered (any status) in this session, by tool id.
+    pub fn calls(&self) -> HashMap<String, u32> {
+        self.state.calls.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn answer(state: &State, request: tiny_http::Request) {
+    let method = request.method().as_str().to_ascii_uppercase();
+    let (status, body) = respond(state, &method, request.url());
+    let header = tiny_http::Header::from_bytes("Content-Type", "application/json").expect("a valid header");
+    let response = tiny_http::Response::from_string(body.to_string()).with_status_code(status).with_header(header);
+    let _ = request.respond(response);
+}
+
+/// The status and JSON body for `method url` (the URL as the request line has it).
+fn respond(state: &State, method: &str, url: &str) -> (u16, Value) {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let path = decode(path);
+    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let toolset_name = parts.next().unwrap_or("");
+    let rest = parts.next().unwrap_or("");
+    let Some(toolset) = state.catalog.toolset(toolset_name) else {
+        let known: Vec<&str> = state.catalog.toolsets.iter().map(|t| t.name.as_str()).collect();
+        return error(404, format!("no toolset `{toolset_name}` here; the mock serves /{}", known.join(", /")));
+    };
+    let segments: Vec<Segment> =
+        rest.split('/').filter(|s| !s.is_empty()).map(|s| Segment { text: s.to_string(), start: 0 }).collect();
+    let matched = match endpoint::match_endpoint(toolset, method, &segments) {
+        Matched::Tool(m) => m,
+        Matched::WrongMethod(methods) => {
+            return error(405, format!("/{rest} takes {}", methods.join(", ")));
+        }
+        Matched::NoPath | Matched::Unknowable => return error(404, format!("no endpoint /{rest} in {toolset_name}")),
+    };
+    let tool = matched.tool;
+    *state.calls.lock().unwrap_or_else(PoisonError::into_inner).entry(tool.id()).or_default() += 1;
+    let query: Vec<(String, String)> = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode_query(k), decode_query(v))
+        })
+        .collect();
+    let mut arguments = Map::new();
+    for (name, index) in &matched.path_params {
+        arguments.insert(name.clone(), typed(tool, name, &segments[*index].text));
+    }
+    for param in tool.params.iter().filter(|p| p.location == ParamLocation::Query) {
+        let given = query.iter().find(|(k, _)| *k == param.wire_name).map(|(_, v)| v.as_str());
+        match given {
+            Some(text) => {
+                let value = typed(tool, &param.wire_name, text);
+                if let Err(why) = schema::check_literal(&param.schema, &value) {
+                    return error(400, format!("query parameter `{}`: {why}", param.wire_name));
+                }
+                arguments.insert(param.wire_name.clone(), value);
+            }
+            None if param.required => {
+                return error(400, format!("the required query parameter `{}` is missing", param.wire_name));
+            }
+            None => {}
+        }
+    }
+    let seed =
+        hash(&format!("{}|{}|{}", state.session.load(Ordering::SeqCst), tool.id(), Value::Object(arguments.clone())));
+    let mut body = example_response(tool)
+        .or_else(|| tool.response.as_ref().map(|s| generate(s, seed, 0)))
+        .unwrap_or_else(|| json!({}));
+    echo_ids(&mut body, &matched.path_params, &segments);
+    (200, body)
+}
+
+fn error(status: u16, message: String) -> (u16, Value) {
+    (status, json!({"status_code": status, "status_message": message}))
+}
+
+/// A path or query value typed by its parameter's schema (`"550"` → 550 for an integer).
+fn typed(tool: &Tool, wire_name: &str, text: &str) -> Value {
+    let param_schema = tool.params.iter().find(|p| p.wire_name == wire_name).map(|p| &p.schema);
+    let types = param_schema.map(schema::types).unwrap_or_default();
+    if types.contains(&"integer")
+        && let Ok(n) = text.parse::<i64>()
+    {
+        return json!(n);
+    }
+    if types.contains(&"number")
+        && let Ok(n) = text.parse::<f64>()
+    {
+        return json!(n);
+    }
+    if types.contains(&"boolean") && (text == "true" || text == "false") {
+        return json!(text == "true");
+    }
+    Value::String(text.to_string())
+}
+
+/// The first example response the protocol gives for the tool.
+fn example_response(tool: &Tool) -> Option<Value> {
+    tool.examples.iter().find_map(|e| e.response.clone())
+}
+
+/// A path parameter named like an id (`movie_id`, `id`) is the answer's own `id`: the program
+/// that fetched `/movie/550` reads 550 back.
+fn echo_ids(body: &mut Value, path_params: &[(String, usize)], segments: &[Segment]) {
+    let Value::Object(object) = body else { return };
+    if !object.contains_key("id") {
+        return;
+    }
+    for (name, index) in path_params {
+        if name == "id" || name.ends_with("_id") {
+            let text = &segments[*index].text;
+            object.insert("id".into(), text.parse::<i64>().map(Value::from).unwrap_or_else(|_| json!(text)));
+            return;
+        }
+    }
+}
+
+/// Data fitting `schema`: the first enum value or example where the schema gives one, else a
+/// value of its type; arrays get two items; objects get every declared property. Deterministic
+/// in `seed`.
+pub fn generate(schema: &Value, seed: u64, depth: usize) -> Value {
+    if depth > 8 {
+        return Value::Null;
+    }
+    if let Some(values) = schema::enum_values(schema)
+        && let Some(first) = values.get((seed as usize) % values.len().max(1))
+    {
+        return first.clone();
+    }
+    if let Some(example) = schema.get("example") {
+        return example.clone();
+    }
+    for combinator in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(options)) = schema.get(combinator) {
+            if combinator == "allOf" {
+                let mut merged = Map::new();
+                for option in options {
+                    if let Value::Object(part) = generate(option, seed, depth + 1) {
+                        merged.extend(part);
+                    }
+                }
+                return Value::Object(merged);
+            }
+            if let Some(first) = options.first() {
+                return generate(first, seed, depth + 1);
+            }
+        }
+    }
+    let types = schema::types(schema);
+    let kind = types.iter().copied().find(|t| *t != "null").unwrap_or(if schema.get("properties").is_some() {
+        "object"
+    } else {
+        "string"
+    });
+    match kind {
+        "object" => {
+            let mut object = Map::new();
+            for (i, (key, property)) in schema::keys(schema).into_iter().enumerate() {
+                let value = if key == "id" || key.ends_with("_id") {
+                    json!(1 + (hash(&format!("{seed}|{key}")) % 100_000) as i64)
+                } else {
+                    generate(property, seed.wrapping_add(i as u64 + 1), depth + 1)
+                };
+                object.insert(key.to_string(), value);
+            }
+            Value::Object(object)
+        }
+        "array" => {
+            let items = schema::items(schema).cloned().unwrap_or(json!({}));
+            Value::Array((0..2).map(|i| generate(&items, seed.wrapping_add(31 * (i + 1)), depth + 1)).collect())
+        }
+        "integer" => json!(1 + (seed % 1000) as i64),
+        "number" => json!(((seed % 1000) as f64) / 10.0),
+        "boolean" => json!(seed % 2 == 0),
+        _ => {
+            let format = schema.get("format").and_then(Value::as_str).unwrap_or("");
+            match format {
+                "date" => json!("2024-01-15"),
+                "date-time" => json!("2024-01-15T12:00:00Z"),
+                "uri" | "url" => json!("https://example.com/item"),
+                "email" => json!("user@example.com"),
+                _ => json!(format!("sample-{}", seed % 10_000)),
+            }
+        }
+    }
+}
+
+/// FNV-1a: a stable seed from text (the standard hasher is randomised per process).
+fn hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+fn decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
+}
+
+fn decode_query(text: &str) -> String {
+    decode(&text.replace('+', " "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog() -> Arc<Catalog> {
+        let spec = r#"
+openapi: 3.0.0
+info: {title: t, version: "1"}
+servers: [{url: "https://api.example.com/3"}]
+paths:
+  /movie/{movie_id}:
+    get:
+      parameters:
+        - {name: movie_id, in: path, required: true, schema: {type: integer}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  id: {type: integer}
+                  title: {type: string}
+                  genres: {type: array, items: {type: object, properties: {id: {type: integer}, name: {type: string}}}}
+  /search/person:
+    get:
+      parameters:
+        - {name: query, in: query, required: true, schema: {type: string}}
+        - {name: page, in: query, schema: {type: integer}}
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema: {type: object, properties: {results: {type: array, items: {type: object, properties: {id: {type: integer}}}}}}
+              example: {results: [{id: 1769, name: "Sofia Coppola"}]}
+"#;
+        Arc::new(crate::toolset::test_support::openapi_catalog("tmdb", spec, None))
+    }
+
+    fn state() -> State {
+        State { catalog: catalog(), session: AtomicU64::new(1), calls: Mutex::default() }
+    }
+
+    #[test]
+    fn examples_are_answered_and_generated_data_fits_the_schema() {
+        let state = state();
+        let (status, body) = respond(&state, "GET", "/tmdb/search/person?query=Sofia%20Coppola");
+        assert_eq!(status, 200);
+        assert_eq!(body["results"][0]["id"], 1769);
+        let (status, movie) = respond(&state, "GET", "/tmdb/movie/550");
+        assert_eq!(status, 200);
+        assert_eq!(movie["id"], 550, "the path id is echoed: {movie}");
+        assert!(movie["title"].is_string() && movie["genres"].as_array().is_some_and(|g| g.len() == 2), "{movie}");
+        assert!(movie["genres"][0]["name"].is_string());
+        // Deterministic within a session.
+        assert_eq!(respond(&state, "GET", "/tmdb/movie/550").1, movie);
+        assert_eq!(state.calls.lock().unwrap()["tmdb.movie"], 2, "{:?}", state.calls.lock().unwrap());
+    }
+
+    #[test]
+    fn bad_requests_get_the_status_a_real_api_would_give() {
+        let state = state();
+        assert_eq!(respond(&state, "GET", "/tmdb/search/person").0, 400);
+        let (status, body) = respond(&state, "GET", "/tmdb/search/person?query=x&page=two");
+        assert_eq!(status, 400, "{body}");
+        assert!(body["status_message"].as_str().unwrap().contains("page"));
+        assert_eq!(respond(&state, "POST", "/tmdb/movie/1").0, 405);
+        assert_eq!(respond(&state, "GET", "/tmdb/movies/1").0, 404);
+        assert_eq!(respond(&state, "GET", "/imdb/movie/1").0, 404);
+    }
+
+    #[test]
+    fn a_real_server_on_loopback() {
+        let mock = MockServer::start(catalog(), "127.0.0.1:0".parse().unwrap()).unwrap();
+        let url = format!("{}/search/person?query=Sofia+Coppola", mock.base_url("tmdb"));
+        let response = reqwest::blocking::get(&url).unwrap();
+        assert_eq!(response.status(), 200);
+        let body: Value = response.json().unwrap();
+        assert_eq!(body["results"][0]["name"], "Sofia Coppola");
+        assert_eq!(mock.upstream(), vec![("https://api.example.com/3".to_string(), mock.base_url("tmdb"))]);
+        mock.reset();
+        assert!(mock.calls().is_empty());
+    }
+}
