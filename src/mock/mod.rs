@@ -267,7 +267,7 @@ pub fn generate(schema: &Value, seed: u64, depth: usize) -> Value {
         }
         "integer" => json!(1 + (seed % 1000) as i64),
         "number" => json!(((seed % 1000) as f64) / 10.0),
-        "boolean" => json!(seed % 2 == 0),
+        "boolean" => json!(seed.is_multiple_of(2)),
         _ => {
             let format = schema.get("format").and_then(Value::as_str).unwrap_or("");
             match format {
