@@ -114,6 +114,14 @@ enum Command {
         #[arg(long)]
         yes: bool,
     },
+    /// Benchmark generation on task files (RestBench, ToolBench): executable rate, Path, Prec, cost.
+    #[command(args_conflicts_with_subcommands = true)]
+    Eval {
+        #[command(subcommand)]
+        command: Option<chainsmith::cli::eval::EvalCommand>,
+        #[command(flatten)]
+        args: chainsmith::cli::eval::EvalArgs,
+    },
     /// List the workspace's tools.
     Tools {
         #[arg(long, value_enum, default_value = "text")]
@@ -136,6 +144,7 @@ fn main() -> ExitCode {
         Command::Run { file, trace_json, replay, mock } => {
             chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref(), mock)
         }
+        Command::Eval { command, args } => chainsmith::cli::eval::eval(cli.root.as_deref(), command, args),
         Command::Mock { port } => chainsmith::cli::mock(cli.root.as_deref(), port),
         Command::Generate { task, out, yes } => {
             chainsmith::cli::generate(cli.root.as_deref(), &task, out.as_deref(), yes)

@@ -43,11 +43,19 @@ fn runner(dir: &Path) -> Runner {
         allow_writes: false,
         cancel: Cancel::new(),
         mcp: None,
+        upstream: Vec::new(),
+        learn: true,
     }
 }
 
 fn settings(width: usize, depth: usize, reflections: usize, calls: u32) -> Settings {
-    Settings { width, depth, reflections, budget: Budget { max_llm_calls: calls, max_tokens: 1_000_000 } }
+    Settings {
+        width,
+        depth,
+        reflections,
+        budget: Budget { max_llm_calls: calls, max_tokens: 1_000_000 },
+        static_feedback: true,
+    }
 }
 
 /// The last message's text, and the whole conversation's.

@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["runtime"],
     &["graph"],
     &["generate"],
-    &["probe"],
+    &["probe", "eval"],
     &["server", "cli"],
 ];
 

@@ -58,6 +58,8 @@ fn runner(root: &Path, program: &Path, config: Config, catalog: Catalog, yes: bo
         allow_writes: yes,
         cancel: Cancel::new(),
         mcp: None,
+        upstream: Vec::new(),
+        learn: true,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
 
+pub mod eval;
 mod generate;
 pub mod graph;
 mod probe;

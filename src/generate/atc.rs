@@ -88,18 +88,38 @@ pub async fn draft(
     budget: &Budget,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Draft, GenerateError> {
-    let messages = vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates))];
-    converse(messages, catalog, client, budget, cancelled).await
+    converse(first_messages(task, candidates), catalog, client, budget, cancelled).await
+}
+
+/// The conversation that asks for a first draft.
+pub fn first_messages(task: &str, candidates: &[&Tool]) -> Vec<Message> {
+    vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates))]
 }
 
 /// The static loop from a conversation whose last message asks for a program (a first draft, a
 /// revision, a distinct alternative): the reply's program is checked and its problems go back.
 pub async fn converse(
+    messages: Vec<Message>,
+    catalog: &Catalog,
+    client: &llm::Client,
+    budget: &Budget,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Draft, GenerateError> {
+    converse_logged(messages, catalog, client, budget, cancelled, &mut Vec::new(), true).await
+}
+
+/// [`converse`], adding the number of static problems of every reply it checks to `checked`
+/// (0 for the reply that passes), whether or not a program passes in the end. Without
+/// `feedback_enabled` (an ablation), the first program extracted is taken as it is, problems and
+/// all.
+pub async fn converse_logged(
     mut messages: Vec<Message>,
     catalog: &Catalog,
     client: &llm::Client,
     budget: &Budget,
     cancelled: &(dyn Fn() -> bool + Sync),
+    checked: &mut Vec<usize>,
+    feedback_enabled: bool,
 ) -> Result<Draft, GenerateError> {
     let mut feedback = Vec::new();
     loop {
@@ -117,7 +137,8 @@ pub async fn converse(
                     // A cut-off reply that happens to parse is still missing its end.
                     problems.push("the reply was cut off; write the whole program, shorter if needed".into());
                 }
-                if problems.is_empty() {
+                checked.push(problems.len());
+                if problems.is_empty() || !feedback_enabled {
                     return Ok(Draft { program: found.code, messages, feedback });
                 }
                 problems

@@ -31,6 +31,11 @@ pub struct Runner {
     pub allow_writes: bool,
     pub cancel: Cancel,
     pub mcp: Option<Arc<runtime::McpPool>>,
+    /// Where HTTP calls go instead of the toolsets' base URLs (a mock of the APIs).
+    pub upstream: Vec<(String, String)>,
+    /// Runs are saved and teach ToolNet (a user's generation); an evaluation keeps the workspace
+    /// as it was, so one task cannot teach the next.
+    pub learn: bool,
 }
 
 /// The result of trying to run a program.
@@ -72,6 +77,8 @@ impl Runner {
         request.source = Some(program.to_string());
         request.replay = replay.cloned();
         request.mcp = self.mcp.clone();
+        request.upstream = self.upstream.clone();
+        request.save_trace = self.learn;
         let cancel = self.cancel.clone();
         let outcome = tokio::task::spawn_blocking(move || runtime::run(request, Arc::new(Quiet), &cancel)).await;
         match outcome {
@@ -85,7 +92,9 @@ impl Runner {
 
     /// Feeds the run's trajectory to ToolNet's store (best effort: a store problem is logged).
     fn learn(&self, outcome: &RunOutcome) {
-        learn_run(&self.root, outcome, None);
+        if self.learn {
+            learn_run(&self.root, outcome, None);
+        }
     }
 }
 

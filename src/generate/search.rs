@@ -31,6 +31,8 @@ pub struct Settings {
     /// Revisions under one top-level attempt (`[generate] reflections`, ATC's α).
     pub reflections: usize,
     pub budget: Budget,
+    /// Static problems go back to the model before anything runs (off only as an ablation).
+    pub static_feedback: bool,
 }
 
 impl Settings {
@@ -40,6 +42,7 @@ impl Settings {
             depth: config.depth.max(1),
             reflections: config.reflections as usize,
             budget: Budget { max_llm_calls: config.max_llm_calls, max_tokens: config.max_tokens },
+            static_feedback: true,
         }
     }
 }
@@ -122,6 +125,9 @@ pub struct Outcome {
     pub candidates: Vec<String>,
     /// Tools dropped as broken by self-reflection.
     pub dropped: Vec<String>,
+    /// The number of static problems in every program the model replied with, in order (0 for
+    /// one that passed the checks).
+    pub static_checks: Vec<usize>,
 }
 
 impl Outcome {
@@ -313,6 +319,7 @@ struct Search<'a> {
     allowed: Option<BTreeSet<String>>,
     dropped: Vec<String>,
     nodes: Vec<Node>,
+    static_checks: Vec<usize>,
 }
 
 enum Step {
@@ -411,7 +418,9 @@ impl<'a> Search<'a> {
             self.client.chat(&messages, &llm::Options { temperature: Some(0.0), max_tokens: Some(128) }).await?;
         let (solved, reason) = read_verdict(&reply.content);
         // The judge's verdict is what ToolNet's evaluator rewards: record the run again with it.
-        reflect::learn_run(&self.runner.root, outcome, Some(solved));
+        if self.runner.learn {
+            reflect::learn_run(&self.runner.root, outcome, Some(solved));
+        }
         Ok(if solved { Verdict::Solved(reason) } else { Verdict::Unsolved(reason) })
     }
 
@@ -444,7 +453,17 @@ impl<'a> Search<'a> {
         let first = self.nodes[parent].children.is_empty();
         if parent == 0 && first {
             let tools = self.tools();
-            let draft = atc::draft(self.task, &tools, self.catalog, self.client, budget, &cancelled).await?;
+            let messages = atc::first_messages(self.task, &tools);
+            let draft = atc::converse_logged(
+                messages,
+                self.catalog,
+                self.client,
+                budget,
+                &cancelled,
+                &mut self.static_checks,
+                self.settings.static_feedback,
+            )
+            .await?;
             return Ok((Kind::Draft, draft.program));
         }
         if parent != 0 && first {
@@ -516,7 +535,16 @@ impl<'a> Search<'a> {
             Message::system(prompt::SYSTEM),
             Message::user(format!("{}\n\n{}", prompt::generation(self.task, &tools), diversity_prompt(&siblings))),
         ];
-        let draft = atc::converse(messages, self.catalog, self.client, budget, &cancelled).await?;
+        let draft = atc::converse_logged(
+            messages,
+            self.catalog,
+            self.client,
+            budget,
+            &cancelled,
+            &mut self.static_checks,
+            self.settings.static_feedback,
+        )
+        .await?;
         Ok((Kind::Alternative, draft.program))
     }
 
@@ -603,6 +631,7 @@ pub async fn search(
         allowed: request.allowed,
         dropped: Vec::new(),
         nodes: vec![root],
+        static_checks: Vec::new(),
     };
     let stop = search.run(request.given).await;
     let best = search.nodes.iter().skip(1).max_by_key(|n| (score(n), std::cmp::Reverse(n.id))).map(|n| n.id);
@@ -614,6 +643,7 @@ pub async fn search(
         stop: if solved { None } else { stop },
         candidates: search.pool,
         dropped: search.dropped,
+        static_checks: search.static_checks,
     }
 }
 

@@ -202,6 +202,8 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, fix: bool
         allow_writes: target.allow_writes,
         cancel: task.cancel.clone(),
         mcp: Some(ctx.mcp.clone()),
+        upstream: Vec::new(),
+        learn: true,
     };
     let context = ctx.clone();
     spawn_guarded(&ctx.client, command, async move {

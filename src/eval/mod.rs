@@ -1,0 +1,348 @@
+//! `chainsmith eval`: benchmark tasks run through exactly what a user's `generate` does —
+//! retrieval, the ATC draft with static feedback, runs, attributable reflection, the DFSDT search
+//! with its judge — against the workspace's tools (or a mock of them, [`crate::mock`]), scored
+//! against each task's gold tools.
+//!
+//! Measures per task (ATC's, RestBench's): whether the best program ran without error
+//! (`executable`), whether the judge took its output as an answer (`solved`), **Path** — the share
+//! of the gold solution's tools the program called — and **Prec** — the share of the tools it
+//! called that are gold. "Called" is the tools of the best program's run when it ran, else of its
+//! static analysis. Also: static problems in the model's first program and in its last,
+//! reflections (revision nodes), DFSDT nodes, LLM calls, tokens and wall time.
+//!
+//! ToolNet expansion of the candidates uses a graph learnt from the gold solutions of the *other*
+//! folds only (task i is in fold i mod 5), never from the task itself; runs during an evaluation
+//! teach the workspace nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::generate::reflect::Runner;
+use crate::generate::retrieve::Query;
+use crate::generate::search::{self, Kind, Request, Settings, Verdict};
+use crate::graph::ToolGraph;
+use crate::llm;
+use crate::runtime::Cancel;
+use crate::toolset::Catalog;
+
+/// One configuration of the system: the full system or an ablation.
+#[derive(Debug, Clone)]
+pub struct Variant {
+    /// Its name in reports (`full`, `no-static-feedback`, …).
+    pub label: String,
+    pub settings: Settings,
+    /// Candidates shown to the model; `None`: every tool of the workspace.
+    pub candidates: Option<usize>,
+    /// Candidates expanded with ToolNet neighbours.
+    pub toolnet: bool,
+}
+
+/// What one task came to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TaskRecord {
+    pub variant: String,
+    pub index: usize,
+    pub query: String,
+    /// Gold tools in solution order.
+    pub gold: Vec<String>,
+    /// Tools the best program called, in order, without repeats.
+    pub called: Vec<String>,
+    pub program: Option<String>,
+    pub executable: bool,
+    pub solved: bool,
+    pub path: f64,
+    pub precision: f64,
+    /// Static problems in the model's first program (`None`: it never wrote one).
+    pub static_first: Option<usize>,
+    /// Static problems in its last program (0 when one passed the checks).
+    pub static_last: Option<usize>,
+    pub reflections: usize,
+    pub nodes: usize,
+    pub llm_calls: u32,
+    pub tokens: u64,
+    pub wall_ms: u64,
+    /// Why the search stopped without a solution, if it did.
+    pub stop: Option<String>,
+}
+
+/// Path and Prec of `called` against `gold`, both taken as sets of tool ids.
+pub fn path_and_precision(gold: &[String], called: &[String]) -> (f64, f64) {
+    let distinct = |ids: &[String]| {
+        let mut ids = ids.to_vec();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    let (gold, called) = (distinct(gold), distinct(called));
+    if gold.is_empty() {
+        return (0.0, 0.0);
+    }
+    let hits = gold.iter().filter(|g| called.contains(g)).count() as f64;
+    let precision = if called.is_empty() { 0.0 } else { hits / called.len() as f64 };
+    (hits / gold.len() as f64, precision)
+}
+
+/// ToolNet learnt from the gold solutions of every task outside `index`'s fold.
+pub fn fold_graph(queries: &[Query], index: usize, folds: usize, config: &Config) -> ToolGraph {
+    let mut graph = ToolGraph::new(&config.toolnet);
+    for (i, q) in queries.iter().enumerate() {
+        if i % folds != index % folds {
+            let sequence = if q.sequence.is_empty() { &q.gold } else { &q.sequence };
+            graph.add_trajectory(sequence);
+        }
+    }
+    graph
+}
+
+/// Where one evaluation runs.
+pub struct Bench {
+    pub root: PathBuf,
+    pub config: Arc<Config>,
+    pub catalog: Arc<Catalog>,
+    /// (base URL, stand-in) pairs: the mock's, or none to use the real APIs.
+    pub upstream: Vec<(String, String)>,
+}
+
+impl Bench {
+    /// Runs task `index` of `queries` under `variant`.
+    pub async fn run_task(&self, queries: &[Query], index: usize, variant: &Variant, folds: usize) -> TaskRecord {
+        let query = &queries[index];
+        let client = match llm::Client::new(&self.config.llm) {
+            Ok(client) => client,
+            Err(e) => return self.failed(query, index, variant, format!("{e}")),
+        };
+        let started = Instant::now();
+        let graph = variant.toolnet.then(|| fold_graph(queries, index, folds, &self.config));
+        let k = variant.candidates.unwrap_or(self.catalog.tool_count());
+        let (candidates, allowed) = search::candidates(&query.text, &self.catalog, k, &[], graph.as_ref());
+        let runner = Runner {
+            root: self.root.clone(),
+            program: self.root.join(format!(".chainsmith/eval/task{index:03}.py")),
+            config: self.config.clone(),
+            catalog: self.catalog.clone(),
+            allow_writes: false,
+            cancel: Cancel::new(),
+            mcp: None,
+            upstream: self.upstream.clone(),
+            learn: false,
+        };
+        let request = Request { task: &query.text, candidates, allowed, given: None, judge: true };
+        let outcome = search::search(request, &self.catalog, &client, &runner, &variant.settings).await;
+        let best = outcome.best_node();
+        let called = best.map(|b| called_tools(b, &self.catalog)).unwrap_or_default();
+        let gold = if query.sequence.is_empty() { query.gold.clone() } else { query.sequence.clone() };
+        let (path, precision) = path_and_precision(&gold, &called);
+        TaskRecord {
+            variant: variant.label.clone(),
+            index,
+            query: query.text.clone(),
+            gold,
+            called,
+            program: best.map(|b| b.program.clone()),
+            executable: best.is_some_and(|b| matches!(b.verdict, Some(Verdict::Solved(_) | Verdict::Unsolved(_)))),
+            solved: outcome.solved,
+            path,
+            precision,
+            static_first: outcome.static_checks.first().copied(),
+            static_last: outcome.static_checks.last().copied(),
+            reflections: outcome.nodes.iter().filter(|n| n.kind == Kind::Revision).count(),
+            nodes: outcome.nodes.len().saturating_sub(1),
+            llm_calls: client.meter.requests(),
+            tokens: client.meter.usage().total(),
+            wall_ms: started.elapsed().as_millis() as u64,
+            stop: outcome.stop.as_ref().map(ToString::to_string),
+        }
+    }
+
+    fn failed(&self, query: &Query, index: usize, variant: &Variant, why: String) -> TaskRecord {
+        TaskRecord {
+            variant: variant.label.clone(),
+            index,
+            query: query.text.clone(),
+            gold: query.gold.clone(),
+            called: Vec::new(),
+            program: None,
+            executable: false,
+            solved: false,
+            path: 0.0,
+            precision: 0.0,
+            static_first: None,
+            static_last: None,
+            reflections: 0,
+            nodes: 0,
+            llm_calls: 0,
+            tokens: 0,
+            wall_ms: 0,
+            stop: Some(why),
+        }
+    }
+}
+
+/// The tools a search node's program called: its run's calls when it ran, else its static calls.
+fn called_tools(node: &search::Node, catalog: &Catalog) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    match &node.trace {
+        Some(trace) if !trace.calls.is_empty() => {
+            for call in &trace.calls {
+                if !out.contains(&call.tool) {
+                    out.push(call.tool.clone());
+                }
+            }
+        }
+        _ => {
+            let tree = crate::analysis::parse::parse(&node.program);
+            let analysis =
+                crate::analysis::analyze(Path::new("chain.py"), &node.program, &tree, catalog, &Default::default());
+            for id in crate::graph::workspace::program_tools(&analysis) {
+                if !out.contains(&id) {
+                    out.push(id);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Averages of a variant's records.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub tasks: usize,
+    pub executable: f64,
+    pub solved: f64,
+    pub path: f64,
+    pub precision: f64,
+    /// Tasks whose first program had static problems, and of those, how many ended without.
+    pub static_first_bad: usize,
+    pub static_fixed: usize,
+    /// Tasks without any program.
+    pub no_program: usize,
+    pub reflections: f64,
+    pub nodes: f64,
+    pub llm_calls: f64,
+    pub tokens: f64,
+    pub wall_s: f64,
+}
+
+pub fn summarize(records: &[&TaskRecord]) -> Summary {
+    let n = records.len();
+    if n == 0 {
+        return Summary::default();
+    }
+    let mean = |f: &dyn Fn(&TaskRecord) -> f64| records.iter().map(|r| f(r)).sum::<f64>() / n as f64;
+    Summary {
+        tasks: n,
+        executable: mean(&|r| f64::from(u8::from(r.executable))),
+        solved: mean(&|r| f64::from(u8::from(r.solved))),
+        path: mean(&|r| r.path),
+        precision: mean(&|r| r.precision),
+        static_first_bad: records.iter().filter(|r| r.static_first.is_some_and(|s| s > 0)).count(),
+        static_fixed: records
+            .iter()
+            .filter(|r| r.static_first.is_some_and(|s| s > 0) && r.static_last == Some(0))
+            .count(),
+        no_program: records.iter().filter(|r| r.program.is_none()).count(),
+        reflections: mean(&|r| r.reflections as f64),
+        nodes: mean(&|r| r.nodes as f64),
+        llm_calls: mean(&|r| f64::from(r.llm_calls)),
+        tokens: mean(&|r| r.tokens as f64),
+        wall_s: mean(&|r| r.wall_ms as f64 / 1000.0),
+    }
+}
+
+/// The summary table: a row per variant, in the order they first appear.
+pub fn table(records: &[TaskRecord]) -> String {
+    let mut order: Vec<&str> = Vec::new();
+    let mut by_variant: BTreeMap<&str, Vec<&TaskRecord>> = BTreeMap::new();
+    for r in records {
+        if !order.contains(&r.variant.as_str()) {
+            order.push(&r.variant);
+        }
+        by_variant.entry(&r.variant).or_default().push(r);
+    }
+    let mut out = String::from(
+        "| variant | tasks | exec % | solved % | Path % | Prec % | first program with static errors → fixed | no program | reflections | DFSDT nodes | LLM calls | tokens | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for variant in order {
+        let s = summarize(&by_variant[variant]);
+        out.push_str(&format!(
+            "| {variant} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} → {} | {} | {:.2} | {:.2} | {:.1} | {:.0} | {:.0} |\n",
+            s.tasks,
+            100.0 * s.executable,
+            100.0 * s.solved,
+            100.0 * s.path,
+            100.0 * s.precision,
+            s.static_first_bad,
+            s.static_fixed,
+            s.no_program,
+            s.reflections,
+            s.nodes,
+            s.llm_calls,
+            s.tokens,
+            s.wall_s
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_is_recall_of_gold_and_precision_of_called() {
+        let gold = vec!["t.search_person".to_string(), "t.person_movie_credits".to_string()];
+        let (path, precision) = path_and_precision(&gold, &["t.search_person".into(), "t.movie_latest".into()]);
+        assert_eq!((path, precision), (0.5, 0.5));
+        assert_eq!(path_and_precision(&gold, &[]), (0.0, 0.0));
+        assert_eq!(path_and_precision(&gold, &gold.clone()), (1.0, 1.0));
+    }
+
+    #[test]
+    fn the_fold_graph_never_holds_the_task_itself() {
+        let q = |tools: &[&str]| Query {
+            text: "q".into(),
+            gold: tools.iter().map(|t| t.to_string()).collect(),
+            sequence: tools.iter().map(|t| t.to_string()).collect(),
+        };
+        let queries = vec![q(&["t.a", "t.b"]), q(&["t.c", "t.d"]), q(&["t.a", "t.e"])];
+        let graph = fold_graph(&queries, 0, 2, &Config::default());
+        // Task 0 and task 2 share fold 0: neither teaches the graph used for task 0.
+        assert_eq!(graph.weight("t.a", "t.b"), 0.0);
+        assert_eq!(graph.weight("t.a", "t.e"), 0.0);
+        assert!(graph.weight("t.c", "t.d") > 0.0);
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_variant() {
+        let record = |variant: &str, path: f64| TaskRecord {
+            variant: variant.into(),
+            index: 0,
+            query: "q".into(),
+            gold: vec!["t.a".into()],
+            called: vec!["t.a".into()],
+            program: Some("p".into()),
+            executable: true,
+            solved: false,
+            path,
+            precision: 1.0,
+            static_first: Some(2),
+            static_last: Some(0),
+            reflections: 1,
+            nodes: 2,
+            llm_calls: 4,
+            tokens: 1000,
+            wall_ms: 2000,
+            stop: None,
+        };
+        let text = table(&[record("full", 1.0), record("full", 0.5), record("no-dfsdt", 0.0)]);
+        let rows: Vec<&str> = text.lines().skip(2).collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        assert!(rows[0].starts_with("| full | 2 | 100.0 | 0.0 | 75.00 | 100.00 | 2 → 2 | 0 |"), "{text}");
+        assert!(rows[1].starts_with("| no-dfsdt | 1 |"), "{text}");
+    }
+}
