@@ -103,9 +103,14 @@ start() {
   local bin="$HOME_DIR/bin/llama-server" model="$HOME_DIR/$MODEL_FILE"
   [[ -x "$bin" && -f "$model" ]] || die "run '$0 setup' first"
   if status >/dev/null 2>&1; then say "already serving on 127.0.0.1:$PORT"; return; fi
-  say "starting llama-server on 127.0.0.1:$PORT (-t $THREADS, context $CONTEXT)"
+  # CPUs that advertise AMX inside a VM whose kernel does not grant the AMX tile state crash
+  # llama.cpp's AMX weight repacking at the first matrix product (SIGSEGV in
+  # ggml_backend_amx_mul_mat): without repacking the model runs on AVX2/AVX-512 as usual.
+  local repack=()
+  grep -q amx_tile /proc/cpuinfo 2>/dev/null && repack=(--no-repack)
+  say "starting llama-server on 127.0.0.1:$PORT (-t $THREADS, context $CONTEXT) ${repack[*]}"
   setsid "$bin" -m "$model" --host 127.0.0.1 --port "$PORT" -t "$THREADS" -tb 2 -c "$CONTEXT" -np 1 \
-    --alias "$MODEL_NAME" >"$HOME_DIR/server.log" 2>&1 < /dev/null &
+    --alias "$MODEL_NAME" "${repack[@]}" >"$HOME_DIR/server.log" 2>&1 < /dev/null &
   echo $! >"$HOME_DIR/server.pid"
   for _ in $(seq 1 240); do
     if curl -fsS --max-time 2 "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then say "ready"; return; fi

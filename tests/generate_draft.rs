@@ -43,14 +43,15 @@ fn candidates(catalog: &Catalog) -> Vec<&Tool> {
     tools
 }
 
-const WRONG: &str = "Sure, here's a chain:\n```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_persn(query=\"Sofia Coppola\")\nprint(found)\n```\nLet me know!";
+const WRONG: &str = "Sure, here's a chain:\n```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.director_movies(name=\"Sofia Coppola\")\nprint(found)\n```\nLet me know!";
+const MISSPELLED: &str = "```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_persn(query=\"Sofia Coppola\")\ncredits = tmdb.person_movie_credits(person_id=found[\"results\"][0][\"id\"])\nprint(len(credits[\"crew\"]))\n```";
 const RIGHT: &str = "Fixed:\n```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\ncredits = tmdb.person_movie_credits(person_id=found[\"results\"][0][\"id\"])\nprint(sum(1 for c in credits[\"crew\"] if c[\"job\"] == \"Director\"))\n```";
 
 #[tokio::test]
 async fn static_errors_go_back_to_the_model_before_anything_runs() {
     let server = Server::start(|body, _| {
         let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
-        if last.contains("has no tool `search_persn`") { Answer::text(RIGHT) } else { Answer::text(WRONG) }
+        if last.contains("has no tool `director_movies`") { Answer::text(RIGHT) } else { Answer::text(WRONG) }
     });
     let catalog = catalog();
     let client = client(&server);
@@ -59,12 +60,43 @@ async fn static_errors_go_back_to_the_model_before_anything_runs() {
     assert!(draft.program.contains("tmdb.person_movie_credits(person_id=found[\"results\"][0][\"id\"])"));
     assert_eq!(server.count(), 2);
     assert_eq!(draft.feedback.len(), 1);
-    assert!(draft.feedback[0][0].contains("did you mean `search_person`"), "{:?}", draft.feedback);
+    assert!(draft.feedback[0][0].contains("has no tool `director_movies`"), "{:?}", draft.feedback);
     let first = &server.bodies()[0];
     let prompt = first["messages"][1]["content"].as_str().unwrap();
     assert!(prompt.starts_with(&format!("Task: {TASK}")), "{prompt}");
     assert!(prompt.contains("tmdb.search_person(") && prompt.contains("tmdb.person_movie_credits("), "{prompt}");
     assert!(first["messages"][0]["content"].as_str().unwrap().contains("keyword arguments only"));
+}
+
+#[tokio::test]
+async fn chainsmiths_own_fixes_are_applied_without_asking_the_model_again() {
+    let server = Server::start(|_, _| Answer::text(MISSPELLED));
+    let catalog = catalog();
+    let client = client(&server);
+    let budget = Budget { max_llm_calls: 5, max_tokens: 100_000 };
+    let draft = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap();
+    assert_eq!(server.count(), 1, "the did-you-mean fix needs no second request");
+    assert!(draft.program.contains("found = tmdb.search_person(query=\"Sofia Coppola\")"), "{}", draft.program);
+    assert!(draft.feedback.is_empty());
+}
+
+#[tokio::test]
+async fn a_repeated_program_gets_its_problems_marked_at_a_higher_temperature() {
+    let server = Server::start(|_, _| Answer::text(WRONG));
+    let catalog = catalog();
+    let client = client(&server);
+    let budget = Budget { max_llm_calls: 3, max_tokens: 100_000 };
+    let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap_err();
+    assert!(matches!(err, GenerateError::Budget(_)), "{err}");
+    let bodies = server.bodies();
+    let last_of =
+        |i: usize| bodies[i]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(last_of(1).starts_with("The program has these problems"), "{}", last_of(1));
+    let third = last_of(2);
+    assert!(third.starts_with("You sent the same program again"), "{third}");
+    assert!(third.contains("found = tmdb.director_movies(name=\"Sofia Coppola\")\n# ^ PROBLEM: "), "{third}");
+    assert_eq!(bodies[1]["temperature"], 0.2);
+    assert_eq!(bodies[2]["temperature"], 0.7);
 }
 
 #[tokio::test]

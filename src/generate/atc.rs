@@ -1,12 +1,19 @@
 //! ATC generation: the model writes the whole chain at once from the task and the candidates'
 //! protocols; the program is extracted from the reply and checked statically, and static errors go
 //! back to the model before anything runs.
+//!
+//! Two things keep a small local model from wasting the budget: chainsmith's own quick fixes
+//! (did-you-mean tool and argument names, missing required arguments — the editor's fixes) are
+//! applied before anything goes back to the model, so it is asked only about what chainsmith
+//! cannot fix; and a model that sends back a program it already sent gets a different request —
+//! its program with every problem marked on its line, at a higher temperature — instead of the
+//! same one again.
 
 use std::path::Path;
 
 use crate::analysis::{self, parse};
 use crate::config::DiagnosticsConfig;
-use crate::diagnostic::Severity;
+use crate::diagnostic::{Diagnostic, Severity};
 use crate::llm::{self, Message};
 use crate::toolset::{Catalog, Tool};
 
@@ -66,6 +73,77 @@ pub fn static_problems(program: &str, catalog: &Catalog) -> Vec<String> {
     problems
 }
 
+/// The error diagnostics of a program (syntax aside).
+fn errors(program: &str, catalog: &Catalog) -> Vec<Diagnostic> {
+    let tree = parse::parse(program);
+    let analysis = analysis::analyze(Path::new("chain.py"), program, &tree, catalog, &DiagnosticsConfig::default());
+    analysis.diagnostics.into_iter().filter(|d| d.severity == Severity::Error).collect()
+}
+
+/// The program with chainsmith's own fixes applied: the first suggestion of every error that has
+/// one (did-you-mean names, missing arguments), non-overlapping, until nothing changes (at most
+/// three rounds: a fix can reveal the next problem, as a renamed tool reveals its arguments).
+pub fn apply_quick_fixes(program: &str, catalog: &Catalog) -> String {
+    let mut text = program.to_string();
+    for _ in 0..3 {
+        let mut edits: Vec<(usize, usize, String)> = errors(&text, catalog)
+            .into_iter()
+            .filter_map(|d| d.suggestions.into_iter().next())
+            .map(|s| (s.range.start, s.range.end, s.replacement))
+            .filter(|(start, end, _)| start <= end && *end <= text.len())
+            .collect();
+        if edits.is_empty() {
+            break;
+        }
+        edits.sort_by_key(|e| std::cmp::Reverse((e.0, e.1)));
+        let mut next = text.clone();
+        let mut floor = usize::MAX;
+        for (start, end, replacement) in edits {
+            // From the end backwards; an edit overlapping one already made waits for the next round.
+            if end > floor || !next.is_char_boundary(start) || !next.is_char_boundary(end) {
+                continue;
+            }
+            next.replace_range(start..end, &replacement);
+            floor = start;
+        }
+        if next == text {
+            break;
+        }
+        text = next;
+    }
+    text
+}
+
+/// The program with each problem written as a comment under the line it is on (`problems` as
+/// [`static_problems`] words them: `line N: …`).
+pub fn mark_problems(program: &str, problems: &[String]) -> String {
+    let mut by_line: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+    let mut unplaced = Vec::new();
+    for p in problems {
+        let placed = p
+            .strip_prefix("line ")
+            .and_then(|rest| rest.split_once(": "))
+            .and_then(|(n, message)| Some((n.parse::<usize>().ok()?, message)));
+        match placed {
+            Some((line, message)) => by_line.entry(line).or_default().push(message),
+            None => unplaced.push(p.as_str()),
+        }
+    }
+    let mut out = String::new();
+    for (i, line) in program.lines().enumerate() {
+        out.push_str(line);
+        out.push('\n');
+        for message in by_line.get(&(i + 1)).into_iter().flatten() {
+            let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+            out.push_str(&format!("{indent}# ^ PROBLEM: {message}\n"));
+        }
+    }
+    for message in unplaced {
+        out.push_str(&format!("# PROBLEM: {message}\n"));
+    }
+    out
+}
+
 impl Budget {
     pub fn check(&self, meter: &llm::UsageMeter) -> Result<(), GenerateError> {
         if meter.requests() >= self.max_llm_calls {
@@ -122,29 +200,48 @@ pub async fn converse_logged(
     feedback_enabled: bool,
 ) -> Result<Draft, GenerateError> {
     let mut feedback = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut temperature = 0.2;
     loop {
         if cancelled() {
             return Err(GenerateError::Cancelled);
         }
         budget.check(&client.meter)?;
-        let reply = client.chat(&messages, &llm::Options { temperature: Some(0.2), max_tokens: None }).await?;
+        let reply = client.chat(&messages, &llm::Options { temperature: Some(temperature), max_tokens: None }).await?;
         messages.push(Message::assistant(reply.content.clone()));
-        let problems = match extract::extract(&reply.content) {
-            None => vec!["the reply contains no Python program".to_string()],
-            Some(found) => {
-                let mut problems = static_problems(&found.code, catalog);
-                if found.truncated && problems.is_empty() {
-                    // A cut-off reply that happens to parse is still missing its end.
-                    problems.push("the reply was cut off; write the whole program, shorter if needed".into());
-                }
-                checked.push(problems.len());
-                if problems.is_empty() || !feedback_enabled {
-                    return Ok(Draft { program: found.code, messages, feedback });
-                }
-                problems
-            }
+        let Some(found) = extract::extract(&reply.content) else {
+            let problems = vec!["the reply contains no Python program".to_string()];
+            messages.push(Message::user(prompt::static_feedback(&problems)));
+            feedback.push(problems);
+            continue;
         };
-        messages.push(Message::user(prompt::static_feedback(&problems)));
+        let raw = static_problems(&found.code, catalog);
+        checked.push(raw.len());
+        if !feedback_enabled {
+            return Ok(Draft { program: found.code, messages, feedback });
+        }
+        let program = if raw.is_empty() { found.code.clone() } else { apply_quick_fixes(&found.code, catalog) };
+        let mut problems = if program == found.code { raw } else { static_problems(&program, catalog) };
+        if found.truncated && problems.is_empty() {
+            // A cut-off reply that happens to parse is still missing its end.
+            problems.push("the reply was cut off; write the whole program, shorter if needed".into());
+        }
+        if problems.is_empty() {
+            if program != found.code {
+                checked.push(0);
+            }
+            return Ok(Draft { program, messages, feedback });
+        }
+        let normalized: String = found.code.split_whitespace().collect::<Vec<_>>().join(" ");
+        let request = if seen.contains(&normalized) {
+            // The same program again: the same request would get the same answer.
+            temperature = 0.7;
+            prompt::repeated_program_feedback(&mark_problems(&program, &problems))
+        } else {
+            prompt::static_feedback(&problems)
+        };
+        seen.push(normalized);
+        messages.push(Message::user(request));
         feedback.push(problems);
     }
 }

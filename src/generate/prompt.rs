@@ -74,6 +74,17 @@ pub fn static_feedback(problems: &[String]) -> String {
     out
 }
 
+/// The request for a model that sent back a program it had already sent: its program with each
+/// problem marked on its line.
+pub fn repeated_program_feedback(marked: &str) -> String {
+    format!(
+        "You sent the same program again, and it still has the same problems. Here it is with each problem marked \
+         under the line it is on:\n```python\n{marked}```\nDo not repeat it. Change every marked line: use only the \
+         tools and the argument names listed above, pass arguments by keyword, and read ids from earlier responses \
+         instead of writing them in. Reply with the whole corrected program in one ```python block."
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
