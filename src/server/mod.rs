@@ -14,6 +14,7 @@ pub mod convert;
 pub mod handlers;
 pub mod marks;
 pub mod session;
+pub mod stream;
 pub mod task;
 
 use std::sync::Arc;
@@ -68,7 +69,7 @@ pub fn run_stdio() -> anyhow::Result<u8> {
 /// whether `shutdown` was received before the stream ended or `exit` arrived.
 pub async fn serve<I, O>(input: I, output: O) -> bool
 where
-    I: AsyncRead + Unpin,
+    I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite,
 {
     let shut_down = Arc::new(AtomicBool::new(false));
@@ -76,7 +77,14 @@ where
     let (service, socket) = LspService::build(move |client| Backend::new(client, flag))
         .custom_method("window/workDoneProgress/cancel", Backend::work_done_progress_cancel)
         .finish();
-    Server::new(input, output, socket).serve(service).await;
+    // The framework reads and writes only through `stream`, which answers malformed input itself.
+    let (to_framework, framework_input) = tokio::io::duplex(1 << 16);
+    let (framework_output, from_framework) = tokio::io::duplex(1 << 16);
+    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    let filter = tokio::spawn(stream::filter_input(input, to_framework, answers));
+    let server = Server::new(framework_input, framework_output, socket).serve(service);
+    tokio::join!(server, stream::merge_output(from_framework, output, answered));
+    filter.abort();
     shut_down.load(Ordering::SeqCst)
 }
 

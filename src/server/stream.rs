@@ -1,0 +1,242 @@
+//! The byte stream in front of the LSP framework: any client input is either a well-formed
+//! JSON-RPC message handed on, or answered here with a JSON-RPC error — never the end of the
+//! server.
+//!
+//! tower-lsp-server's codec stops serving at the first frame it cannot read (invalid JSON, `{}`,
+//! a lower-case `content-length`, LF-only headers …). This layer reads frames leniently (header
+//! names in any case, CRLF or LF line ends), checks each body, and passes the framework only
+//! canonical frames of valid messages:
+//! - a body that is not JSON → `-32700 Parse error` (id null);
+//! - JSON that is not a request, notification or response (`{}`, an id that is neither a number nor
+//!   a string, a non-string method) → `-32600 Invalid Request` (with the id when there is a usable
+//!   one);
+//! - a request for a `$/` method (`$/setTrace` sent with an id) → `-32601 Method not found`, which
+//!   the framework would leave unanswered;
+//! - a header block without a usable `Content-Length`, or one larger than [`MAX_BODY`] → a parse
+//!   error; the oversized body is skipped.
+//!
+//! The framework's output and these answers share the output stream frame by frame.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// The largest message body accepted (64 MiB): a larger one is refused and skipped, not buffered.
+pub const MAX_BODY: usize = 64 << 20;
+
+/// What one frame of client input came to.
+#[derive(Debug, PartialEq)]
+pub enum Frame {
+    /// A valid message, as canonical bytes for the framework.
+    Message(Vec<u8>),
+    /// An answer for the client instead (a JSON-RPC error response).
+    Reject(Value),
+    /// The input ended.
+    End,
+}
+
+fn error(id: Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+pub fn encode(body: &[u8]) -> Vec<u8> {
+    let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// Whether `value` is a JSON-RPC request, notification or response; the error to answer if not.
+pub fn check_message(value: &Value) -> Result<(), Value> {
+    let Value::Object(object) = value else {
+        return Err(error(Value::Null, -32600, "Invalid Request: a message is a JSON object"));
+    };
+    let id = object.get("id");
+    let usable_id = match id {
+        None => None,
+        Some(id @ (Value::Number(_) | Value::String(_))) => Some(id.clone()),
+        Some(Value::Null) => Some(Value::Null),
+        Some(_) => return Err(error(Value::Null, -32600, "Invalid Request: the id must be a number or a string")),
+    };
+    match object.get("method") {
+        // `$/` methods are notifications; one sent as a request is answered, never left hanging
+        // (the framework drops them unanswered).
+        Some(Value::String(method)) if method.starts_with("$/") && usable_id.is_some() => Err(error(
+            usable_id.unwrap_or(Value::Null),
+            -32601,
+            &format!("Method not found: {method} is a notification"),
+        )),
+        Some(Value::String(_)) => Ok(()),
+        Some(_) => Err(error(usable_id.unwrap_or(Value::Null), -32600, "Invalid Request: the method must be a string")),
+        // A response to one of the server's requests.
+        None if usable_id.is_some() && (object.contains_key("result") || object.contains_key("error")) => Ok(()),
+        None => Err(error(usable_id.unwrap_or(Value::Null), -32600, "Invalid Request: no method")),
+    }
+}
+
+/// Reads the next frame from `input`.
+pub async fn read_frame<R: AsyncBufRead + Unpin>(input: &mut R) -> std::io::Result<Frame> {
+    let mut length: Option<Result<usize, ()>> = None;
+    let mut saw_header = false;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(Frame::End);
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\r', '\n']);
+        if text.is_empty() {
+            if saw_header {
+                break;
+            }
+            continue; // blank lines between frames
+        }
+        saw_header = true;
+        if let Some((name, value)) = text.split_once(':')
+            && name.trim().eq_ignore_ascii_case("content-length")
+        {
+            length = Some(value.trim().parse::<usize>().map_err(|_| ()));
+        }
+    }
+    let length = match length {
+        Some(Ok(n)) => n,
+        _ => {
+            return Ok(Frame::Reject(error(Value::Null, -32700, "Parse error: a frame needs a Content-Length header")));
+        }
+    };
+    if length > MAX_BODY {
+        tokio::io::copy(&mut input.take(length as u64), &mut tokio::io::sink()).await?;
+        return Ok(Frame::Reject(error(Value::Null, -32700, "Parse error: the message is larger than 64 MiB")));
+    }
+    let mut body = vec![0; length];
+    input.read_exact(&mut body).await?;
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(value) => value,
+        Err(e) => return Ok(Frame::Reject(error(Value::Null, -32700, &format!("Parse error: {e}")))),
+    };
+    match check_message(&value) {
+        Ok(()) => Ok(Frame::Message(encode(&body))),
+        Err(answer) => Ok(Frame::Reject(answer)),
+    }
+}
+
+/// Copies client input to the framework's input, frame by frame; rejected frames are answered on
+/// `answers`. Ends when the input ends (or the framework stops reading).
+pub async fn filter_input<I, W>(input: I, mut framework: W, answers: mpsc::UnboundedSender<Vec<u8>>)
+where
+    I: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut input = BufReader::new(input);
+    loop {
+        match read_frame(&mut input).await {
+            Ok(Frame::Message(bytes)) => {
+                if framework.write_all(&bytes).await.is_err() || framework.flush().await.is_err() {
+                    return;
+                }
+            }
+            Ok(Frame::Reject(answer)) => {
+                tracing::warn!("malformed client input answered: {answer}");
+                let _ = answers.send(encode(answer.to_string().as_bytes()));
+            }
+            Ok(Frame::End) | Err(_) => return,
+        }
+    }
+}
+
+/// Writes the framework's frames and this layer's answers to the client, a whole frame at a time,
+/// until the framework's output ends (after `exit`); answers already queued then still go out.
+pub async fn merge_output<R, O>(framework: R, output: O, mut answers: mpsc::UnboundedReceiver<Vec<u8>>)
+where
+    R: AsyncRead + Unpin,
+    O: AsyncWrite,
+{
+    let mut framework = BufReader::new(framework);
+    tokio::pin!(output);
+    let mut answers_open = true;
+    loop {
+        let (frame, last) = tokio::select! {
+            frame = read_frame(&mut framework) => match frame {
+                Ok(Frame::Message(bytes)) => (bytes, false),
+                Ok(Frame::Reject(_)) => continue,
+                Ok(Frame::End) | Err(_) => {
+                    let mut pending = Vec::new();
+                    while let Ok(bytes) = answers.try_recv() {
+                        pending.extend(bytes);
+                    }
+                    (pending, true)
+                }
+            },
+            answer = answers.recv(), if answers_open => match answer {
+                Some(bytes) => (bytes, false),
+                None => {
+                    answers_open = false;
+                    continue;
+                }
+            },
+        };
+        if output.write_all(&frame).await.is_err() || output.flush().await.is_err() || last {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8]) -> Vec<Frame> {
+        let mut reader = BufReader::new(input);
+        let mut out = Vec::new();
+        loop {
+            let frame = read_frame(&mut reader).await.unwrap();
+            let end = frame == Frame::End;
+            out.push(frame);
+            if end {
+                return out;
+            }
+        }
+    }
+
+    fn code(frame: &Frame) -> i64 {
+        match frame {
+            Frame::Reject(answer) => answer["error"]["code"].as_i64().unwrap(),
+            other => panic!("not rejected: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn lenient_headers_and_every_kind_of_bad_body() {
+        let ping = br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#;
+        let mut input = Vec::new();
+        input.extend(format!("content-length: {}\n\n", ping.len()).bytes());
+        input.extend(ping);
+        input.extend(b"Content-Length: 5\r\n\r\n{oops");
+        input.extend(b"Content-Length: 2\r\n\r\n{}");
+        let bad_id = br#"{"jsonrpc":"2.0","id":[1],"method":"x/y"}"#;
+        input.extend(format!("Content-Length: {}\r\n\r\n", bad_id.len()).bytes());
+        input.extend(bad_id);
+        input.extend(b"X-Nothing: here\r\n\r\n");
+        let frames = frames(&input).await;
+        assert_eq!(frames[0], Frame::Message(encode(ping)));
+        assert_eq!(code(&frames[1]), -32700);
+        assert_eq!(code(&frames[2]), -32600);
+        assert_eq!(code(&frames[3]), -32600);
+        assert_eq!(code(&frames[4]), -32700, "no Content-Length");
+        assert_eq!(frames[5], Frame::End);
+    }
+
+    #[test]
+    fn responses_to_the_servers_requests_are_messages() {
+        assert!(check_message(&json!({"jsonrpc": "2.0", "id": 3, "result": null})).is_ok());
+        assert!(check_message(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})).is_ok());
+        let answer = check_message(&json!({"jsonrpc": "2.0", "id": 7, "method": 5})).unwrap_err();
+        assert_eq!(answer["id"], 7);
+        assert!(check_message(&json!([1, 2])).is_err());
+        assert_eq!(
+            check_message(&json!({"jsonrpc": "2.0", "id": 2, "method": "$/setTrace"})).unwrap_err()["error"]["code"],
+            -32601
+        );
+        assert!(check_message(&json!({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}})).is_ok());
+    }
+}
