@@ -12,7 +12,6 @@ use anyhow::{Context, Result, bail};
 
 use super::{load_workspace, workspace_root};
 use crate::eval::{Bench, TaskRecord, Variant, table};
-use crate::generate::retrieve;
 use crate::generate::search::Settings;
 use crate::mock::MockServer;
 
@@ -203,16 +202,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
     }
     let root = workspace_root(root, &[]);
     let (config, catalog) = load_workspace(&root)?;
-    let mut queries = Vec::new();
-    let mut unmapped = 0;
-    for file in &args.files {
-        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-        let value: serde_json::Value =
-            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
-        let (q, u) = retrieve::read_queries(&value, &catalog);
-        queries.extend(q);
-        unmapped += u;
-    }
+    let (queries, unmapped) = super::retrieve::read_task_files(&args.files, &catalog)?;
     if queries.is_empty() {
         bail!("no task in the files has a gold tool of this workspace (is --root the right workspace?)");
     }

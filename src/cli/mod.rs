@@ -5,7 +5,7 @@ mod generate;
 pub mod graph;
 mod probe;
 mod probe_eval;
-mod retrieve;
+pub mod retrieve;
 mod run;
 
 pub use generate::{fix, generate};

@@ -7,22 +7,29 @@ use anyhow::{Context, Result, bail};
 
 use crate::generate::retrieve::{self, Index, Options};
 
+/// The queries of benchmark task files (RestBench, ToolBench, StableToolBench; the format detected
+/// per item) with their gold tools in this catalog, and how many gold entries it does not have.
+pub fn read_task_files(files: &[PathBuf], catalog: &crate::toolset::Catalog) -> Result<(Vec<retrieve::Query>, usize)> {
+    let mut queries = Vec::new();
+    let mut unmapped = 0;
+    for file in files {
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+        let (q, u) = retrieve::read_queries(&value, catalog);
+        queries.extend(q);
+        unmapped += u;
+    }
+    Ok((queries, unmapped))
+}
+
 pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval: &[PathBuf]) -> Result<u8> {
     let root = super::workspace_root(root, &[]);
     let (config, catalog) = super::load_workspace(&root)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if !eval.is_empty() {
-        let mut queries = Vec::new();
-        let mut unmapped = 0;
-        for file in eval {
-            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let value: serde_json::Value =
-                serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
-            let (q, u) = retrieve::read_queries(&value, &catalog);
-            queries.extend(q);
-            unmapped += u;
-        }
+        let (queries, unmapped) = read_task_files(eval, &catalog)?;
         if queries.is_empty() {
             bail!("no query in {} has a gold tool of this workspace (is --root the right workspace?)", eval.len());
         }

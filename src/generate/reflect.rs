@@ -16,7 +16,7 @@ use crate::llm::{self, Message};
 use crate::runtime::{self, Cancel, Quiet, RunOutcome, RunRequest, Trace};
 use crate::toolset::{Catalog, Tool};
 
-use super::atc::{self, Budget, Draft, GenerateError};
+use super::atc::{self, Budget, GenerateError};
 use super::prompt;
 
 /// Where and how programs run during generation.
@@ -276,25 +276,21 @@ pub fn revision_prompt(attempts: &[Attempt], tool: Option<&Tool>, trace: &Trace)
     out
 }
 
-/// Asks for a revision of the last attempt and takes it through the static loop.
-#[allow(clippy::too_many_arguments)]
-pub async fn revise(
+/// The conversation asking for a revision of the last attempt (it then goes through the static
+/// loop like any request for a program).
+pub fn revision_messages(
     task: &str,
     candidates: &[&Tool],
     attempts: &[Attempt],
     tool: Option<&Tool>,
     trace: &Trace,
-    catalog: &Catalog,
-    client: &llm::Client,
-    budget: &Budget,
-    cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Draft, GenerateError> {
-    let mut messages = vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates))];
+) -> Vec<Message> {
+    let mut messages = atc::first_messages(task, candidates);
     if let Some(last) = attempts.last() {
         messages.push(Message::assistant(format!("```python\n{}```", last.program)));
     }
     messages.push(Message::user(revision_prompt(attempts, tool, trace)));
-    atc::converse(messages, catalog, client, budget, cancelled).await
+    messages
 }
 
 #[cfg(test)]

@@ -453,18 +453,8 @@ impl<'a> Search<'a> {
         let first = self.nodes[parent].children.is_empty();
         if parent == 0 && first {
             let tools = self.tools();
-            let messages = atc::first_messages(self.task, &tools);
-            let draft = atc::converse_logged(
-                messages,
-                self.catalog,
-                self.client,
-                budget,
-                &cancelled,
-                &mut self.static_checks,
-                self.settings.static_feedback,
-            )
-            .await?;
-            return Ok((Kind::Draft, draft.program));
+            let program = self.converse(atc::first_messages(self.task, &tools)).await?;
+            return Ok((Kind::Draft, program));
         }
         if parent != 0 && first {
             let node = &self.nodes[parent];
@@ -507,19 +497,8 @@ impl<'a> Search<'a> {
                 self.nodes[parent].attributed = Some((id.clone(), attribution.1.clone()));
             }
             let _ = error;
-            let draft = reflect::revise(
-                self.task,
-                &tools,
-                &attempts,
-                attributed,
-                &trace,
-                self.catalog,
-                self.client,
-                budget,
-                &cancelled,
-            )
-            .await?;
-            return Ok((Kind::Revision, draft.program));
+            let messages = reflect::revision_messages(self.task, &tools, &attempts, attributed, &trace);
+            return Ok((Kind::Revision, self.converse(messages).await?));
         }
         // A distinct alternative to the failed children (and, below the root, to the parent).
         let mut shown: Vec<usize> = self.nodes[parent].children.clone();
@@ -535,17 +514,25 @@ impl<'a> Search<'a> {
             Message::system(prompt::SYSTEM),
             Message::user(format!("{}\n\n{}", prompt::generation(self.task, &tools), diversity_prompt(&siblings))),
         ];
+        Ok((Kind::Alternative, self.converse(messages).await?))
+    }
+
+    /// A program from a conversation ending in a request for one, through the static loop
+    /// (every reply's static problems logged for the outcome).
+    async fn converse(&mut self, messages: Vec<Message>) -> Result<String, GenerateError> {
+        let cancel = self.runner.cancel.clone();
+        let cancelled = move || cancel.is_cancelled();
         let draft = atc::converse_logged(
             messages,
             self.catalog,
             self.client,
-            budget,
+            &self.settings.budget,
             &cancelled,
             &mut self.static_checks,
             self.settings.static_feedback,
         )
         .await?;
-        Ok((Kind::Alternative, draft.program))
+        Ok(draft.program)
     }
 
     fn push(&mut self, parent: usize, kind: Kind, program: String) -> usize {
