@@ -86,6 +86,38 @@ fn module_dialect_chain_with_auth_trace_and_redaction() {
 }
 
 #[test]
+fn a_secret_in_any_encoding_or_across_output_pieces_is_never_printed() {
+    let key = "K3y+Secr/et=&4711";
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), true, "");
+    let program = r#"import base64, os, sys, urllib.parse
+k = os.environ["TMDB_TEST_KEY"]
+print("quoted", urllib.parse.quote(k, safe=""))
+print("form", urllib.parse.quote_plus(k))
+print("basic", base64.b64encode(k.encode()).decode())
+# The key straddles the 64 KiB pieces a long line is forwarded in.
+sys.stdout.write("a" * (65536 - 7) + k + "z" * 10 + "\n")
+"#;
+    write(ws.path(), "leak.py", program);
+    let out = chainsmith(ws.path(), &["run", "leak.py"], &[("TMDB_TEST_KEY", key)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for leaked in [key, "K3y%2BSecr%2Fet%3D%264711", "K3y%2BSecr%2Fet%3D%264711", "SzN5K1NlY3IvZXQ9JjQ3MTE="] {
+        assert!(!stdout.contains(leaked), "{leaked} printed");
+    }
+    assert!(
+        stdout.contains("quoted [redacted]\nform [redacted]\nbasic [redacted]\n"),
+        "{}",
+        &stdout[..200.min(stdout.len())]
+    );
+    assert!(stdout.contains(&format!("{}[redacted]zzzzzzzzzz", "a".repeat(20))));
+    assert_eq!(
+        stdout.len(),
+        "quoted [redacted]\nform [redacted]\nbasic [redacted]\n".len() + 65536 - 7 + "[redacted]".len() + 11
+    );
+}
+
+#[test]
 fn header_auth_with_a_prefix() {
     let server = TmdbServer::start(&["--api-key", KEY]);
     let ws = workspace(&server.base_url(), false, "");

@@ -72,12 +72,32 @@ fn spawn_reader(source: impl Read + Send + 'static, stream: Stream, output: Arc<
     std::thread::spawn(move || {
         let mut reader = BufReader::with_capacity(16 * 1024, source);
         let mut line = Vec::new();
+        // The end of a piece cut from a long line, held back so no secret is split across pieces.
+        let mut carry: Vec<u8> = Vec::new();
+        let hold = output.secrets.longest().saturating_sub(1);
         loop {
             line.clear();
+            line.append(&mut carry);
             // Long lines are forwarded in pieces rather than buffered without bound.
             match (&mut reader).take(64 * 1024).read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => output.line(stream, &line),
+                Ok(0) | Err(_) => {
+                    if !line.is_empty() {
+                        output.line(stream, &line);
+                    }
+                    break;
+                }
+                Ok(_) if line.ends_with(b"\n") || hold == 0 => output.line(stream, &line),
+                Ok(_) => {
+                    let mut cut = line.len().saturating_sub(hold);
+                    // Not inside a UTF-8 sequence.
+                    while cut > 0 && cut < line.len() && line[cut] & 0xC0 == 0x80 {
+                        cut -= 1;
+                    }
+                    carry = line.split_off(cut);
+                    if !line.is_empty() {
+                        output.line(stream, &line);
+                    }
+                }
             }
         }
         let _ = done.send(());

@@ -20,6 +20,35 @@ use crate::toolset::Catalog;
 pub const RUNS_DIR: &str = ".chainsmith/runs";
 /// What replaces a secret in traces and logs.
 pub const REDACTED: &str = "[redacted]";
+
+/// What `encodeURIComponent` leaves alone: letters, digits and `-_.!~*'()`.
+const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
+
+/// `application/x-www-form-urlencoded`: letters, digits and `*-._` stay (a space becomes `+`).
+const FORM_COMPONENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(b'.').remove(b'_');
+
+fn lowercase_escapes(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut rest = encoded;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let escape = rest.get(at..at + 3).unwrap_or(&rest[at..]);
+        out.push_str(&escape.to_ascii_lowercase());
+        rest = &rest[at + escape.len()..];
+    }
+    out.push_str(rest);
+    out
+}
 /// A response larger than this (serialized) is shortened in the trace.
 pub const RESPONSE_CAP_BYTES: usize = 1024 * 1024;
 /// Marks the place where a capped response lost items; such a response is not replayed.
@@ -169,13 +198,36 @@ impl Secrets {
         secrets
     }
 
+    /// A secret, and every encoding a tool or server may echo it in: percent-encoded (upper- and
+    /// lower-case escapes), form-encoded (`+` for a space), base64 (standard and URL-safe, with and
+    /// without padding — a Basic `user:pass` credential).
     pub fn add(&mut self, value: String) {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
         let value = value.trim().to_string();
-        if !value.is_empty() && !self.values.contains(&value) {
-            self.values.push(value);
-            // Longest first, so a secret containing another is replaced whole.
-            self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        if value.is_empty() {
+            return;
         }
+        let percent = percent_encoding::utf8_percent_encode(&value, URL_COMPONENT).to_string();
+        let lower_escapes = lowercase_escapes(&percent);
+        let form = percent_encoding::utf8_percent_encode(&value, FORM_COMPONENT).to_string().replace("%20", "+");
+        let mut forms = vec![value.clone(), percent, lower_escapes, form];
+        for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
+            forms.push(engine.encode(value.as_bytes()));
+        }
+        for form in forms {
+            if !self.values.contains(&form) {
+                self.values.push(form);
+            }
+        }
+        // Longest first, so a secret containing another is replaced whole.
+        self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    }
+
+    /// The length of the longest form of any secret: output is held back by one less than this
+    /// across pieces so no secret is cut in two and printed.
+    pub fn longest(&self) -> usize {
+        self.values.first().map_or(0, String::len)
     }
 
     pub fn is_auth_name(&self, name: &str) -> bool {
@@ -345,6 +397,24 @@ pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_redacted_in_every_encoding_a_server_may_echo() {
+        let mut secrets = Secrets::default();
+        secrets.add("K3y+Secr/et=&x y".into());
+        secrets.add("alice:s3cr3t".into());
+        for echoed in [
+            "K3y+Secr/et=&x y",
+            "K3y%2BSecr%2Fet%3D%26x%20y",
+            "K3y%2bSecr%2fet%3d%26x%20y",
+            "K3y%2BSecr%2Fet%3D%26x+y",
+            "YWxpY2U6czNjcjN0",
+        ] {
+            let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
+            assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
+        }
+        assert_eq!(secrets.longest(), "K3y%2BSecr%2Fet%3D%26x%20y".len());
+    }
     use serde_json::json;
 
     #[test]
