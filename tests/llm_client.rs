@@ -90,3 +90,63 @@ async fn an_unreachable_server_is_named() {
     assert!(matches!(err, LlmError::Unreachable { .. }), "{err}");
     assert!(err.to_string().contains(&url), "{err}");
 }
+
+/// A raw HTTP server on 127.0.0.1 answering every connection with `respond` (on its own thread);
+/// the URL and how many requests it received.
+fn raw_server(respond: fn(&mut std::net::TcpStream)) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(8) {
+            let Ok(mut stream) = stream else { continue };
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut request = [0u8; 8192];
+                let _ = stream.read(&mut request);
+                respond(&mut stream);
+            });
+        }
+    });
+    (url, count)
+}
+
+#[tokio::test]
+async fn an_endless_body_is_refused_not_buffered() {
+    let (url, _) = raw_server(|stream| {
+        use std::io::Write;
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"choices\": \"");
+        let chunk = vec![b'x'; 1 << 20];
+        // Bounded: 64 MiB at most, far past the client's cap.
+        for _ in 0..64 {
+            if stream.write_all(&chunk).is_err() {
+                return;
+            }
+        }
+    });
+    let c = client(&url, "CHAINSMITH_TEST_UNSET");
+    let err = c.chat(&[Message::user("task")], &Options::default()).await.unwrap_err();
+    assert!(err.to_string().contains("larger than 8 MiB"), "{err}");
+}
+
+#[tokio::test]
+async fn retries_stay_within_one_deadline_per_call() {
+    use std::sync::atomic::Ordering;
+    // A wait the deadline (2 s) cannot hold is not waited for: one request, the 429 answered.
+    let (throttling, asked) = raw_server(|stream| {
+        use std::io::Write;
+        let _ = stream.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3600\r\nContent-Length: 0\r\n\r\n");
+    });
+    let err = client(&throttling, "CHAINSMITH_TEST_UNSET").chat(&[Message::user("t")], &Options::default()).await;
+    assert!(matches!(err, Err(LlmError::Status { status: 429, .. })), "{err:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A silent server uses the whole deadline on its first request: no second one.
+    let (silent, asked) = raw_server(|_| std::thread::sleep(Duration::from_secs(20)));
+    let err = client(&silent, "CHAINSMITH_TEST_UNSET").chat(&[Message::user("t")], &Options::default()).await;
+    assert!(matches!(err, Err(LlmError::Timeout(2))), "{err:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}

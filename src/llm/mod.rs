@@ -136,6 +136,9 @@ pub struct Client {
     pub meter: UsageMeter,
 }
 
+/// The largest chat-completion body read (a reply is a few kilobytes; an endless body is refused).
+pub const MAX_REPLY_BYTES: usize = 8 << 20;
+
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The key is deliberately absent.
@@ -166,7 +169,9 @@ impl Client {
         })
     }
 
-    /// One chat completion, retried on transient failures; usage is recorded on the meter.
+    /// One chat completion, retried on transient failures within one overall deadline of
+    /// `timeout_s` (a silent or throttling server costs at most that, retries included); usage is
+    /// recorded on the meter.
     pub async fn chat(&self, messages: &[Message], options: &Options) -> Result<Reply, LlmError> {
         let mut body = json!({"model": self.model, "messages": messages, "stream": false});
         if let Some(t) = options.temperature {
@@ -175,15 +180,20 @@ impl Client {
         if let Some(m) = options.max_tokens {
             body["max_tokens"] = json!(m);
         }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(self.timeout_s.max(1));
         let mut attempt = 0;
         loop {
-            match self.send(&body, messages).await {
+            let sent = tokio::time::timeout_at(deadline, self.send(&body, messages)).await;
+            match sent.unwrap_or(Err((LlmError::Timeout(self.timeout_s), None))) {
                 Ok(reply) => {
                     self.meter.record(reply.usage);
                     return Ok(reply);
                 }
                 Err((e, retry_after)) if e.is_transient() && attempt < self.max_retries => {
                     let wait = retry_after.unwrap_or(self.backoff * 2u32.pow(attempt)).min(Duration::from_secs(30));
+                    if tokio::time::Instant::now() + wait >= deadline {
+                        return Err(e);
+                    }
                     tracing::warn!("LLM request failed ({e}); retrying in {} ms", wait.as_millis());
                     tokio::time::sleep(wait).await;
                     attempt += 1;
@@ -206,12 +216,25 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(Duration::from_secs);
-        let text = response.text().await.map_err(|e| (self.transport_error(e), None))?;
+        let text = self.read_body(response).await?;
         if !status.is_success() {
             let excerpt: String = text.chars().take(300).collect();
             return Err((LlmError::Status { status: status.as_u16(), body: excerpt }, retry_after));
         }
         parse_reply(&text, messages).map_err(|e| (e, None))
+    }
+
+    /// The response body, refused past [`MAX_REPLY_BYTES`] instead of buffered without bound.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<String, (LlmError, Option<Duration>)> {
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| (self.transport_error(e), None))? {
+            if body.len() + chunk.len() > MAX_REPLY_BYTES {
+                let limit = MAX_REPLY_BYTES >> 20;
+                return Err((LlmError::Malformed(format!("the reply is larger than {limit} MiB")), None));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
     fn transport_error(&self, e: reqwest::Error) -> LlmError {
