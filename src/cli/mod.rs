@@ -58,18 +58,33 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
             bail!("{}: no such file or folder", target.display());
         }
     }
-    let mut reports: Vec<(Diagnostic, std::sync::Arc<str>)> = Vec::new();
+    // One text and line index per file, shared by its diagnostics: output stays linear in their count.
+    type Indexed = std::sync::Arc<(std::sync::Arc<str>, LineIndex)>;
+    let mut by_file: std::collections::HashMap<PathBuf, Indexed> = std::collections::HashMap::new();
+    let mut reports: Vec<(Diagnostic, Indexed)> = Vec::new();
     for d in &catalog.diagnostics {
-        let text =
-            catalog.texts.get(&d.file).cloned().or_else(|| std::fs::read_to_string(&d.file).ok().map(Into::into));
-        reports.push((d.clone(), text.unwrap_or_else(|| "".into())));
+        let indexed = by_file
+            .entry(d.file.clone())
+            .or_insert_with(|| {
+                let text: std::sync::Arc<str> = catalog
+                    .texts
+                    .get(&d.file)
+                    .cloned()
+                    .or_else(|| std::fs::read_to_string(&d.file).ok().map(Into::into))
+                    .unwrap_or_else(|| "".into());
+                let index = LineIndex::new(&text);
+                std::sync::Arc::new((text, index))
+            })
+            .clone();
+        reports.push((d.clone(), indexed));
     }
     let mut parser = parse::parser();
     for file in &files {
         let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
         let Some(tree) = parser.parse(&text, None) else { continue };
         let result = analysis::analyze(file, &text, &tree, &catalog, &config.diagnostics);
-        let shared: std::sync::Arc<str> = text.into();
+        let index = LineIndex::new(&text);
+        let shared: Indexed = std::sync::Arc::new((text.into(), index));
         for d in result.diagnostics {
             reports.push((d, shared.clone()));
         }
@@ -80,8 +95,8 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
     if json_format {
         let items: Vec<serde_json::Value> = reports
             .iter()
-            .map(|(d, text)| {
-                let index = LineIndex::new(text);
+            .map(|(d, indexed)| {
+                let (text, index) = &**indexed;
                 let start = index.position(text, d.range.start, Encoding::Utf16);
                 let end = index.position(text, d.range.end, Encoding::Utf16);
                 json!({
@@ -98,8 +113,9 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
     } else {
-        for (d, text) in &reports {
-            let (line, col) = LineIndex::new(text).line_col_1based(text, d.range.start);
+        for (d, indexed) in &reports {
+            let (text, index) = &**indexed;
+            let (line, col) = index.line_col_1based(text, d.range.start);
             writeln!(out, "{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message)?;
         }
         let errors = reports.iter().filter(|(d, _)| d.severity == Severity::Error).count();
