@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostic;
 pub mod eval;
+pub mod files;
 pub mod generate;
 pub mod graph;
 pub mod llm;

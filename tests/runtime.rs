@@ -506,6 +506,20 @@ fn a_missing_requests_library_is_named_clearly() {
 }
 
 #[test]
+fn stubs_never_write_through_a_planted_link() {
+    let ws = workspace("http://127.0.0.1:9/3", false, "");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("precious.pyi"), "keep").unwrap();
+    std::fs::create_dir_all(ws.path().join("typings")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("typings/chainsmith")).unwrap();
+    let out = chainsmith(ws.path(), &["stubs"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("refusing to write"), "{}", text(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(outside.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["precious.pyi"], "nothing written outside the workspace");
+}
+
+#[test]
 fn stubs_make_a_type_checker_agree() {
     let ws = workspace("http://127.0.0.1:9/3", false, "");
     let out = chainsmith(ws.path(), &["stubs"], &[]);

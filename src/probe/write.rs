@@ -59,17 +59,16 @@ pub fn write_back(root: &Path, catalog: &Catalog, probed: &[&Probed]) -> Result<
         let path = if file.is_relative() { root.join(&file) } else { file.clone() };
         let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", file.display()))?;
         let edits = native_edits(&text, &items)?;
-        std::fs::write(&path, apply_edits(&text, &edits))
-            .with_context(|| format!("cannot write {}", file.display()))?;
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            anyhow::bail!("refusing to write {}: it is a symbolic link", file.display());
+        }
+        crate::files::write_inside(root, &path, apply_edits(&text, &edits).as_bytes())?;
         written.push(file);
     }
     for (toolset, items) in overlays {
         let path = overlay_path(root, &toolset);
         let text = overlay_text(&path, &items)?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::files::write_inside(root, &path, text.as_bytes())?;
         written.push(path);
     }
     Ok(written)

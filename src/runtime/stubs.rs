@@ -43,10 +43,11 @@ def call(tool: str, **arguments: Any) -> Any: ...
 /// `chainsmith/tools/<toolset>.pyi` per toolset under `out`; returns the files written.
 pub fn write(catalog: &Catalog, out: &Path) -> Result<Vec<PathBuf>> {
     let tools_dir = out.join("chainsmith").join("tools");
-    std::fs::create_dir_all(&tools_dir).with_context(|| format!("cannot create {}", tools_dir.display()))?;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut written = Vec::new();
+    // Only under `out`, whatever links a workspace planted in it.
     let mut put = |path: PathBuf, text: String| -> Result<()> {
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::files::write_inside(out, &path, text.as_bytes())?;
         written.push(path);
         Ok(())
     };
