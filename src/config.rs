@@ -228,8 +228,18 @@ impl Config {
     /// Reads `<root>/chainsmith.toml` (when present) and applies editor-setting overrides.
     pub fn load(root: &Path, overrides: Option<&serde_json::Value>) -> Config {
         let path = root.join(CONFIG_FILE);
-        let text = std::fs::read_to_string(&path).ok();
-        Self::from_text(root, text.as_deref().map(|t| (path.as_path(), t)), overrides)
+        match crate::files::read_text(&path, crate::files::MAX_READ) {
+            Ok(text) => Self::from_text(root, Some((path.as_path(), &text)), overrides),
+            Err(e) if e.not_found() => Self::from_text(root, None, overrides),
+            // Unreadable (not UTF-8, a FIFO …): said on the file, and the workspace goes on without it.
+            Err(e) => {
+                let mut config = Self::from_text(root, None, overrides);
+                config.file = Some(path.clone());
+                let message = format!("{CONFIG_FILE} cannot be read: {e}");
+                config.problems.push(Diagnostic::error(&path, ByteRange::default(), "invalid-config", message));
+                config
+            }
+        }
     }
 
     pub fn from_text(root: &Path, file: Option<(&Path, &str)>, overrides: Option<&serde_json::Value>) -> Config {

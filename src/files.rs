@@ -1,5 +1,7 @@
-//! Writing files a workspace may have booby-trapped: stubs, probed schemas and overlays go only
-//! where they are meant to, whatever symbolic links the folder holds.
+//! Files a workspace may have booby-trapped. Reading: a protocol file or chainsmith.toml is read
+//! only when it is a regular file of bounded size ([`read_text`]): a path naming `/dev/zero` or a
+//! FIFO is an error, not an endless read or a hang. Writing: stubs, probed schemas and overlays go
+//! only where they are meant to, whatever symbolic links the folder holds.
 //!
 //! [`write_inside`] creates the folders it needs, refuses a destination whose folder resolves
 //! outside `boundary` (a planted `typings/chainsmith -> /home/me/.config` link), and replaces the
@@ -9,6 +11,61 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+
+/// The largest protocol file read (256 MiB; Microsoft Graph's whole OpenAPI document is ~35 MiB).
+pub const MAX_READ: u64 = 256 << 20;
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a regular file (a {0}); only files can be read")]
+    NotAFile(&'static str),
+    #[error("larger than the {} MiB limit ({size} bytes)", limit >> 20)]
+    TooLarge { size: u64, limit: u64 },
+    #[error("not UTF-8 text (invalid byte at offset {0})")]
+    NotUtf8(usize),
+}
+
+impl ReadError {
+    pub fn not_found(&self) -> bool {
+        matches!(self, ReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// The text of `path` when it is a regular file of at most `limit` bytes holding UTF-8. Opening
+/// does not block on a FIFO, and a file growing while it is read stops at the limit.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let metadata = file.metadata()?;
+    let kind = metadata.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "folder"
+        } else if kind.is_fifo() {
+            "FIFO"
+        } else if kind.is_socket() {
+            "socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "device"
+        } else {
+            "special file"
+        };
+        return Err(ReadError::NotAFile(what));
+    }
+    if metadata.len() > limit {
+        return Err(ReadError::TooLarge { size: metadata.len(), limit });
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge { size: bytes.len() as u64, limit });
+    }
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(e.utf8_error().valid_up_to()))
+}
 
 /// Why a write was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +107,24 @@ pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        assert!(matches!(read_text(&fifo, MAX_READ), Err(ReadError::NotAFile("FIFO"))));
+        assert!(matches!(read_text(Path::new("/dev/zero"), MAX_READ), Err(ReadError::NotAFile("device"))));
+        assert!(matches!(read_text(dir.path(), MAX_READ), Err(ReadError::NotAFile("folder"))));
+        let big = dir.path().join("big.json");
+        std::fs::write(&big, "x".repeat(100)).unwrap();
+        assert!(matches!(read_text(&big, 99), Err(ReadError::TooLarge { size: 100, limit: 99 })));
+        assert_eq!(read_text(&big, 100).unwrap().len(), 100);
+        std::fs::write(&big, b"ok \xff").unwrap();
+        assert!(matches!(read_text(&big, MAX_READ), Err(ReadError::NotUtf8(3))));
+        assert!(read_text(&dir.path().join("missing"), MAX_READ).unwrap_err().not_found());
+    }
 
     #[test]
     fn links_out_of_the_boundary_are_refused_and_links_at_the_file_replaced() {

@@ -138,3 +138,32 @@ fn all_of_stabletoolbench_loads_as_one_toolset_with_categories() {
     let word = tools.iter().find(|t| t["id"] == "rapid.get_word_by_start_for_random_word_api");
     assert!(word.is_some_and(|w| w["required"] == serde_json::json!(["start"])), "{word:?}");
 }
+
+/// A protocol path naming a FIFO or a device, and a chainsmith.toml that is not UTF-8, are located
+/// errors; `check` finishes (it used to hang on the FIFO and read /dev/zero without end).
+#[test]
+fn special_files_and_non_utf8_config_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.json");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    std::fs::write(
+        dir.path().join("chainsmith.toml"),
+        "[[toolsets]]\nname = \"a\"\nopenapi = \"pipe.json\"\n\n[[toolsets]]\nname = \"b\"\nopenapi = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("p.py"), "print(1)\n").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", root, "check", &format!("{root}/p.py")]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stdout.contains("error[unreadable-protocol]: cannot read protocol file") && stdout.contains("FIFO"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("/dev/zero: not a regular file (a device)"), "{stdout}");
+
+    std::fs::write(dir.path().join("chainsmith.toml"), b"[llm]\nmodel = \"caf\xe9\"\n").unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", root, "check", &format!("{root}/p.py")]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("chainsmith.toml:1:1: error[invalid-config]: chainsmith.toml cannot be read: not UTF-8 text (invalid byte at offset 18)"), "{stdout}");
+}

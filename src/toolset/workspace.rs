@@ -254,21 +254,25 @@ fn read_doc(
     diagnostics: &mut Vec<Diagnostic>,
     named_in: Option<(&Path, ByteRange)>,
 ) -> Option<(Node, Arc<str>)> {
-    let text: Arc<str> =
-        match unsaved.get(&absolute(file)).cloned().map(Ok).unwrap_or_else(|| std::fs::read_to_string(file)) {
-            Ok(t) => t.into(),
-            Err(e) => {
-                let (at, range) =
-                    named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
-                diagnostics.push(Diagnostic::error(
-                    at,
-                    range,
-                    "unreadable-protocol",
-                    format!("cannot read protocol file {}: {e}", file.display()),
-                ));
-                return None;
-            }
-        };
+    let text: Arc<str> = match unsaved
+        .get(&absolute(file))
+        .cloned()
+        .map(Ok)
+        .unwrap_or_else(|| crate::files::read_text(file, crate::files::MAX_READ))
+    {
+        Ok(t) => t.into(),
+        Err(e) => {
+            let (at, range) =
+                named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+            diagnostics.push(Diagnostic::error(
+                at,
+                range,
+                "unreadable-protocol",
+                format!("cannot read protocol file {}: {e}", file.display()),
+            ));
+            return None;
+        }
+    };
     texts.insert(file.to_path_buf(), text.clone());
     match doc::parse(&text, Syntax::of_path(file)) {
         Ok(doc) => Some((doc, text)),
