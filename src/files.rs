@@ -67,6 +67,38 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(e.utf8_error().valid_up_to()))
 }
 
+/// A Python source's text: UTF-8, else decoded by its PEP 263 coding line (`# -*- coding: latin-1
+/// -*-` in its first two lines); the reason when neither works.
+pub fn decode_python(bytes: Vec<u8>) -> Result<String, String> {
+    let bytes = match String::from_utf8(bytes) {
+        Ok(text) => return Ok(text),
+        Err(e) => e.into_bytes(),
+    };
+    let declared = bytes.split(|&b| b == b'\n').take(2).find_map(|line| {
+        let line = String::from_utf8_lossy(line);
+        let comment = &line[line.find('#')?..];
+        let at = comment.find("coding")? + "coding".len();
+        let rest = comment[at..].strip_prefix([':', '='])?.trim_start();
+        let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.')).collect();
+        (!name.is_empty()).then_some(name)
+    });
+    let Some(name) = declared else {
+        let at = std::str::from_utf8(&bytes).err().map_or(0, |e| e.valid_up_to());
+        return Err(format!("not UTF-8 (invalid byte at offset {at}) and no coding line declares another encoding"));
+    };
+    // Python spells some encodings differently from the WHATWG labels (`latin-1`, `iso_8859_1`).
+    let lower = name.to_ascii_lowercase();
+    let encoding = [lower.clone(), lower.replace('_', "-"), lower.replace(['-', '_'], "")]
+        .iter()
+        .find_map(|label| encoding_rs::Encoding::for_label(label.as_bytes()))
+        .ok_or_else(|| format!("its coding line names `{name}`, an encoding chainsmith does not know"))?;
+    let (text, _, had_errors) = encoding.decode(&bytes);
+    if had_errors {
+        return Err(format!("not valid {name}"));
+    }
+    Ok(text.into_owned())
+}
+
 /// Why a write was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -124,6 +156,15 @@ mod tests {
         std::fs::write(&big, b"ok \xff").unwrap();
         assert!(matches!(read_text(&big, MAX_READ), Err(ReadError::NotUtf8(3))));
         assert!(read_text(&dir.path().join("missing"), MAX_READ).unwrap_err().not_found());
+    }
+
+    #[test]
+    fn python_sources_are_decoded_by_their_coding_line() {
+        assert_eq!(decode_python("café = 1\n".into()).unwrap(), "café = 1\n");
+        let latin1 = b"# -*- coding: latin-1 -*-\nname = 'caf\xe9'\n".to_vec();
+        assert_eq!(decode_python(latin1).unwrap(), "# -*- coding: latin-1 -*-\nname = 'café'\n");
+        assert!(decode_python(b"x = '\xff'\n".to_vec()).unwrap_err().contains("no coding line"));
+        assert!(decode_python(b"# coding: klingon\nx = '\xff'\n".to_vec()).unwrap_err().contains("klingon"));
     }
 
     #[test]

@@ -167,3 +167,20 @@ fn special_files_and_non_utf8_config_are_located_errors() {
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("chainsmith.toml:1:1: error[invalid-config]: chainsmith.toml cannot be read: not UTF-8 text (invalid byte at offset 18)"), "{stdout}");
 }
+
+/// A latin-1 program with its coding line is checked; one without is reported on itself alone.
+#[test]
+fn non_utf8_sources_are_decoded_or_reported_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("latin.py"),
+        b"# -*- coding: latin-1 -*-\nfrom chainsmith.tools import tmdb\nr = tmdb.search_persn(query='caf\xe9')\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("broken.py"), b"x = '\xff'\n").unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", "examples/tmdb", "check", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("broken.py:1:1: error[unreadable-source]: cannot check"), "{stdout}");
+    assert!(stdout.contains("latin.py:3:10: error[unknown-tool]"), "{stdout}");
+    assert!(stderr.contains("checked 2 programs"), "{stderr}");
+}

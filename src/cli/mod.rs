@@ -17,7 +17,7 @@ pub use run::{mock, run, stubs};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde_json::json;
 
 use crate::analysis::{self, parse};
@@ -80,7 +80,17 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
     }
     let mut parser = parse::parser();
     for file in &files {
-        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        // A file that cannot be read or decoded is reported on itself; the others are checked.
+        let decoded = std::fs::read(file).map_err(|e| e.to_string()).and_then(crate::files::decode_python);
+        let text = match decoded {
+            Ok(text) => text,
+            Err(why) => {
+                let message = format!("cannot check {}: {why}", file.display());
+                let unread = Diagnostic::error(file, crate::text::ByteRange::default(), "unreadable-source", message);
+                reports.push((unread, std::sync::Arc::new(("".into(), LineIndex::new("")))));
+                continue;
+            }
+        };
         let Some(tree) = parser.parse(&text, None) else { continue };
         let result = analysis::analyze(file, &text, &tree, &catalog, &config.diagnostics);
         let index = LineIndex::new(&text);
