@@ -123,7 +123,12 @@ start() {
 stop() {
   local pidfile="$HOME_DIR/server.pid"
   [[ -f "$pidfile" ]] || { say "not running"; return; }
-  kill "$(cat "$pidfile")" 2>/dev/null || true
+  local pid
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || true
+  # It finishes the request under way first; a server that does not go in 10 s is killed.
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -9 "$pid" 2>/dev/null || true
   rm -f "$pidfile"
   say "stopped"
 }
