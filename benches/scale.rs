@@ -3,6 +3,10 @@
 //! drives it: `chainsmith check` (wall time, peak RSS) and `chainsmith lsp` over stdio
 //! (completion and re-diagnosis latency, measured as client round trips).
 //!
+//! Also hover, inlay hints, and completion after `github.` on GitHub's real OpenAPI description
+//! (npm `@octokit/openapi` 23.0.2, fetched once with `npm pack` into `target/bench-data/`, or
+//! taken from `CHAINSMITH_BENCH_GITHUB=path/to/api.github.com.json`; skipped without either).
+//!
 //! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -130,6 +134,25 @@ fn main() {
             }
         }
     }
+    // Hover on a call's tool name, then inlay hints for a screenful (60 lines) around it.
+    let mut hover = Vec::new();
+    let mut hints = Vec::new();
+    for &line_no in call_lines.iter().cycle().take(300) {
+        let col = lines[line_no].find("rapid.").unwrap() + "rapid.".len() + 1;
+        let (t, result) = lsp.request_timed(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": {"line": line_no, "character": col}}),
+        );
+        assert!(result["contents"].is_object(), "no hover at {line_no}:{col}: {result}");
+        hover.push(t);
+        let start = line_no.saturating_sub(30);
+        let (t, result) = lsp.request_timed(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": start, "character": 0}, "end": {"line": start + 60, "character": 0}}}),
+        );
+        assert!(result.is_array(), "no inlay hint answer: {result}");
+        hints.push(t);
+    }
     let mut rediagnosis = Vec::new();
     for &line_no in call_lines.iter().take(200) {
         // One character typed at the end of a comment-free line, then removed: each edit is a
@@ -149,7 +172,81 @@ fn main() {
     report("completion after `toolset.` (16k-API toolset)", &mut tool_completion);
     report("completion inside a response subscript", &mut key_completion);
     report("completion inside a response subscript on a half-typed line", &mut half_typed);
+    report("hover on a tool call", &mut hover);
+    report("inlay hints for 60 lines", &mut hints);
     report("re-diagnosis after a one-character edit", &mut rediagnosis);
+    github(&binary);
+}
+
+/// Completion after `github.` on GitHub's own OpenAPI description (1,223 operations).
+fn github(binary: &Path) {
+    let Some(spec) = github_spec() else {
+        println!("GitHub: skipped (no npm to fetch @octokit/openapi, and CHAINSMITH_BENCH_GITHUB unset)");
+        return;
+    };
+    let temp = tempfile::Builder::new().prefix("chainsmith-bench-github").tempdir().expect("temp dir");
+    let root = temp.path();
+    std::fs::copy(&spec, root.join("github.json")).expect("copy the spec");
+    std::fs::write(root.join("chainsmith.toml"), "[[toolsets]]\nname = \"github\"\nopenapi = \"github.json\"\n")
+        .unwrap();
+    let start = Instant::now();
+    let out =
+        Command::new(binary).args(["--root", root.to_str().unwrap(), "tools", "--format", "json"]).output().unwrap();
+    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).expect("tools json");
+    println!("GitHub: {} tools; `chainsmith tools` {:.0} ms", tools.len(), ms(start.elapsed()));
+    let mut text = String::from("from chainsmith.tools import github\n\n");
+    let mut call_lines = Vec::new();
+    for (n, tool) in tools.iter().step_by(11).take(100).enumerate() {
+        let args: Vec<String> =
+            tool["required"].as_array().unwrap().iter().map(|p| format!("{}=\"x\"", p.as_str().unwrap())).collect();
+        call_lines.push(text.lines().count());
+        text.push_str(&format!("r{n} = github.{}({})\n", tool["name"].as_str().unwrap(), args.join(", ")));
+    }
+    std::fs::write(root.join("chain.py"), &text).unwrap();
+    let mut lsp = Lsp::start(binary, root);
+    let uri = format!("file://{}", root.join("chain.py").display());
+    lsp.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
+    );
+    lsp.wait_diagnostics(&uri, Duration::from_secs(30));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut completion = Vec::new();
+    for &line_no in call_lines.iter().cycle().take(300) {
+        let col = lines[line_no].find("github.").unwrap() + "github.".len();
+        let (t, result) = lsp.request_timed(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": uri}, "position": {"line": line_no, "character": col}}),
+        );
+        let items = result["items"].as_array().map_or(0, Vec::len);
+        assert!(items > 0, "no GitHub tool completions at {line_no}:{col}");
+        completion.push(t);
+    }
+    lsp.shutdown();
+    report("completion after `github.` (GitHub's spec)", &mut completion);
+}
+
+/// GitHub's OpenAPI description: `CHAINSMITH_BENCH_GITHUB`, else fetched once from npm.
+fn github_spec() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CHAINSMITH_BENCH_GITHUB") {
+        return Some(PathBuf::from(path));
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
+    let spec = dir.join("package/generated/api.github.com.json");
+    if spec.is_file() {
+        return Some(spec);
+    }
+    std::fs::create_dir_all(&dir).ok()?;
+    let packed = Command::new("npm").args(["pack", "@octokit/openapi@23.0.2"]).current_dir(&dir).output().ok()?;
+    if !packed.status.success() {
+        return None;
+    }
+    let unpacked = Command::new("tar")
+        .args(["xzf", "octokit-openapi-23.0.2.tgz", "package/generated/api.github.com.json"])
+        .current_dir(&dir)
+        .status()
+        .ok()?;
+    (unpacked.success() && spec.is_file()).then_some(spec)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -335,26 +335,23 @@ fn matches_word(candidate: &str, word: &str) -> bool {
 }
 
 fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteRange) -> Completions {
-    let Some(ts) = catalog.toolset(toolset) else { return Completions::default() };
-    let lower = word.to_ascii_lowercase();
-    let mut matched: Vec<(u8, &Tool)> = ts
-        .tools
-        .iter()
-        .filter_map(|t| {
-            if lower.is_empty() || t.name.starts_with(&lower) {
-                Some((0, t))
-            } else if t.name.contains(&lower) {
-                Some((1, t))
-            } else {
-                None
-            }
-        })
-        .collect();
-    let is_incomplete = matched.len() > MAX_COMPLETIONS;
-    if is_incomplete {
-        matched.select_nth_unstable_by(MAX_COMPLETIONS, |a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-        matched.truncate(MAX_COMPLETIONS);
+    if catalog.toolset(toolset).is_none() {
+        return Completions::default();
     }
+    let lower = word.to_ascii_lowercase();
+    // Names starting with the word first, then names containing it, each in name order; the
+    // first ones come from the catalog's name order without looking at the rest.
+    let mut matched: Vec<(u8, &Tool)> =
+        catalog.tools_with_prefix(toolset, &lower).take(MAX_COMPLETIONS + 1).map(|t| (0, t)).collect();
+    if matched.len() <= MAX_COMPLETIONS && !lower.is_empty() {
+        let containing = catalog
+            .tools_by_name(toolset)
+            .filter(|t| !t.name.starts_with(&lower) && t.name.contains(&lower))
+            .take(MAX_COMPLETIONS + 1 - matched.len());
+        matched.extend(containing.map(|t| (1, t)));
+    }
+    let is_incomplete = matched.len() > MAX_COMPLETIONS;
+    matched.truncate(MAX_COMPLETIONS);
     let items = matched
         .into_iter()
         .map(|(rank, tool)| {
@@ -588,6 +585,12 @@ pub fn hover(
     config: &DiagnosticsConfig,
 ) -> Option<Hover> {
     let analysis = analyze_until(file, text, tree, catalog, config, Some(offset));
+    hover_in(&analysis, offset, catalog)
+}
+
+/// [`hover`] from an analysis of the program already made (the whole program's answers the same
+/// as one stopping at `offset`: the walk only goes forward).
+pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Option<Hover> {
     if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
         let ts = catalog.toolset(&import.toolset)?;
         let mut md = format!("**toolset {}** · {} tools · {}", ts.name, ts.tools.len(), ts.kind.as_str());

@@ -240,6 +240,8 @@ pub struct Catalog {
     by_tool: HashMap<(usize, String), usize>,
     /// bare tool name → ids, for the CLI's bare-name lookups.
     by_bare_name: HashMap<String, Vec<(usize, usize)>>,
+    /// Per toolset, its tools' indices in name order (completion takes a prefix's range of it).
+    name_order: Vec<Vec<usize>>,
     /// The text of every protocol file read, for positions (definitions, diagnostics).
     pub texts: workspace::Texts,
 }
@@ -253,8 +255,28 @@ impl Catalog {
                 catalog.by_tool.insert((ti, tool.name.clone()), i);
                 catalog.by_bare_name.entry(tool.name.clone()).or_default().push((ti, i));
             }
+            let mut order: Vec<usize> = (0..ts.tools.len()).collect();
+            order.sort_by(|&a, &b| ts.tools[a].name.cmp(&ts.tools[b].name));
+            catalog.name_order.push(order);
         }
         catalog
+    }
+
+    /// A toolset's tools whose name starts with `prefix`, in name order (a binary search, not a
+    /// scan: completion at ToolBench scale stays independent of the toolset's size).
+    pub fn tools_with_prefix<'c>(&'c self, toolset: &str, prefix: &'c str) -> impl Iterator<Item = &'c Tool> + 'c {
+        let found = self.by_toolset.get(toolset).map(|&ti| (&self.toolsets[ti], self.name_order[ti].as_slice()));
+        let (tools, order): (&[Tool], &[usize]) = match found {
+            Some((ts, order)) => (&ts.tools, order),
+            None => (&[], &[]),
+        };
+        let start = order.partition_point(|&i| tools[i].name.as_str() < prefix);
+        order[start..].iter().map(move |&i| &tools[i]).take_while(move |t| t.name.starts_with(prefix))
+    }
+
+    /// A toolset's tools in name order.
+    pub fn tools_by_name<'c>(&'c self, toolset: &str) -> impl Iterator<Item = &'c Tool> + 'c {
+        self.tools_with_prefix(toolset, "")
     }
 
     pub fn toolset(&self, name: &str) -> Option<&Toolset> {

@@ -10,8 +10,7 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     let world = &snap.world;
     let position = params.text_document_position_params.position;
     let offset = convert::offset(&snap.line_index, snap.text(), position, world.encoding);
-    let mut found =
-        ide::hover(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics)?;
+    let mut found = ide::hover_in(snap.analysis(), offset, &world.catalog)?;
     // On a tool: its ToolNet neighbourhood and recent reliability.
     if let Some(id) = found.tool_id.clone()
         && let Some(section) =
