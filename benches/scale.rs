@@ -296,7 +296,7 @@ fn release_binary() -> PathBuf {
 /// Clones StableToolBench's distinct API records, renaming the tool per clone, up to 16,000 APIs.
 fn write_workspace(dir: &Path) -> (usize, usize) {
     let data = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/datasets/stabletoolbench/solvable_queries/test_instruction");
+        .join("tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction");
     let mut files: Vec<PathBuf> =
         std::fs::read_dir(&data).expect("StableToolBench data").map(|e| e.unwrap().path()).collect();
     files.sort();

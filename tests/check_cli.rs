@@ -115,7 +115,8 @@ fn a_broken_protocol_file_is_a_located_error_and_loses_nothing_else() {
 
 #[test]
 fn all_of_stabletoolbench_loads_as_one_toolset_with_categories() {
-    let data = std::path::absolute("../shared/datasets/stabletoolbench/solvable_queries/test_instruction").unwrap();
+    let data =
+        std::path::absolute("tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction").unwrap();
     let files: Vec<String> = ["G1_instruction", "G1_category", "G1_tool", "G2_instruction"]
         .iter()
         .map(|g| format!("\"{}\"", data.join(format!("{g}.json")).display()))

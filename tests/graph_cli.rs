@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-const TMDB_TASKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/restbench/tmdb.json");
+const TMDB_TASKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/datasets/restbench/tmdb.json");
 
 fn chainsmith(args: &[&str], dir: &Path) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_chainsmith")).args(args).current_dir(dir).output().unwrap();

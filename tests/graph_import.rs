@@ -7,7 +7,7 @@ use chainsmith::config::Config;
 use chainsmith::graph::import::{self, Kind, Resolved, Resolver};
 use chainsmith::toolset::{Catalog, workspace};
 
-const DATASETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets");
+const DATASETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/datasets");
 
 fn catalog_of(root: &Path) -> Catalog {
     workspace::load(&Config::load(root, None))

@@ -18,7 +18,7 @@ fn figure(output: &str, metric: &str) -> f64 {
 
 #[test]
 fn tmdb_examples_recover_the_declared_schemas() {
-    let (code, out) = run(&["probe-eval", "--openapi", "../shared/datasets/restbench/tmdb_oas.json"]);
+    let (code, out) = run(&["probe-eval", "--openapi", "tests/fixtures/datasets/restbench/tmdb_oas.json"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("54 operations with a response example"), "{out}");
     // An example shows only the keys it happens to have, so neither figure is 1; both are high.
@@ -29,7 +29,7 @@ fn tmdb_examples_recover_the_declared_schemas() {
 
 #[test]
 fn toolbench_answers_are_decoded_and_grouped_per_tool() {
-    let t = "../shared/datasets/toolbench/data_example";
+    let t = "tests/fixtures/datasets/toolbench/data_example";
     let queries: Vec<String> = ["G1", "G2", "G3"].iter().map(|g| format!("{t}/instruction/{g}_query.json")).collect();
     let answers = format!("{t}/answer");
     let mut args = vec!["probe-eval", "--answers", answers.as_str(), "--queries"];

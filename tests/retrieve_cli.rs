@@ -34,7 +34,7 @@ fn candidates_for_a_task_are_ranked_with_scores() {
 /// improvement step is printed, and the full pipeline beats plain BM25.
 #[test]
 fn eval_reports_each_step_on_stabletoolbench() {
-    let dir = "../shared/datasets/stabletoolbench/solvable_queries/test_instruction";
+    let dir = "tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction";
     let files: Vec<String> = ["G1_instruction", "G1_category", "G1_tool", "G2_instruction"]
         .iter()
         .map(|g| format!("{dir}/{g}.json"))
@@ -61,7 +61,7 @@ fn eval_with_no_matching_gold_is_a_usage_error() {
         "examples/tmdb",
         "retrieve",
         "--eval",
-        "../shared/datasets/stabletoolbench/solvable_queries/test_instruction/G1_tool.json",
+        "tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction/G1_tool.json",
     ]);
     assert_eq!(code, 2);
     assert!(stderr.contains("no query"), "{stderr}");
@@ -72,7 +72,7 @@ fn eval_with_no_matching_gold_is_a_usage_error() {
 #[test]
 fn eval_reports_graph_expansion_on_restbench() {
     let (code, stdout, stderr) =
-        chainsmith(&["--root", "examples/tmdb", "retrieve", "--eval", "../shared/datasets/restbench/tmdb.json"]);
+        chainsmith(&["--root", "examples/tmdb", "retrieve", "--eval", "tests/fixtures/datasets/restbench/tmdb.json"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.starts_with("corpus 54 tools; 100 queries; 1 gold entries not in the corpus"), "{stdout}");
     assert!(stdout.contains("[+ ToolNet expansion (graph from the other 4 of 5 folds)]\nndcg@1 "), "{stdout}");

@@ -978,7 +978,7 @@ mod tests {
 
     #[test]
     fn tmdb_loads_every_operation() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/restbench/tmdb_oas.json");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/datasets/restbench/tmdb_oas.json");
         let text = std::fs::read_to_string(path).expect("the TMDB spec is readable");
         let doc = parse(&text, Syntax::Json).expect("the TMDB spec parses");
         let started = std::time::Instant::now();

@@ -718,9 +718,11 @@ mod tests {
     use crate::toolset::doc::parse_json;
     use std::collections::HashSet;
 
-    const STB: &str =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/stabletoolbench/solvable_queries/test_instruction");
-    const TB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/datasets/toolbench");
+    const STB: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction"
+    );
+    const TB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/datasets/toolbench");
 
     fn load_text(text: &str) -> Loaded {
         let doc = parse_json(text).expect("valid JSON");
