@@ -770,18 +770,21 @@ pub fn workspace_symbols<'c>(catalog: &'c Catalog, query: &str, limit: usize) ->
 
 /// The task a program is written for: its module docstring, else a `# task:` comment.
 pub fn task_of(text: &str, tree: &Tree) -> Option<String> {
+    let collapsed = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let root = tree.root_node();
     let first = root.named_child(0);
     if let Some(statement) = first.filter(|n| n.kind() == "expression_statement")
         && let Some(string) = statement.named_child(0).filter(|n| n.kind() == "string")
         && let Some(value) = parse::string_value(string, text)
     {
-        let task = value.trim().to_string();
+        let task = collapsed(&value);
         if !task.is_empty() {
             return Some(task);
         }
     }
-    text.lines()
-        .find_map(|l| l.trim_start().strip_prefix("# task:").map(|t| t.trim().to_string()))
-        .filter(|t| !t.is_empty())
+    text.lines().find_map(|line| {
+        let comment = line.trim_start().strip_prefix('#')?.trim_start();
+        let task = comment.get(..5).filter(|t| t.eq_ignore_ascii_case("task:")).map(|_| collapsed(&comment[5..]))?;
+        (!task.is_empty()).then_some(task)
+    })
 }

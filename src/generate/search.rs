@@ -636,29 +636,7 @@ pub async fn search(
 
 /// The task a program states: its module docstring or a `# task:` comment.
 pub fn task_of(program: &str) -> Option<String> {
-    for line in program.lines() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix('#') {
-            let rest = rest.trim_start();
-            if rest.len() > 5 && rest[..5].eq_ignore_ascii_case("task:") {
-                let task = rest[5..].trim();
-                if !task.is_empty() {
-                    return Some(task.to_string());
-                }
-            }
-        }
-    }
-    let body = program.trim_start_matches(|c: char| c.is_whitespace());
-    let body = body.strip_prefix(['r', 'R']).unwrap_or(body);
-    for quote in ["\"\"\"", "'''"] {
-        if let Some(rest) = body.strip_prefix(quote)
-            && let Some(end) = rest.find(quote)
-        {
-            let task = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
-            return (!task.is_empty()).then_some(task);
-        }
-    }
-    None
+    crate::analysis::ide::task_of(program, &crate::analysis::parse::parse(program))
 }
 
 /// A fixed program keeps the original's docstring / task comment when the model dropped it.
