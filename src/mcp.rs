@@ -772,21 +772,31 @@ fn root_entry(root: &Path) -> Value {
 
 /// `file://` + the absolute path, percent-encoded outside the characters a URI path allows.
 pub fn file_uri(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    let text = text.replace('\\', "/");
-    let mut uri = String::from("file://");
-    if !text.starts_with('/') {
-        uri.push('/');
-    }
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&byte) {
-            uri.push(byte as char);
-        } else {
-            uri.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    uri
+    let text = path.to_string_lossy().replace('\\', "/");
+    let slash = if text.starts_with('/') { "" } else { "/" };
+    format!("file://{slash}{}", percent_encoding::utf8_percent_encode(&text, PATH))
 }
+
+/// What a `file:` URI's path keeps as it is: unreserved characters, sub-delimiters, `/`, `:`, `@`.
+const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'!')
+    .remove(b'$')
+    .remove(b'&')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')')
+    .remove(b'*')
+    .remove(b'+')
+    .remove(b',')
+    .remove(b';')
+    .remove(b'=')
+    .remove(b':')
+    .remove(b'@');
 
 /// `30 s`, `1.5 s`, `250 ms`.
 fn human(duration: Duration) -> String {

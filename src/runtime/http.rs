@@ -86,16 +86,12 @@ pub fn scalar_text(value: &Value) -> String {
     }
 }
 
+/// A path segment: everything but RFC 3986's unreserved characters escaped.
+const SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+
 fn percent_encode_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(text, SEGMENT).to_string()
 }
 
 /// The auth value of a toolset, from the environment variable its auth names.
