@@ -177,3 +177,64 @@ fn stdio_server_publishes_diagnostics_and_exits_cleanly() {
     let frames = reader.join().unwrap().unwrap_or_else(|e| panic!("stdout held something other than LSP: {e}"));
     assert!(frames >= 3, "initialize response, diagnostics, shutdown response");
 }
+
+/// Malformed client input is answered with a JSON-RPC error and the server goes on serving:
+/// invalid JSON, `{}`, a non-integer id, a lower-case header with LF line ends, a frame without
+/// Content-Length, `$/setTrace` sent as a request. (The framework alone stopped at the first.)
+#[test]
+fn malformed_frames_are_answered_and_the_server_keeps_serving() {
+    let workspace = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .arg("lsp")
+        .current_dir(workspace.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the chainsmith binary starts");
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || read_frames(stdout, tx));
+    let mut session = Session { child, stdin, rx };
+    let root = Uri::from_file_path(workspace.path()).unwrap().as_str().to_string();
+    session.request(1, "initialize", json!({"processId": null, "rootUri": root, "capabilities": {}}));
+    session.notify("initialized", json!({}));
+
+    let raw = |stdin: &mut ChildStdin, bytes: &[u8]| {
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    };
+    let set_trace = br#"{"jsonrpc":"2.0","id":7,"method":"$/setTrace","params":{"value":"off"}}"#;
+    raw(&mut session.stdin, b"Content-Length: 5\r\n\r\n{oops");
+    raw(&mut session.stdin, b"Content-Length: 2\r\n\r\n{}");
+    let bad_id = br#"{"jsonrpc":"2.0","id":[1],"method":"x"}"#;
+    raw(&mut session.stdin, format!("Content-Length: {}\r\n\r\n", bad_id.len()).as_bytes());
+    raw(&mut session.stdin, bad_id);
+    raw(&mut session.stdin, b"X-Whatever: 1\r\n\r\n");
+    raw(&mut session.stdin, format!("content-length: {}\n\n", set_trace.len()).as_bytes());
+    raw(&mut session.stdin, set_trace);
+    let mut codes = Vec::new();
+    for what in ["a parse error", "an invalid request", "an invalid id", "a frame without length", "$/setTrace"] {
+        let error = session.wait_for(what, |m| m.get("error").is_some());
+        codes.push((error["id"].clone(), error["error"]["code"].as_i64().unwrap()));
+    }
+    assert_eq!(
+        codes,
+        [
+            (Value::Null, -32700),
+            (Value::Null, -32600),
+            (Value::Null, -32600),
+            (Value::Null, -32700),
+            (json!(7), -32601)
+        ]
+    );
+    // Still serving: a request after all that is answered.
+    let symbols = session.request(8, "workspace/symbol", json!({"query": "x"}));
+    assert_eq!(symbols, json!([]), "no tools, no symbols");
+    assert_eq!(session.request(9, "shutdown", Value::Null), Value::Null);
+    session.notify("exit", Value::Null);
+    assert_eq!(session.child.wait().unwrap().code(), Some(0));
+    drop(session.stdin);
+    reader.join().unwrap().unwrap_or_else(|e| panic!("stdout held something other than LSP: {e}"));
+}
