@@ -69,7 +69,28 @@ struct Session {
     rx: mpsc::Receiver<Value>,
 }
 
+type Reader = std::thread::JoinHandle<Result<usize, String>>;
+
 impl Session {
+    /// `chainsmith lsp` in `dir`, and the thread reading its stdout frame by frame.
+    fn start(dir: &Path) -> (Session, Reader) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .arg("lsp")
+            .current_dir(dir)
+            // Verbose logs must go to stderr, never into the protocol stream.
+            .env("CHAINSMITH_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the chainsmith binary starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let reader = std::thread::spawn(move || read_frames(stdout, tx));
+        (Session { child, stdin, rx }, reader)
+    }
+
     /// The next message satisfying `matches`; answers requests from the server on the way.
     fn wait_for(&mut self, what: &str, matches: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + TIMEOUT;
@@ -115,21 +136,7 @@ fn stdio_server_publishes_diagnostics_and_exits_cleanly() {
     std::fs::copy(examples.join("mistakes/mistakes.py"), &program).unwrap();
     let text = std::fs::read_to_string(&program).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
-        .arg("lsp")
-        .current_dir(workspace.path())
-        // Verbose logs must go to stderr, never into the protocol stream.
-        .env("CHAINSMITH_LOG", "debug")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the chainsmith binary starts");
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || read_frames(stdout, tx));
-    let mut session = Session { child, stdin, rx };
+    let (mut session, reader) = Session::start(workspace.path());
 
     let root = Uri::from_file_path(workspace.path()).unwrap().as_str().to_string();
     let init = session.request(1, "initialize", json!({"processId": null, "rootUri": root, "capabilities": {}}));
@@ -184,19 +191,7 @@ fn stdio_server_publishes_diagnostics_and_exits_cleanly() {
 #[test]
 fn malformed_frames_are_answered_and_the_server_keeps_serving() {
     let workspace = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
-        .arg("lsp")
-        .current_dir(workspace.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the chainsmith binary starts");
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || read_frames(stdout, tx));
-    let mut session = Session { child, stdin, rx };
+    let (mut session, reader) = Session::start(workspace.path());
     let root = Uri::from_file_path(workspace.path()).unwrap().as_str().to_string();
     session.request(1, "initialize", json!({"processId": null, "rootUri": root, "capabilities": {}}));
     session.notify("initialized", json!({}));
