@@ -21,4 +21,5 @@ pub mod probe;
 pub mod runtime;
 pub mod server;
 pub mod text;
+pub mod textsearch;
 pub mod toolset;

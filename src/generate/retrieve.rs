@@ -3,11 +3,13 @@
 //! of the score of the tool it belongs to). `evaluate` scores retrieval against StableToolBench query
 //! files and RestBench task files.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde_json::Value;
 
 use crate::names;
+pub use crate::textsearch::tokens;
+use crate::textsearch::{Bm25, Doc, add};
 use crate::toolset::{Catalog, SourceKind, Tool, Transport};
 
 /// How documents are built and scored; each step of the improvement over plain BM25 is a switch, so
@@ -38,67 +40,6 @@ impl Default for Options {
     }
 }
 
-const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "of", "for", "to", "in", "on", "and", "or", "is", "are", "be", "by", "with", "me", "my", "i",
-    "you", "your", "it", "its", "this", "that", "from", "at", "as", "can", "will", "get", "what", "which", "who",
-    "how", "some", "all", "any", "give", "tell", "show", "please", "do", "does", "about", "also", "want", "need",
-    "would", "like", "could", "should", "there", "their", "them", "we", "our", "us", "if", "so", "than", "then",
-    "into", "out", "up", "api", "endpoint", "returns", "return", "using", "use",
-];
-
-/// Lowercase words of a text. With `split_identifiers`, `movieCredits`, `movie_credits`,
-/// `/person/{person_id}` all become separate words; plural `s` is folded.
-pub fn tokens(text: &str, split_identifiers: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let words: Vec<String> = if split_identifiers {
-        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).flat_map(split_camel).collect()
-    } else {
-        text.split(|c: char| c.is_whitespace() || (c.is_ascii_punctuation() && c != '_'))
-            .filter(|w| !w.is_empty())
-            .map(|w| w.to_lowercase())
-            .collect()
-    };
-    for w in words {
-        if STOPWORDS.contains(&w.as_str()) || w.len() < 2 && !w.chars().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        out.push(if split_identifiers { fold(&w) } else { w });
-    }
-    out
-}
-
-fn split_camel(word: &str) -> Vec<String> {
-    names::snake_case(word).split('_').filter(|w| !w.is_empty()).map(str::to_string).collect()
-}
-
-/// A light stemmer folding plurals and `y`/`ie` endings onto one stem: `movies`/`movie` → `movi`,
-/// `companies`/`company` → `compani`, `credits` → `credit`.
-fn fold(word: &str) -> String {
-    let w = word;
-    if w.len() > 4 && w.ends_with("ies") {
-        return w[..w.len() - 2].to_string();
-    }
-    if w.len() > 3 && w.ends_with("ie") {
-        return w[..w.len() - 1].to_string();
-    }
-    if w.len() > 3 && w.ends_with('y') && !w.ends_with("ey") && !w.ends_with("ay") {
-        return format!("{}i", &w[..w.len() - 1]);
-    }
-    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
-        return w[..w.len() - 1].to_string();
-    }
-    w.to_string()
-}
-
-/// One document's weighted term frequencies.
-type Doc = BTreeMap<String, f64>;
-
-fn add(doc: &mut Doc, text: &str, weight: f64, split: bool) {
-    for t in tokens(text, split) {
-        *doc.entry(t).or_default() += weight;
-    }
-}
-
 fn tool_doc(tool: &Tool, options: &Options) -> Doc {
     let w = |strong: f64| if options.field_weights { strong } else { 1.0 };
     let split = options.split_identifiers;
@@ -124,50 +65,6 @@ fn group_of(tool: &Tool) -> String {
     match (&tool.source.kind, &tool.source.tool) {
         (SourceKind::ToolBench, Some(t)) => format!("{}::{t}", tool.toolset),
         _ => tool.toolset.clone(),
-    }
-}
-
-/// BM25 over an inverted index: scoring a query touches only the postings of its terms.
-struct Bm25 {
-    /// term → (document, weighted term frequency)
-    postings: HashMap<String, Vec<(usize, f64)>>,
-    lengths: Vec<f64>,
-    average: f64,
-    k1: f64,
-    b: f64,
-}
-
-impl Bm25 {
-    fn new(docs: Vec<Doc>, k1: f64, b: f64) -> Self {
-        let lengths: Vec<f64> = docs.iter().map(|d| d.values().sum()).collect();
-        let average = lengths.iter().sum::<f64>() / lengths.len().max(1) as f64;
-        let mut postings: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
-        for (i, d) in docs.into_iter().enumerate() {
-            for (t, tf) in d {
-                postings.entry(t).or_default().push((i, tf));
-            }
-        }
-        Bm25 { postings, lengths, average, k1, b }
-    }
-
-    fn scores(&self, query: &[String]) -> Vec<f64> {
-        let n = self.lengths.len() as f64;
-        let mut scores = vec![0.0; self.lengths.len()];
-        let mut seen: Vec<&str> = Vec::new();
-        for term in query {
-            if seen.contains(&term.as_str()) {
-                continue;
-            }
-            seen.push(term);
-            let Some(list) = self.postings.get(term) else { continue };
-            let df = list.len() as f64;
-            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
-            for &(i, tf) in list {
-                let norm = self.k1 * (1.0 - self.b + self.b * self.lengths[i] / self.average.max(1e-9));
-                scores[i] += idf * tf * (self.k1 + 1.0) / (tf + norm);
-            }
-        }
-        scores
     }
 }
 

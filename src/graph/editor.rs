@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use super::relevance::{self, Bm25};
 use super::{END, START, ToolGraph, integer_weight};
-use crate::toolset::Catalog;
+use crate::toolset::{Catalog, Tool};
 
 /// How many successors a hint or a hover shows by default.
 pub const DEFAULT_TOP: usize = 3;
@@ -82,16 +82,25 @@ pub fn rank_tools(
     task: Option<&str>,
 ) -> Vec<RankedTool> {
     let Some(ts) = catalog.toolset(toolset) else { return Vec::new() };
+    let index = task.is_some().then(|| Bm25::of_tools(ts.tools.iter()));
+    let tools: Vec<&Tool> = ts.tools.iter().collect();
+    rank_among(graph, &tools, previous, task, index.as_ref())
+}
+
+/// [`rank_tools`] over some tools only (the completion items being sent), with the toolset's
+/// relevance index built once (the server keeps one per toolset and catalog).
+pub fn rank_among(
+    graph: &ToolGraph,
+    tools: &[&Tool],
+    previous: Option<&str>,
+    task: Option<&str>,
+    index: Option<&Bm25>,
+) -> Vec<RankedTool> {
     let from = previous.unwrap_or(START);
     let task = task.map(str::trim).filter(|t| !t.is_empty());
-    let (index, query) = match task {
-        Some(task) => {
-            (Some(Bm25::of_tools(ts.tools.iter())), relevance::tokens(task).into_iter().collect::<HashSet<_>>())
-        }
-        None => (None, HashSet::new()),
-    };
-    let mut ranked: Vec<(f64, RankedTool)> = ts
-        .tools
+    let query: HashSet<String> = task.map(|t| relevance::tokens(t).into_iter().collect()).unwrap_or_default();
+    let index = index.filter(|_| task.is_some());
+    let mut ranked: Vec<(f64, RankedTool)> = tools
         .iter()
         .map(|tool| {
             let id = tool.id();

@@ -4,63 +4,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::textsearch;
 use crate::toolset::Tool;
 
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
-
-/// Words too common to tell tools apart.
-const STOP_WORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
-    "could", "did", "do", "does", "for", "from", "get", "give", "had", "has", "have", "he", "her", "his", "how", "i",
-    "if", "in", "into", "is", "it", "its", "just", "me", "my", "of", "on", "one", "or", "our", "please", "she", "show",
-    "so", "some", "tell", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "to", "up",
-    "us", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you",
-    "your",
-];
-
-/// Lower-cased word tokens: camelCase and snake_case split, stop words dropped, plurals folded.
+/// Task words as every text search here tokenises them (identifiers split, plurals folded).
 pub fn tokens(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && previous_lower && !current.is_empty() {
-                words.push(std::mem::take(&mut current));
-            }
-            previous_lower = c.is_lowercase() || c.is_ascii_digit();
-            current.extend(c.to_lowercase());
-        } else {
-            previous_lower = false;
-            if !current.is_empty() {
-                words.push(std::mem::take(&mut current));
-            }
-        }
-    }
-    if !current.is_empty() {
-        words.push(current);
-    }
-    words.into_iter().filter(|w| !STOP_WORDS.contains(&w.as_str())).map(|w| stem(&w)).collect()
-}
-
-/// Folds English plurals and a final `e`/`y`, so that singular and plural meet:
-/// `movies`, `movie` → `movi`; `companies`, `company` → `compani`; `images` → `imag`; `status` stays.
-fn stem(word: &str) -> String {
-    let mut w = word.to_string();
-    if w.len() > 4 && w.ends_with("ies") {
-        w.truncate(w.len() - 3);
-        w.push('i');
-    } else if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") && !w.ends_with("is") {
-        w.pop();
-    }
-    if w.len() > 3 && w.ends_with('y') {
-        w.pop();
-        w.push('i');
-    } else if w.len() > 3 && w.ends_with('e') {
-        w.pop();
-    }
-    w
+    textsearch::tokens(text, true)
 }
 
 /// The text a tool is found by.
@@ -78,32 +27,24 @@ pub fn tool_text(tool: &Tool) -> String {
     text
 }
 
-/// A BM25 index over documents identified by strings (tool ids).
+/// A BM25 index over documents identified by strings (tool ids), on [`textsearch::Bm25`].
 #[derive(Debug, Clone, Default)]
 pub struct Bm25 {
-    docs: HashMap<String, (HashMap<String, u32>, usize)>,
-    df: HashMap<String, u32>,
-    average_len: f64,
+    index: Option<textsearch::Bm25>,
+    ids: HashMap<String, usize>,
 }
 
 impl Bm25 {
     pub fn new<'a>(documents: impl IntoIterator<Item = (String, &'a str)>) -> Self {
-        let mut index = Bm25::default();
-        let mut total = 0usize;
+        let mut ids = HashMap::new();
+        let mut docs = Vec::new();
         for (id, text) in documents {
-            let words = tokens(text);
-            let mut tf: HashMap<String, u32> = HashMap::new();
-            for w in &words {
-                *tf.entry(w.clone()).or_default() += 1;
-            }
-            for w in tf.keys() {
-                *index.df.entry(w.clone()).or_default() += 1;
-            }
-            total += words.len();
-            index.docs.insert(id, (tf, words.len()));
+            let mut doc = textsearch::Doc::new();
+            textsearch::add(&mut doc, text, 1.0, true);
+            ids.insert(id, docs.len());
+            docs.push(doc);
         }
-        index.average_len = if index.docs.is_empty() { 0.0 } else { total as f64 / index.docs.len() as f64 };
-        index
+        Bm25 { index: Some(textsearch::Bm25::new(docs, 1.2, 0.75)), ids }
     }
 
     /// An index over tools by id.
@@ -113,7 +54,7 @@ impl Bm25 {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
+        self.ids.is_empty()
     }
 
     /// The BM25 score of document `id` for `query` (0 for an unknown document).
@@ -124,18 +65,16 @@ impl Bm25 {
 
     /// [`Bm25::score`] with the query already tokenised.
     pub fn score_tokens(&self, query: &HashSet<String>, id: &str) -> f64 {
-        let Some((tf, len)) = self.docs.get(id) else { return 0.0 };
-        let n = self.docs.len() as f64;
-        let mut score = 0.0;
-        for word in query {
-            let Some(&f) = tf.get(word) else { continue };
-            let df = *self.df.get(word).unwrap_or(&0) as f64;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            let f = f as f64;
-            let norm = 1.0 - B + B * (*len as f64) / self.average_len.max(1.0);
-            score += idf * f * (K1 + 1.0) / (f + K1 * norm);
-        }
-        score
+        let (Some(index), Some(&doc)) = (&self.index, self.ids.get(id)) else { return 0.0 };
+        let terms: Vec<String> = query.iter().cloned().collect();
+        index.score_of(&terms, doc)
+    }
+
+    /// Every document with a positive score for `query`, by id.
+    pub fn scores(&self, query: &[String]) -> HashMap<&str, f64> {
+        let Some(index) = &self.index else { return HashMap::new() };
+        let scores = index.scores(query);
+        self.ids.iter().map(|(id, &doc)| (id.as_str(), scores[doc])).filter(|(_, s)| *s > 0.0).collect()
     }
 }
 
@@ -146,8 +85,8 @@ mod tests {
     #[test]
     fn tokens_split_and_fold() {
         assert_eq!(tokens("movieCredits search_person"), ["movi", "credit", "search", "person"]);
-        assert_eq!(tokens("Who directed the movies of these companies?"), ["directed", "movi", "compani"]);
-        assert_eq!(tokens("a movie, a company, images"), ["movi", "compani", "imag"]);
+        assert_eq!(tokens("Who directed the movies of these companies?"), ["directed", "movi", "these", "compani"]);
+        assert_eq!(tokens("a movie, a company, images"), ["movi", "compani", "image"]);
         assert_eq!(tokens("series status"), ["seri", "status"]);
     }
 

@@ -22,6 +22,7 @@ use crate::analysis::parse::ParsedText;
 use crate::analysis::{self, Analysis};
 use crate::config::{CONFIG_FILE, Config, ToolsetSource};
 use crate::graph::ToolGraph;
+use crate::graph::relevance::Bm25;
 use crate::graph::workspace::WorkspaceGraph;
 use crate::text::{Encoding, LineIndex};
 use crate::toolset::Catalog;
@@ -166,6 +167,25 @@ pub struct World {
     /// Bumped on every configuration / catalog reload.
     pub generation: u64,
     pub toolnet: Arc<Toolnet>,
+    /// Task-relevance indices of the catalog's toolsets, built when completion first needs one.
+    pub relevance: Arc<Relevance>,
+}
+
+/// One task-relevance index per toolset, for one catalog: built once, used by every keystroke.
+#[derive(Default)]
+pub struct Relevance {
+    indices: Mutex<HashMap<String, Arc<Bm25>>>,
+}
+
+impl Relevance {
+    pub fn of(&self, catalog: &Catalog, toolset: &str) -> Option<Arc<Bm25>> {
+        if let Some(index) = self.indices.lock().unwrap_or_else(PoisonError::into_inner).get(toolset) {
+            return Some(index.clone());
+        }
+        let index = Arc::new(Bm25::of_tools(catalog.toolset(toolset)?.tools.iter()));
+        self.indices.lock().unwrap_or_else(PoisonError::into_inner).insert(toolset.to_string(), index.clone());
+        Some(index)
+    }
 }
 
 /// ToolNet in the editor: the workspace's inputs (programs, runs, imported trajectories) and the
@@ -273,6 +293,7 @@ pub struct Session {
     pub toolnet: Arc<Toolnet>,
     /// The sequence number of the ToolNet installed.
     pub toolnet_loaded: u64,
+    pub relevance: Arc<Relevance>,
     /// Open programs by URI (as text: `Uri` caches parts of itself, so it makes a poor map key).
     pub documents: HashMap<String, Document>,
     /// Protocol files / chainsmith.toml that currently carry published diagnostics.
@@ -293,6 +314,7 @@ impl Default for Session {
             loaded: 0,
             toolnet: Arc::new(Toolnet::empty()),
             toolnet_loaded: 0,
+            relevance: Arc::default(),
             documents: HashMap::new(),
             published_workspace: HashMap::new(),
         }
@@ -309,6 +331,7 @@ impl Session {
             support: self.support,
             generation: self.generation,
             toolnet: self.toolnet.clone(),
+            relevance: self.relevance.clone(),
         }
     }
 
@@ -372,6 +395,7 @@ impl Session {
         self.config = Arc::new(config);
         self.catalog = Arc::new(catalog);
         self.generation += 1;
+        self.relevance = Arc::default();
         self.toolnet = Arc::new(toolnet);
         self.toolnet_loaded = sequence;
         for document in self.documents.values_mut() {

@@ -23,10 +23,6 @@ pub fn completion(snap: &Snapshot, params: lsp::CompletionParams) -> Option<lsp:
     Some(lsp::CompletionResponse::List(lsp::CompletionList { is_incomplete: completions.is_incomplete, items }))
 }
 
-/// Toolsets above this size are ranked by transition weight only: a task-relevance index over
-/// thousands of tools per keystroke would cost more than the ranking is worth.
-const TASK_RELEVANCE_MAX_TOOLS: usize = 2000;
-
 /// Orders tool completions by ToolNet's transition weight from the previous call (then by
 /// relevance to the task docstring), visibly: the order in `sortText`, the weight in `detail`.
 fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Completions) {
@@ -48,14 +44,17 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
         .filter_map(|c| c.tool)
         .next_back()
         .map(|t| t.id());
-    let small = world.catalog.toolset(&toolset).is_some_and(|ts| ts.tools.len() <= TASK_RELEVANCE_MAX_TOOLS);
-    let ranked = if small {
-        let task = ide::task_of(text, &snap.parsed.tree);
-        editor::rank_tools(graph, &world.catalog, &toolset, previous.as_deref(), task.as_deref())
-    } else {
-        // Thousands of tools: rank only the items being sent, by transition weight.
-        rank_items(graph, completions, previous.as_deref())
-    };
+    // Only the items being sent are ranked, with the toolset's relevance index built once per
+    // catalog: the cost does not grow with the toolset.
+    let tools: Vec<&crate::toolset::Tool> = completions
+        .items
+        .iter()
+        .filter(|c| c.kind == ide::CompletionKind::Tool)
+        .filter_map(|c| world.catalog.find(c.tool_id.as_deref()?).ok())
+        .collect();
+    let task = ide::task_of(text, &snap.parsed.tree);
+    let index = task.as_ref().and_then(|_| world.relevance.of(&world.catalog, &toolset));
+    let ranked = editor::rank_among(graph, &tools, previous.as_deref(), task.as_deref(), index.as_deref());
     let by_name: std::collections::HashMap<&str, &editor::RankedTool> =
         ranked.iter().map(|r| (r.name.as_str(), r)).collect();
     for item in completions.items.iter_mut().filter(|c| c.kind == ide::CompletionKind::Tool) {
@@ -66,43 +65,4 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
             }
         }
     }
-}
-
-/// The items' tools ordered by transition weight from `previous` (the program's start when
-/// `None`), the rest keeping their order.
-fn rank_items(
-    graph: &crate::graph::ToolGraph,
-    completions: &ide::Completions,
-    previous: Option<&str>,
-) -> Vec<editor::RankedTool> {
-    let from = previous.unwrap_or(crate::graph::START);
-    let mut weighted: Vec<(f64, usize, &ide::Completion)> = completions
-        .items
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.kind == ide::CompletionKind::Tool)
-        .filter_map(|(i, c)| Some((graph.weight(from, c.tool_id.as_deref()?), i, c)))
-        .collect();
-    weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    weighted
-        .into_iter()
-        .enumerate()
-        .map(|(rank, (w, _, c))| {
-            let id = c.tool_id.clone().unwrap_or_default();
-            let weight = (w > 0.0).then(|| crate::graph::integer_weight(w));
-            let detail = match weight {
-                Some(w) if from == crate::graph::START => format!("ToolNet {w} as a first call"),
-                Some(w) => format!("ToolNet {w} after {}", editor::display_name(from, &id)),
-                None => String::new(),
-            };
-            editor::RankedTool {
-                id,
-                name: c.label.clone(),
-                weight,
-                relevance: 0.0,
-                sort_text: format!("{rank:04}"),
-                detail,
-            }
-        })
-        .collect()
 }

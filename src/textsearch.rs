@@ -1,0 +1,185 @@
+//! Text search, one implementation for every user: retrieval (`generate::retrieve`), ToolNet's
+//! task relevance (`graph::relevance`) and their evaluations. Tokens are lower-case words with
+//! identifiers and URL paths split (`movieCredits`, `movie_credits`, `/person/{person_id}`), stop
+//! words dropped and plurals folded by one light stemmer; documents are weighted term
+//! frequencies; BM25 runs over an inverted index, so a query touches only its terms' postings.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::names;
+
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "of", "for", "to", "in", "on", "and", "or", "is", "are", "be", "by", "with", "me", "my", "i",
+    "you", "your", "it", "its", "this", "that", "from", "at", "as", "can", "will", "get", "what", "which", "who",
+    "how", "some", "all", "any", "give", "tell", "show", "please", "do", "does", "about", "also", "want", "need",
+    "would", "like", "could", "should", "there", "their", "them", "we", "our", "us", "if", "so", "than", "then",
+    "into", "out", "up", "api", "endpoint", "returns", "return", "using", "use",
+];
+
+/// Lowercase words of a text. With `split_identifiers`, `movieCredits`, `movie_credits`,
+/// `/person/{person_id}` all become separate words; plural `s` is folded.
+pub fn tokens(text: &str, split_identifiers: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let words: Vec<String> = if split_identifiers {
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).flat_map(split_camel).collect()
+    } else {
+        text.split(|c: char| c.is_whitespace() || (c.is_ascii_punctuation() && c != '_'))
+            .filter(|w| !w.is_empty())
+            .map(|w| w.to_lowercase())
+            .collect()
+    };
+    for w in words {
+        if STOPWORDS.contains(&w.as_str()) || w.len() < 2 && !w.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        out.push(if split_identifiers { fold(&w) } else { w });
+    }
+    out
+}
+
+fn split_camel(word: &str) -> Vec<String> {
+    names::snake_case(word).split('_').filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+/// A light stemmer folding plurals and `y`/`ie` endings onto one stem: `movies`/`movie` → `movi`,
+/// `companies`/`company` → `compani`, `credits` → `credit`.
+pub fn fold(word: &str) -> String {
+    let w = word;
+    if w.len() > 4 && w.ends_with("ies") {
+        return w[..w.len() - 2].to_string();
+    }
+    if w.len() > 3 && w.ends_with("ie") {
+        return w[..w.len() - 1].to_string();
+    }
+    if w.len() > 3 && w.ends_with('y') && !w.ends_with("ey") && !w.ends_with("ay") {
+        return format!("{}i", &w[..w.len() - 1]);
+    }
+    if w.len() > 3 && w.ends_with('s') && !w.ends_with("ss") && !w.ends_with("us") {
+        return w[..w.len() - 1].to_string();
+    }
+    w.to_string()
+}
+
+/// One document's weighted term frequencies.
+pub type Doc = BTreeMap<String, f64>;
+
+pub fn add(doc: &mut Doc, text: &str, weight: f64, split: bool) {
+    for t in tokens(text, split) {
+        *doc.entry(t).or_default() += weight;
+    }
+}
+
+/// BM25 over an inverted index: scoring a query touches only the postings of its terms.
+#[derive(Debug, Clone)]
+pub struct Bm25 {
+    /// term → (document, weighted term frequency)
+    postings: HashMap<String, Vec<(usize, f64)>>,
+    lengths: Vec<f64>,
+    average: f64,
+    k1: f64,
+    b: f64,
+}
+
+impl Bm25 {
+    pub fn new(docs: Vec<Doc>, k1: f64, b: f64) -> Self {
+        let lengths: Vec<f64> = docs.iter().map(|d| d.values().sum()).collect();
+        let average = lengths.iter().sum::<f64>() / lengths.len().max(1) as f64;
+        let mut postings: HashMap<String, Vec<(usize, f64)>> = HashMap::new();
+        for (i, d) in docs.into_iter().enumerate() {
+            for (t, tf) in d {
+                postings.entry(t).or_default().push((i, tf));
+            }
+        }
+        Bm25 { postings, lengths, average, k1, b }
+    }
+
+    pub fn len(&self) -> usize {
+        self.lengths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lengths.is_empty()
+    }
+
+    /// One document's score for `query` (its distinct terms): a binary search per term in the
+    /// postings, not a pass over the corpus.
+    pub fn score_of(&self, query: &[String], doc: usize) -> f64 {
+        let n = self.lengths.len() as f64;
+        let mut score = 0.0;
+        let mut seen: Vec<&str> = Vec::new();
+        for term in query {
+            if seen.contains(&term.as_str()) {
+                continue;
+            }
+            seen.push(term);
+            let Some(list) = self.postings.get(term) else { continue };
+            let Ok(at) = list.binary_search_by_key(&doc, |&(d, _)| d) else { continue };
+            let tf = list[at].1;
+            let df = list.len() as f64;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            let norm = self.k1 * (1.0 - self.b + self.b * self.lengths[doc] / self.average.max(1e-9));
+            score += idf * tf * (self.k1 + 1.0) / (tf + norm);
+        }
+        score
+    }
+
+    /// Every document's score for `query` (by document index).
+    pub fn scores(&self, query: &[String]) -> Vec<f64> {
+        let n = self.lengths.len() as f64;
+        let mut scores = vec![0.0; self.lengths.len()];
+        let mut seen: Vec<&str> = Vec::new();
+        for term in query {
+            if seen.contains(&term.as_str()) {
+                continue;
+            }
+            seen.push(term);
+            let Some(list) = self.postings.get(term) else { continue };
+            let df = list.len() as f64;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(i, tf) in list {
+                let norm = self.k1 * (1.0 - self.b + self.b * self.lengths[i] / self.average.max(1e-9));
+                scores[i] += idf * tf * (self.k1 + 1.0) / (tf + norm);
+            }
+        }
+        scores
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_stemmer_for_plurals_and_identifiers() {
+        assert_eq!(tokens("images image", true), ["image", "image"]);
+        assert_eq!(tokens("movieCredits movie_credits", true), ["movi", "credit", "movi", "credit"]);
+        assert_eq!(tokens("companies company", true), ["compani", "compani"]);
+        assert_eq!(tokens("series status", true), ["seri", "status"]);
+    }
+
+    #[test]
+    fn postings_score_the_field_weighted_match_first() {
+        let doc = |parts: &[(&str, f64)]| {
+            let mut d = Doc::new();
+            for (text, weight) in parts {
+                add(&mut d, text, *weight, true);
+            }
+            d
+        };
+        let index = Bm25::new(
+            vec![
+                doc(&[("search_person", 3.0), ("find people by name", 1.0)]),
+                doc(&[("movie_reviews", 3.0), ("reviews of a movie by its users", 1.0)]),
+                doc(&[("search_movie", 3.0), ("find a movie; reviews not included", 1.0)]),
+            ],
+            1.2,
+            0.75,
+        );
+        let query = tokens("reviews of the movie Titanic", true);
+        let scores = index.scores(&query);
+        assert!(scores[1] > scores[2] && scores[2] > 0.0 && scores[0] == 0.0, "{scores:?}");
+        for (doc, score) in scores.iter().enumerate() {
+            assert!((index.score_of(&query, doc) - score).abs() < 1e-12);
+        }
+    }
+}
