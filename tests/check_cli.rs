@@ -185,3 +185,18 @@ fn non_utf8_sources_are_decoded_or_reported_alone() {
     assert!(stdout.contains("latin.py:3:10: error[unknown-tool]"), "{stdout}");
     assert!(stderr.contains("checked 2 programs"), "{stderr}");
 }
+
+/// Python nested past what the walk can hold (10,000 parentheses, a 100,000-term `+` chain) is a
+/// located `too-deep` warning, not a stack overflow that takes the process down.
+#[test]
+fn deeply_nested_python_is_a_located_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let parens = format!("x = {}1{}\n", "(".repeat(10_000), ")".repeat(10_000));
+    let sum = format!("from chainsmith.tools import tmdb\ny = {}\n", vec!["1"; 100_000].join(" + "));
+    std::fs::write(dir.path().join("parens.py"), parens).unwrap();
+    std::fs::write(dir.path().join("sum.py"), sum).unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", "examples/tmdb", "check", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("parens.py:1:1: warning[too-deep]"), "{stdout}");
+    assert!(stdout.contains("sum.py:2:1: warning[too-deep]"), "{stdout}");
+}

@@ -68,6 +68,35 @@ pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog, until
     walker.out
 }
 
+/// How deep a statement's syntax may nest before the walk leaves it alone.
+pub const MAX_NESTING: usize = 400;
+
+/// Whether `node`'s subtree is deeper than `limit`, found without recursion (and without going
+/// deeper than `limit + 1`).
+pub fn nesting_exceeds(node: Node, limit: usize) -> bool {
+    let mut cursor = node.walk();
+    let mut depth = 0usize;
+    loop {
+        if depth > limit {
+            return true;
+        }
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if depth == 0 {
+                return false;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            cursor.goto_parent();
+            depth -= 1;
+        }
+    }
+}
+
 struct Walker<'t, 'c> {
     file: &'t Path,
     text: &'t str,
@@ -228,6 +257,21 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     fn statement(&mut self, node: Node<'t>) {
+        // The walk recurses through expressions and blocks: a statement nested past what any
+        // real program needs (Python itself stops near 100 levels) is reported, not walked.
+        if nesting_exceeds(node, MAX_NESTING) {
+            let first_line =
+                self.text[node.start_byte()..].find('\n').map_or(node.end_byte(), |i| node.start_byte() + i);
+            let message =
+                format!("this statement is nested more than {MAX_NESTING} levels deep; chainsmith does not analyse it");
+            self.diag(Diagnostic::warning(
+                self.file,
+                ByteRange::new(node.start_byte(), first_line),
+                "too-deep",
+                message,
+            ));
+            return;
+        }
         let previous = (self.statement, self.target.take());
         self.statement = range_of(node);
         match node.kind() {
