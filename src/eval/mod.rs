@@ -122,7 +122,8 @@ impl Bench {
         let (candidates, allowed) = search::candidates(&query.text, &self.catalog, k, &[], graph.as_ref());
         let runner = Runner {
             root: self.root.clone(),
-            program: self.root.join(format!(".chainsmith/eval/task{index:03}.py")),
+            // Where `chainsmith generate` puts its program: the workspace root is its working folder.
+            program: self.root.join("generated.py"),
             config: self.config.clone(),
             catalog: self.catalog.clone(),
             allow_writes: false,

@@ -1,0 +1,56 @@
+//! `chainsmith eval` end to end: the binary, a benchmark task file, the scripted LLM server, and
+//! the mock of the TMDB API serving the chain's calls (the real API's base URL is unreachable).
+
+mod support;
+
+use serde_json::Value;
+use support::openai::{Answer, Server};
+use support::runtime::{chainsmith, text, workspace};
+
+const TASKS: &str = r#"[
+  {"query": "give me the number of movies directed by Sofia Coppola",
+   "solution": ["GET /search/person", "GET /person/{person_id}/movie_credits"]},
+  {"query": "what is the latest movie", "solution": ["GET /movie/latest"]}
+]"#;
+
+const CHAIN: &str = "```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\ncredits = tmdb.person_movie_credits(person_id=found[\"results\"][0][\"id\"])\nprint(sum(1 for c in credits[\"crew\"] if c[\"job\"] == \"Director\"))\n```";
+
+#[test]
+fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
+    let llm = Server::start(|body, _| {
+        let messages = body["messages"].as_array().unwrap();
+        let last = messages.last().unwrap()["content"].as_str().unwrap();
+        if last.contains("Does the output answer the task") { Answer::text("Solved.") } else { Answer::text(CHAIN) }
+    });
+    let llm_config =
+        format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n", llm.base_url);
+    // A base URL nothing answers: every call must reach the mock instead.
+    let ws = workspace("http://127.0.0.1:9/3", false, &llm_config);
+    std::fs::write(ws.path().join("tasks.json"), TASKS).unwrap();
+    let out = chainsmith(ws.path(), &["eval", "tasks.json", "--out", "results.jsonl", "--format", "json"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tasks = report["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    let first = &tasks[0];
+    assert_eq!(first["executable"], true, "{first:#}");
+    assert_eq!(first["solved"], true);
+    assert_eq!((first["path"].as_f64(), first["precision"].as_f64()), (Some(1.0), Some(1.0)));
+    assert_eq!(first["called"], serde_json::json!(["tmdb.search_person", "tmdb.person_movie_credits"]));
+    assert_eq!(first["llm_calls"], 2, "a draft and the judge");
+    // The same chain for the second task runs too, but calls none of its gold tools.
+    assert_eq!((tasks[1]["path"].as_f64(), tasks[1]["precision"].as_f64()), (Some(0.0), Some(0.0)));
+    let summary = &report["summary"]["full"];
+    assert_eq!((summary["tasks"].as_u64(), summary["executable"].as_f64()), (Some(2), Some(1.0)));
+    assert_eq!(summary["path"].as_f64(), Some(0.5));
+
+    // Run again: both tasks are in the results file, so no model is asked.
+    let asked = llm.count();
+    let again = chainsmith(ws.path(), &["eval", "tasks.json", "--out", "results.jsonl"], &[]);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
+    assert_eq!(llm.count(), asked);
+    assert!(text(&again.stdout).contains("| full | 2 | 100.0 | 100.0 | 50.00 | 50.00 |"), "{}", text(&again.stdout));
+    // Runs during an evaluation leave the workspace as it was.
+    assert!(!ws.path().join(".chainsmith/runs").exists());
+}
