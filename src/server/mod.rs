@@ -3,7 +3,7 @@
 //! long-task layer ([`task`]) and the core ↔ LSP conversions ([`convert`]). Only this module
 //! speaks LSP types.
 //!
-//! Concurrency (DESIGN.md, "LSP conventions"): notification handlers change the [`Session`] under a
+//! Concurrency (DESIGN.md, "LSP conventions"): notification handlers change the [`session::Session`] under a
 //! `std::sync::Mutex` before their first `.await` and never hold it across one; requests copy out a
 //! [`session::Snapshot`] and run a plain handler function on it under `catch_unwind`, so a panic in
 //! the core answers an internal error instead of taking the server down. Long work (runs,

@@ -3,7 +3,7 @@
 //! tool calls of both dialects, and checks each call's arguments and each access into a response.
 //!
 //! This file holds the walk itself (scopes, statements, expressions, subscripts and accesses);
-//! [`calls`] holds calls and their arguments (module dialect), [`http`] the HTTP dialect's URLs
+//! `calls` holds calls and their arguments (module dialect), `http` the HTTP dialect's URLs
 //! and parameters. All three extend the one `Walker`.
 
 mod calls;
