@@ -24,6 +24,9 @@ use tokio::sync::mpsc;
 /// The largest message body accepted (64 MiB): a larger one is refused and skipped, not buffered.
 pub const MAX_BODY: usize = 64 << 20;
 
+/// The longest header line read (8 KiB): endless garbage without a newline is skipped, not buffered.
+const MAX_HEADER_LINE: u64 = 8 << 10;
+
 /// What one frame of client input came to.
 #[derive(Debug, PartialEq)]
 pub enum Frame {
@@ -80,8 +83,19 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(input: &mut R) -> std::io::Resu
     let mut line = Vec::new();
     loop {
         line.clear();
-        if input.read_until(b'\n', &mut line).await? == 0 {
+        if (&mut *input).take(MAX_HEADER_LINE).read_until(b'\n', &mut line).await? == 0 {
             return Ok(Frame::End);
+        }
+        if !line.ends_with(b"\n") && line.len() as u64 == MAX_HEADER_LINE {
+            // Not a header: skip to the end of the line, and answer it once.
+            loop {
+                line.clear();
+                let n = (&mut *input).take(MAX_HEADER_LINE).read_until(b'\n', &mut line).await?;
+                if n == 0 || line.ends_with(b"\n") {
+                    break;
+                }
+            }
+            return Ok(Frame::Reject(error(Value::Null, -32700, "Parse error: a header line longer than 8 KiB")));
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches(['\r', '\n']);
@@ -217,13 +231,20 @@ mod tests {
         input.extend(format!("Content-Length: {}\r\n\r\n", bad_id.len()).bytes());
         input.extend(bad_id);
         input.extend(b"X-Nothing: here\r\n\r\n");
-        let frames = frames(&input).await;
-        assert_eq!(frames[0], Frame::Message(encode(ping)));
-        assert_eq!(code(&frames[1]), -32700);
-        assert_eq!(code(&frames[2]), -32600);
-        assert_eq!(code(&frames[3]), -32600);
-        assert_eq!(code(&frames[4]), -32700, "no Content-Length");
-        assert_eq!(frames[5], Frame::End);
+        let first = frames(&input).await;
+        assert_eq!(first[0], Frame::Message(encode(ping)));
+        assert_eq!(code(&first[1]), -32700);
+        assert_eq!(code(&first[2]), -32600);
+        assert_eq!(code(&first[3]), -32600);
+        assert_eq!(code(&first[4]), -32700, "no Content-Length");
+        assert_eq!(first[5], Frame::End);
+        // A header line of a megabyte without a newline is answered once and skipped.
+        let mut garbage = vec![b'x'; 1 << 20];
+        garbage.extend(b"\n\n");
+        garbage.extend(encode(ping));
+        let after_garbage = frames(&garbage).await;
+        assert_eq!(code(&after_garbage[0]), -32700);
+        assert_eq!(after_garbage[1], Frame::Message(encode(ping)));
     }
 
     #[test]
