@@ -17,6 +17,7 @@ use crate::generate::search::{self, Outcome, Request, Settings, Verdict};
 use crate::llm;
 use crate::runtime::Cancel;
 use crate::toolset::Catalog;
+use crate::toolset::index::CatalogIndex;
 
 fn report(client: &llm::Client, outcome: &Outcome) {
     eprintln!(
@@ -70,7 +71,9 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) 
     let (client, settings) = setup(&config)?;
     let graph = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph();
     let selected = search::named_tools(task, &catalog);
-    let (candidates, allowed) = search::candidates(task, &catalog, config.generate.candidates, &selected, Some(&graph));
+    let index = CatalogIndex::new(&catalog);
+    let (candidates, allowed) =
+        search::candidates(task, &catalog, &index, config.generate.candidates, &selected, Some(&graph));
     if candidates.is_empty() {
         bail!("no tool of the workspace matches the task");
     }
@@ -80,6 +83,7 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) 
     let outcome = tokio.block_on(search::search(
         Request { task, candidates, allowed, given: None, judge: true },
         &runner.catalog,
+        &index,
         &client,
         &runner,
         &settings,
@@ -124,7 +128,9 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
         crate::graph::workspace::program_tools(&analysis)
     };
     let query = format!("{} {}", task.clone().unwrap_or_default(), called.join(" "));
-    let (mut candidates, allowed) = search::candidates(&query, &catalog, config.generate.candidates, &selected, None);
+    let index = CatalogIndex::new(&catalog);
+    let (mut candidates, allowed) =
+        search::candidates(&query, &catalog, &index, config.generate.candidates, &selected, None);
     for id in called.iter().rev() {
         if !candidates.contains(id) {
             candidates.insert(0, id.clone());
@@ -144,6 +150,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     let outcome = tokio.block_on(search::search(
         Request { task: &task_text, candidates, allowed, given: Some(text.clone()), judge: task.is_some() },
         &runner.catalog,
+        &index,
         &client,
         &runner,
         &settings,

@@ -7,6 +7,7 @@
 
 pub mod doc;
 pub mod endpoint;
+pub mod index;
 pub mod mcp;
 pub mod native;
 pub mod openapi;
