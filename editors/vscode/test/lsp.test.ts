@@ -3,7 +3,7 @@
 // capabilities, and the initialization options and `workspace/configuration` answers the extension
 // itself computes (src/settings.ts).
 //
-// The binary: $CHAINSMITH_BIN (tests/editors.rs passes the one cargo built), else
+// The binary: $CHAINSMITH_BIN (tests/it/editors.rs passes the one cargo built), else
 // target/debug/chainsmith of this repository. The `chainsmith.run` round trip runs a chain against
 // the TMDB-like test server (tests/support/tmdb_server.py, started here with python3).
 

@@ -3,12 +3,12 @@
 //! request) and the TMDB-like test server: retrieval, prompts, extraction, static checks, runs,
 //! attribution, revision, tree search and budget stops are the real code.
 
-mod support;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::openai::{Answer, Server};
+use crate::support::runtime::{TmdbServer, workspace};
 use chainsmith::config::{Config, LlmConfig};
 use chainsmith::generate::atc::Budget;
 use chainsmith::generate::reflect::{Attribution, Runner};
@@ -18,8 +18,6 @@ use chainsmith::runtime::Cancel;
 use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::workspace as toolsets;
 use serde_json::Value;
-use support::openai::{Answer, Server};
-use support::runtime::{TmdbServer, workspace};
 
 fn client(server: &Server) -> Client {
     let mut c = Client::new(&LlmConfig {

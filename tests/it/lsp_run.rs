@@ -3,13 +3,11 @@
 //! work-done progress, per-call inlay hints, a failing run's diagnostics (and their clearing), and
 //! cancellation through `window/workDoneProgress/cancel`.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::lsp::Client;
+use crate::support::runtime::{TmdbServer, workspace};
 use serde_json::{Value, json};
-use support::lsp::Client;
-use support::runtime::{TmdbServer, workspace};
 
 /// The run's result hints (ToolNet's successor hints are also there once the run is learnt).
 fn run_hints(hints: Vec<(u64, String)>) -> Vec<(u64, String)> {

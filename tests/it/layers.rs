@@ -120,7 +120,7 @@ fn every_module_uses_only_lower_layers() {
             continue;
         }
         let Some(own) = layer_of(&top) else {
-            panic!("src/{} belongs to module `{top}`, which has no layer in tests/layers.rs", relative.display());
+            panic!("src/{} belongs to module `{top}`, which has no layer in tests/it/layers.rs", relative.display());
         };
         let code = code_only(&std::fs::read_to_string(file).unwrap());
         for used in crate_references(&code) {
@@ -143,7 +143,7 @@ fn every_top_level_module_has_a_layer() {
     for line in lib.lines() {
         if let Some(name) = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod ")) {
             let name = name.trim_end_matches(';');
-            assert!(layer_of(name).is_some(), "module `{name}` has no layer in tests/layers.rs");
+            assert!(layer_of(name).is_some(), "module `{name}` has no layer in tests/it/layers.rs");
         }
     }
 }

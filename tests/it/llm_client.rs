@@ -1,12 +1,10 @@
 //! The LLM client against a real local HTTP server speaking the OpenAI chat-completions API.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::openai::{Answer, Server};
 use chainsmith::config::LlmConfig;
 use chainsmith::llm::{Client, LlmError, Message, Options};
-use support::openai::{Answer, Server};
 
 fn client(server_url: &str, key_env: &str) -> Client {
     let config = LlmConfig {

@@ -1,11 +1,9 @@
 //! `chainsmith generate` and `chainsmith fix`, the binary against the scripted LLM server and the
 //! TMDB-like test server.
 
-mod support;
-
+use crate::support::openai::{Answer, Server};
+use crate::support::runtime::{TmdbServer, chainsmith, text, workspace};
 use serde_json::Value;
-use support::openai::{Answer, Server};
-use support::runtime::{TmdbServer, chainsmith, text, workspace};
 
 const GOOD: &str = "found = tmdb.search_person(query=\"Sofia Coppola\")\nperson = tmdb.person(person_id=found[\"results\"][0][\"id\"])\nprint(person[\"biography\"])\n";
 

@@ -2,14 +2,12 @@
 //! `runtime::run`), a real Python interpreter with the embedded package, and the TMDB-like test
 //! server (`tests/support/tmdb_server.py`) on 127.0.0.1.
 
-mod support;
-
 use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use crate::support::runtime::{TmdbServer, chainsmith, processes_with, saved_traces, text, workspace};
 use serde_json::{Value, json};
-use support::runtime::{TmdbServer, chainsmith, processes_with, saved_traces, text, workspace};
 
 const KEY: &str = "s3cr3t-key-4711";
 

@@ -3,16 +3,14 @@
 //! (undocumented endpoints in a native toolset, one needing an ID from the other), with the LLM as
 //! the test-local OpenAI-compatible server answering by request content.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::openai::{Answer, Server};
+use crate::support::probe::{VAULT_TOOLSET, is_selection, program, target_of, vault_llm};
+use crate::support::runtime::{TmdbServer, chainsmith, text};
 use serde_json::Value;
-use support::openai::{Answer, Server};
-use support::probe::{VAULT_TOOLSET, is_selection, program, target_of, vault_llm};
-use support::runtime::{TmdbServer, chainsmith, text};
 
 fn tools_json(dir: &Path) -> Vec<Value> {
     let out = chainsmith(dir, &["tools", "--format", "json"], &[]);

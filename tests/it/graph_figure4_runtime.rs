@@ -4,17 +4,15 @@
 //! workspace graph is rebuilt from those traces as the editor does. The primary's weight drops
 //! below the backup's within a bounded number of failing runs and recovers once it works again.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::runtime::{TmdbServer, chainsmith, text};
 use chainsmith::config::Config;
 use chainsmith::graph::workspace::WorkspaceGraph;
 use chainsmith::graph::{START, editor};
 use chainsmith::toolset::workspace;
-use support::runtime::{TmdbServer, chainsmith, text};
 
 const PROGRAM: &str = r#""""The name of person 525, from the search when the person endpoint fails."""
 from chainsmith.tools import tmdb
@@ -68,7 +66,7 @@ fn run_once(root: &Path) {
 #[test]
 fn a_failing_tool_loses_to_its_backup_and_recovers() {
     let server = TmdbServer::start(&[]);
-    let dir = support::runtime::workspace(&server.base_url(), false, "");
+    let dir = crate::support::runtime::workspace(&server.base_url(), false, "");
     std::fs::write(dir.path().join("chain.py"), PROGRAM).unwrap();
 
     for _ in 0..3 {

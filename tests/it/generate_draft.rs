@@ -1,17 +1,15 @@
 //! ATC generation's static loop against a scripted OpenAI-compatible server and the TMDB workspace:
 //! retrieval, prompt, extraction from messy replies, static validation and feedback are the real code.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::openai::{Answer, Server};
 use chainsmith::config::{Config, LlmConfig};
 use chainsmith::generate::atc::{self, Budget, GenerateError};
 use chainsmith::llm::Client;
 use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::{Catalog, Tool, workspace};
-use support::openai::{Answer, Server};
 
 const TASK: &str = "give me the number of movies directed by Sofia Coppola";
 

@@ -4,15 +4,13 @@
 //! cancellation, and a model without code leaving the document alone. The LLM is the scripted
 //! server; the tools are the TMDB-like test server.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::lsp::Client;
+use crate::support::openai::{Answer, Server};
+use crate::support::runtime::{TmdbServer, workspace};
 use serde_json::{Value, json};
-use support::lsp::Client;
-use support::openai::{Answer, Server};
-use support::runtime::{TmdbServer, workspace};
 
 const DRAFT: &str = "Sure! Here is the chain:\n```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\nperson = tmdb.person(person_id=found[\"results\"][0][\"id\"])\nprint(person[\"biography\"])\n```\nIt prints the biography.";
 

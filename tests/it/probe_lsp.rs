@@ -4,18 +4,16 @@
 //! tools that are not read-only, the `workspace/applyEdit` splicing the probed `response` into the
 //! native toolset file, diagnostics against the new schema once the edit is saved, and
 //! cancellation. The tools are the runtime test server's undocumented vault endpoints; the LLM is
-//! the test-local OpenAI-compatible server answering by request content (as in tests/probe_cli.rs).
-
-mod support;
+//! the test-local OpenAI-compatible server answering by request content (as in probe_cli.rs).
 
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::lsp::{Client, uri};
+use crate::support::openai::Server;
+use crate::support::probe::{VAULT_TOOLSET, vault_llm};
+use crate::support::runtime::TmdbServer;
 use serde_json::{Value, json};
-use support::lsp::{Client, uri};
-use support::openai::Server;
-use support::probe::{VAULT_TOOLSET, vault_llm};
-use support::runtime::TmdbServer;
 
 /// An OpenAPI operation declaring no response body schema.
 const OPENAPI: &str = r#"{

@@ -2,12 +2,10 @@
 //! are the trajectories): successor inlay hints, completion ranked by transition weight, the graph
 //! neighbourhood on hover, and the "failing lately" hint from runs.
 
-mod support;
-
 use std::path::Path;
 
+use crate::support::lsp::Client;
 use serde_json::json;
-use support::lsp::Client;
 
 fn copy_workspace(to: &Path) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");

@@ -1,11 +1,9 @@
 //! `chainsmith eval` end to end: the binary, a benchmark task file, the scripted LLM server, and
 //! the mock of the TMDB API serving the chain's calls (the real API's base URL is unreachable).
 
-mod support;
-
+use crate::support::openai::{Answer, Server};
+use crate::support::runtime::{chainsmith, text, workspace};
 use serde_json::Value;
-use support::openai::{Answer, Server};
-use support::runtime::{chainsmith, text, workspace};
 
 const TASKS: &str = r#"[
   {"query": "give me the number of movies directed by Sofia Coppola",
