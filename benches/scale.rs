@@ -9,12 +9,16 @@
 //!
 //! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tower_lsp_server::lsp_types;
+
+/// The tests' LSP client (one frame codec for tests and benchmark).
+#[path = "../tests/support/lsp.rs"]
+mod lsp;
 
 const TARGET_APIS: usize = 16_000;
 const PROGRAM_LINES: usize = 1_000;
@@ -70,7 +74,7 @@ fn main() {
         "textDocument/didOpen",
         json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": program}}),
     );
-    lsp.wait_diagnostics(&uri, Duration::from_secs(30));
+    lsp.wait_diagnostics(&uri, 1);
 
     let lines: Vec<&str> = program.lines().collect();
     let mut tool_completion = Vec::new();
@@ -118,7 +122,7 @@ fn main() {
                 "textDocument/didChange",
                 json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]}),
             );
-            lsp.wait_diagnostics(&uri, Duration::from_secs(10));
+            lsp.wait_diagnostics(&uri, version);
             if !text.is_empty() {
                 let (t, result) = lsp.request_timed(
                     "textDocument/completion",
@@ -164,7 +168,7 @@ fn main() {
                 "textDocument": {"uri": uri, "version": version},
                 "contentChanges": [{"range": {"start": {"line": line_no, "character": start}, "end": {"line": line_no, "character": end}}, "text": text}]
             }));
-            lsp.wait_diagnostics(&uri, Duration::from_secs(10));
+            lsp.wait_diagnostics(&uri, version);
             rediagnosis.push(t0.elapsed());
         }
     }
@@ -209,7 +213,7 @@ fn github(binary: &Path) {
         "textDocument/didOpen",
         json!({"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}),
     );
-    lsp.wait_diagnostics(&uri, Duration::from_secs(30));
+    lsp.wait_diagnostics(&uri, 1);
     let lines: Vec<&str> = text.lines().collect();
     let mut completion = Vec::new();
     for &line_no in call_lines.iter().cycle().take(300) {
@@ -366,101 +370,40 @@ fn release_binary_path() -> PathBuf {
     target.join("release/chainsmith")
 }
 
-/// A minimal LSP client over the server's stdio.
+/// `chainsmith lsp` over stdio through the tests' client, `workspace/configuration` answered
+/// with `null`, generous waits for a 16,000-API workspace.
 struct Lsp {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: i64,
+    client: lsp::TestClient,
 }
 
 impl Lsp {
     fn start(binary: &Path, root: &Path) -> Lsp {
-        let mut child = Command::new(binary)
-            .arg("lsp")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chainsmith lsp starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut lsp = Lsp { child, stdin, stdout, next_id: 1 };
-        let uri = format!("file://{}", root.display());
-        lsp.request("initialize", json!({"processId": null, "rootUri": uri, "capabilities": {"general": {"positionEncodings": ["utf-16"]}}, "workspaceFolders": [{"uri": uri, "name": "bench"}]}));
-        lsp.notify("initialized", json!({}));
-        lsp
-    }
-
-    fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        write!(self.stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn receive(&mut self) -> Value {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            self.stdout.read_line(&mut line).expect("server output");
-            assert!(!line.is_empty(), "server closed its output");
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length: ") {
-                length = v.parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        self.stdout.read_exact(&mut body).unwrap();
-        serde_json::from_slice(&body).unwrap()
+        let client = lsp::TestClient::stdio(binary)
+            .root(root)
+            .capabilities(json!({"general": {"positionEncodings": ["utf-16"]}}))
+            .timeout(Duration::from_secs(30))
+            .start();
+        Lsp { client }
     }
 
     fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+        self.client.notify_json(method, params);
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.request_timed(method, params).1
-    }
-
+    /// A request's round trip and its result.
     fn request_timed(&mut self, method: &str, params: Value) -> (Duration, Value) {
-        let id = self.next_id;
-        self.next_id += 1;
         let start = Instant::now();
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let message = self.receive();
-            if message["id"] == json!(id) && message.get("method").is_none() {
-                return (start.elapsed(), message["result"].clone());
-            }
-            if message.get("method").is_some() && message.get("id").is_some() {
-                // A server request (configuration, registration): answer it.
-                let reply = if message["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
-                self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": reply}));
-            }
-        }
+        let result = self.client.request_json(method, params).unwrap_or_else(|e| panic!("`{method}` failed: {e:?}"));
+        (start.elapsed(), result)
     }
 
-    fn wait_diagnostics(&mut self, uri: &str, timeout: Duration) {
-        let start = Instant::now();
-        loop {
-            assert!(start.elapsed() < timeout, "no diagnostics for {uri}");
-            let message = self.receive();
-            if message["method"] == "textDocument/publishDiagnostics" && message["params"]["uri"] == uri {
-                return;
-            }
-            if message.get("method").is_some() && message.get("id").is_some() {
-                let reply = if message["method"] == "workspace/configuration" { json!([null]) } else { Value::Null };
-                self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": reply}));
-            }
-        }
+    /// Waits for the diagnostics of `uri` at `version`.
+    fn wait_diagnostics(&mut self, uri: &str, version: i32) {
+        let uri: lsp_types::Uri = uri.parse().unwrap();
+        self.client.diagnostics(&uri, |p| p.version == Some(version));
     }
 
-    fn shutdown(mut self) {
-        self.request("shutdown", Value::Null);
-        self.notify("exit", Value::Null);
-        let _ = self.child.wait();
+    fn shutdown(self) {
+        self.client.shutdown();
     }
 }

@@ -5,21 +5,30 @@
 
 use std::time::Duration;
 
-use crate::support::lsp::Client;
+use serde_json::json;
+use tower_lsp_server::lsp_types::notification::{LogMessage, WorkDoneProgressCancel};
+use tower_lsp_server::lsp_types::request::InlayHintRefreshRequest;
+use tower_lsp_server::lsp_types::{self as lsp, NumberOrString};
+
+use crate::support::lsp::{TestClient, edit, full_text, pos, range, token};
 use crate::support::runtime::{TmdbServer, workspace};
-use serde_json::{Value, json};
 
 /// The run's result hints (ToolNet's successor hints are also there once the run is learnt).
-fn run_hints(hints: Vec<(u64, String)>) -> Vec<(u64, String)> {
+fn run_hints(hints: Vec<(u32, String)>) -> Vec<(u32, String)> {
     hints.into_iter().filter(|(_, label)| label.starts_with('✓') || label.starts_with('✗')).collect()
 }
 
-fn codes(params: &Value) -> Vec<(u64, String)> {
-    params["diagnostics"]
-        .as_array()
-        .unwrap()
+fn codes(params: &lsp::PublishDiagnosticsParams) -> Vec<(u32, String)> {
+    params
+        .diagnostics
         .iter()
-        .map(|d| (d["range"]["start"]["line"].as_u64().unwrap(), d["code"].as_str().unwrap_or("").to_string()))
+        .map(|d| {
+            let code = match &d.code {
+                Some(NumberOrString::String(code)) => code.clone(),
+                _ => String::new(),
+            };
+            (d.range.start.line, code)
+        })
         .collect()
 }
 
@@ -38,38 +47,34 @@ person = found["results"][0]
 print(person["nmae"])  # chainsmith: ignore
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_chain_from_the_editor() {
+#[test]
+fn run_chain_from_the_editor() {
     let server = TmdbServer::start(&[]);
-    let ws = workspace(&server.base_url(), false, "");
-    let mut client = Client::start(ws.path()).await;
-    let uri = client.open(&ws.path().join("p.py"), GOOD).await;
-    client.wait_for("diagnostics", |m| m["method"] == "textDocument/publishDiagnostics").await;
+    let mut client = TestClient::in_process().workspace(workspace(&server.base_url(), false, "")).start();
+    let uri = client.open("p.py", GOOD);
+    client.diagnostics(&uri, |_| true);
 
     // The code lens runs the chain.
-    let lenses = client.request("textDocument/codeLens", json!({"textDocument": {"uri": uri}})).await.unwrap();
-    assert_eq!(lenses.as_array().unwrap().len(), 1, "{lenses:#}");
-    assert_eq!(lenses[0]["command"]["command"], "chainsmith.run");
-    assert_eq!(lenses[0]["command"]["title"], "▶ Run chain");
-    let command = lenses[0]["command"].clone();
+    let lenses = client.code_lenses(&uri).expect("code lenses");
+    assert_eq!(lenses.len(), 1, "{lenses:#?}");
+    let command = lenses[0].command.clone().unwrap();
+    assert_eq!(command.command, "chainsmith.run");
+    assert_eq!(command.title, "▶ Run chain");
 
-    let answer = client
-        .request("workspace/executeCommand", json!({"command": command["command"], "arguments": command["arguments"]}))
-        .await;
-    assert_eq!(answer, Ok(Value::Null));
-    let begin = client.notification("$/progress", |p| p["value"]["kind"] == "begin").await;
-    assert_eq!(begin["value"]["cancellable"], true);
-    let token = begin["token"].clone();
-    let report = client.notification("$/progress", |p| p["token"] == token && p["value"]["kind"] == "report").await;
-    assert_eq!(report["value"]["message"], "#1 tmdb.search_person ✓ 200");
-    let output = client.notification("window/logMessage", |p| p["message"] == "Bradley Cooper 38").await;
-    assert_eq!(output["type"], 4, "program output is logged");
+    let answer = client.execute_command(&command.command, command.arguments.unwrap_or_default(), None);
+    assert_eq!(answer, Ok(None));
+    let (token, begin) = client.progress_begin(None);
+    assert_eq!(begin.cancellable, Some(true));
+    let report = client.progress_report(&token);
+    assert_eq!(report.message.as_deref(), Some("#1 tmdb.search_person ✓ 200"));
+    let output = client.await_notification::<LogMessage>(|p| p.message == "Bradley Cooper 38");
+    assert_eq!(output.typ, lsp::MessageType::LOG, "program output is logged");
     // The results are on the document (hints refreshed) before the progress ends.
-    client.wait_for("an inlay hint refresh", |m| m["method"] == "workspace/inlayHint/refresh").await;
-    let end = client.notification("$/progress", |p| p["token"] == token && p["value"]["kind"] == "end").await;
-    assert_eq!(end["value"]["message"], "✓ 2 calls");
+    client.await_request::<InlayHintRefreshRequest>(|_| true);
+    let end = client.progress_end(Some(&token));
+    assert_eq!(end.message.as_deref(), Some("✓ 2 calls"));
 
-    let hints = run_hints(client.hints(&uri).await);
+    let hints = run_hints(client.hints(&uri));
     assert_eq!(hints.len(), 2, "{hints:?}");
     assert_eq!(hints[0].0, 2);
     assert_eq!(hints[1].0, 4);
@@ -78,80 +83,45 @@ async fn run_chain_from_the_editor() {
     }
 
     // An edit: the hints go.
-    client
-        .notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": BAD}]}),
-        )
-        .await;
-    client
-        .wait_for("diagnostics of version 2", |m| {
-            m["method"] == "textDocument/publishDiagnostics" && m["params"]["version"] == 2
-        })
-        .await;
-    assert_eq!(run_hints(client.hints(&uri).await), vec![]);
+    client.change(&uri, 2, vec![full_text(BAD)]);
+    client.diagnostics(&uri, |p| p.version == Some(2));
+    assert_eq!(run_hints(client.hints(&uri)), vec![]);
 
     // A failing run: the failing line and the call it is attributed to.
-    client.request("workspace/executeCommand", json!({"command": "chainsmith.run", "arguments": [uri]})).await.unwrap();
-    let published = client
-        .notification("textDocument/publishDiagnostics", |p| {
-            p["uri"] == uri.as_str() && p["diagnostics"].as_array().is_some_and(|d| !d.is_empty())
-        })
-        .await;
+    client.execute_command("chainsmith.run", vec![json!(uri)], None).unwrap();
+    let published = client.diagnostics(&uri, |p| !p.diagnostics.is_empty());
     assert_eq!(codes(&published), [(2, "attributed-call".to_string()), (4, "runtime-error".to_string())]);
-    let failing = published["diagnostics"].as_array().unwrap().iter().find(|d| d["code"] == "runtime-error").unwrap();
-    assert_eq!(failing["range"]["start"], json!({"line": 4, "character": 6}));
-    assert!(
-        failing["message"].as_str().unwrap().starts_with("KeyError: 'nmae' — on the response of tmdb.search_person")
-    );
-    let hints = run_hints(client.hints(&uri).await);
+    let failing = &published.diagnostics[1];
+    assert_eq!(failing.range.start, pos(4, 6));
+    assert!(failing.message.starts_with("KeyError: 'nmae' — on the response of tmdb.search_person"));
+    let hints = run_hints(client.hints(&uri));
     assert_eq!(hints.len(), 1, "{hints:?}");
     assert!(hints[0].0 == 2 && hints[0].1.starts_with("✓ 200"), "{hints:?}");
 
     // Editing the failing line clears its diagnostic; the attribution on the call stays.
-    client
-        .notify(
-            "textDocument/didChange",
-            json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [
-                {"range": {"start": {"line": 4, "character": 14}, "end": {"line": 4, "character": 18}}, "text": "name"}
-            ]}),
-        )
-        .await;
-    let published =
-        client.notification("textDocument/publishDiagnostics", |p| p["uri"] == uri.as_str() && p["version"] == 3).await;
+    client.change(&uri, 3, vec![edit(range(pos(4, 14), pos(4, 18)), "name")]);
+    let published = client.diagnostics(&uri, |p| p.version == Some(3));
     assert_eq!(codes(&published), [(2, "attributed-call".to_string())]);
 
     // The next good run clears the rest.
-    client.request("workspace/executeCommand", json!({"command": "chainsmith.run", "arguments": [uri]})).await.unwrap();
-    let published = client
-        .notification("textDocument/publishDiagnostics", |p| {
-            p["uri"] == uri.as_str() && p["diagnostics"].as_array().is_some_and(Vec::is_empty)
-        })
-        .await;
-    assert_eq!(published["version"], 3);
-    client.shutdown().await;
+    client.execute_command("chainsmith.run", vec![json!(uri)], None).unwrap();
+    let published = client.diagnostics(&uri, |p| p.diagnostics.is_empty());
+    assert_eq!(published.version, Some(3));
+    client.shutdown();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_is_cancelled_from_its_progress() {
+#[test]
+fn a_run_is_cancelled_from_its_progress() {
     let server = TmdbServer::start(&["--slow", "/search/person=30"]);
-    let ws = workspace(&server.base_url(), false, "");
-    let mut client = Client::start(ws.path()).await;
-    let uri = client
-        .open(&ws.path().join("slow.py"), "from chainsmith.tools import tmdb\n\ntmdb.search_person(query=\"x\")\n")
-        .await;
-    let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "chainsmith.run", "arguments": [{"uri": uri}], "workDoneToken": "run-1"}),
-        )
-        .await;
-    assert_eq!(answer, Ok(Value::Null));
-    client.notification("$/progress", |p| p["token"] == "run-1" && p["value"]["kind"] == "begin").await;
+    let mut client = TestClient::in_process().workspace(workspace(&server.base_url(), false, "")).start();
+    let uri = client.open("slow.py", "from chainsmith.tools import tmdb\n\ntmdb.search_person(query=\"x\")\n");
+    let answer = client.execute_command("chainsmith.run", vec![json!({"uri": uri})], Some("run-1"));
+    assert_eq!(answer, Ok(None));
+    client.progress_begin(Some(&token("run-1")));
     let started = std::time::Instant::now();
-    client.notify("window/workDoneProgress/cancel", json!({"token": "run-1"})).await;
-    let end = client.notification("$/progress", |p| p["token"] == "run-1" && p["value"]["kind"] == "end").await;
-    assert_eq!(end["value"]["message"], "✗ Cancelled");
+    client.notify::<WorkDoneProgressCancel>(lsp::WorkDoneProgressCancelParams { token: token("run-1") });
+    let end = client.progress_end(Some(&token("run-1")));
+    assert_eq!(end.message.as_deref(), Some("✗ Cancelled"));
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    client.shutdown().await;
+    client.shutdown();
 }

@@ -4,8 +4,10 @@
 
 use std::path::Path;
 
-use crate::support::lsp::Client;
 use serde_json::json;
+use tower_lsp_server::lsp_types as lsp;
+
+use crate::support::lsp::{TestClient, pos};
 
 fn copy_workspace(to: &Path) {
     let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");
@@ -22,49 +24,37 @@ fn copy_workspace(to: &Path) {
 
 const PROGRAM: &str = "\"\"\"how many movies did Sofia Coppola direct\"\"\"\nfrom chainsmith.tools import tmdb\n\nfound = tmdb.search_person(query=\"Sofia Coppola\")\nnext_call = tmdb.\n";
 
-#[tokio::test]
-async fn successors_rank_completion_and_show_inline() {
+#[test]
+fn successors_rank_completion_and_show_inline() {
     let dir = tempfile::tempdir().unwrap();
     copy_workspace(dir.path());
-    let mut client = Client::start(dir.path()).await;
-    let uri = client.open(&dir.path().join("new_chain.py"), PROGRAM).await;
+    let mut client = TestClient::in_process().workspace(dir).start();
+    let uri = client.open("new_chain.py", PROGRAM);
 
     // After the program's last call, `found = tmdb.search_person(…)`: what next, from the other
     // chains (which went on to person_movie_credits); the broken mistakes/ programs teach nothing.
-    let hints = client.hints(&uri).await;
+    let hints = client.hints(&uri);
     assert_eq!(hints, vec![(3, "next → person_movie_credits 100".to_string())]);
 
     // `tmdb.` on the next line: person_movie_credits first, its weight in the detail.
-    let completion = client
-        .request(
-            "textDocument/completion",
-            json!({"textDocument": {"uri": uri}, "position": {"line": 4, "character": 17}}),
-        )
-        .await
-        .unwrap();
-    let mut items: Vec<&serde_json::Value> = completion["items"].as_array().unwrap().iter().collect();
+    let mut items = client.completion_items(&uri, pos(4, 17));
     assert!(items.len() > 40, "all tools are offered");
-    items.sort_by_key(|i| i["sortText"].as_str().unwrap().to_string());
-    assert_eq!(items[0]["label"], "person_movie_credits", "{:?}", &items[..3]);
-    assert!(items[0]["detail"].as_str().unwrap().starts_with("ToolNet "), "{}", items[0]["detail"]);
+    items.sort_by_key(|i| i.sort_text.clone().unwrap());
+    assert_eq!(items[0].label, "person_movie_credits", "{:?}", &items[..3]);
+    let detail = items[0].detail.as_deref().unwrap();
+    assert!(detail.starts_with("ToolNet "), "{detail}");
 
     // Hover on the call: its neighbourhood.
-    let hover = client
-        .request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 3, "character": 16}}))
-        .await
-        .unwrap();
-    let markdown = hover["contents"]["value"].as_str().unwrap();
-    assert!(markdown.contains("person_movie_credits"), "{markdown}");
+    let hover = client.hover(&uri, pos(3, 16)).expect("a hover");
+    let lsp::HoverContents::Markup(markdown) = &hover.contents else { panic!("{hover:?}") };
+    assert!(markdown.value.contains("person_movie_credits"), "{}", markdown.value);
 
     // The graph command: the tool's successors as the editor's output shows them.
-    let graph = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "chainsmith.graph", "arguments": ["tmdb.search_person"]}),
-        )
-        .await
-        .unwrap();
+    let graph = client.execute_command("chainsmith.graph", vec![json!("tmdb.search_person")], None);
+    let graph = graph.unwrap().expect("the graph");
     let text = graph["text"].as_str().unwrap();
     assert!(text.contains("\ntmdb.search_person → person_movie_credits 100"), "{text}");
-    client.shutdown().await;
+    // The same graph is logged for the editor's output.
+    client.await_notification::<lsp::notification::LogMessage>(|p| p.message.contains("person_movie_credits 100"));
+    client.shutdown();
 }

@@ -9,11 +9,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::lsp::{Client, uri};
+use serde_json::{Value, json};
+use tower_lsp_server::lsp_types::notification::Progress;
+use tower_lsp_server::lsp_types::request::{ApplyWorkspaceEdit, ShowMessageRequest};
+use tower_lsp_server::lsp_types::{self as lsp, NumberOrString, Uri};
+
+use crate::support::lsp::{ServerRequest, TestClient, pos, range, token, uri_of};
 use crate::support::openai::Server;
 use crate::support::probe::{VAULT_TOOLSET, vault_llm};
 use crate::support::runtime::TmdbServer;
-use serde_json::{Value, json};
 
 /// An OpenAPI operation declaring no response body schema.
 const OPENAPI: &str = r#"{
@@ -55,26 +59,22 @@ fn write_workspace(dir: &Path, tmdb: &TmdbServer, llm: &Server) {
     std::fs::write(dir.join("chainsmith.toml"), toml).unwrap();
 }
 
-fn position_of(text: &str, needle: &str) -> Value {
+fn position_of(text: &str, needle: &str) -> lsp::Position {
     let at = text.find(needle).unwrap_or_else(|| panic!("no {needle:?}"));
     let line = text[..at].matches('\n').count();
     let character = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
-    json!({"line": line, "character": character})
+    pos(line as u32, character as u32)
 }
 
-fn offset(text: &str, position: &Value) -> usize {
-    let line = position["line"].as_u64().unwrap() as usize;
-    let character = position["character"].as_u64().unwrap() as usize;
-    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
-    start + character
+fn offset(text: &str, position: lsp::Position) -> usize {
+    let start: usize = text.split_inclusive('\n').take(position.line as usize).map(str::len).sum();
+    start + position.character as usize
 }
 
 /// `text` with the (ASCII-positioned) LSP text edits applied, as a client would.
-fn apply(text: &str, edits: &[Value]) -> String {
-    let mut ranged: Vec<(usize, usize, &str)> = edits
-        .iter()
-        .map(|e| (offset(text, &e["range"]["start"]), offset(text, &e["range"]["end"]), e["newText"].as_str().unwrap()))
-        .collect();
+fn apply(text: &str, edits: &[lsp::TextEdit]) -> String {
+    let mut ranged: Vec<(usize, usize, &str)> =
+        edits.iter().map(|e| (offset(text, e.range.start), offset(text, e.range.end), e.new_text.as_str())).collect();
     ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
     let mut out = text.to_string();
     for (start, end, new) in ranged {
@@ -83,28 +83,26 @@ fn apply(text: &str, edits: &[Value]) -> String {
     out
 }
 
-async fn actions_at(client: &mut Client, uri: &str, position: Value) -> Vec<Value> {
-    let range = json!({"start": position, "end": position});
-    let answer = client
-        .request(
-            "textDocument/codeAction",
-            json!({"textDocument": {"uri": uri}, "range": range, "context": {"diagnostics": []}}),
-        )
-        .await
-        .unwrap();
-    answer.as_array().cloned().unwrap_or_default()
+fn actions_at(client: &mut TestClient, uri: &Uri, position: lsp::Position) -> Vec<lsp::CodeActionOrCommand> {
+    client.code_actions(uri, range(position, position), vec![])
 }
 
-fn probe_commands(actions: &[Value]) -> Vec<(String, Value)> {
+fn probe_commands(actions: &[lsp::CodeActionOrCommand]) -> Vec<(String, Value)> {
     actions
         .iter()
-        .filter(|a| a["command"]["command"] == "chainsmith.probe")
-        .map(|a| (a["title"].as_str().unwrap().to_string(), a["command"]["arguments"].clone()))
+        .filter_map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) => action.command.as_ref().map(|c| (&action.title, c)),
+            lsp::CodeActionOrCommand::Command(command) => Some((&command.title, command)),
+        })
+        .filter(|(_, command)| command.command == "chainsmith.probe")
+        .map(|(title, command)| (title.clone(), json!(command.arguments.clone().unwrap_or_default())))
         .collect()
 }
 
-fn progress(token: &'static str, kind: &'static str) -> impl Fn(&Value) -> bool {
-    move |p: &Value| p["token"] == token && p["value"]["kind"] == kind
+/// The edits of a `workspace/applyEdit` for one document.
+fn edits_of(edit: &lsp::ApplyWorkspaceEditParams, uri: &Uri) -> Vec<lsp::TextEdit> {
+    let edits = edit.edit.changes.as_ref().and_then(|changes| changes.get(uri));
+    edits.unwrap_or_else(|| panic!("no edit of {}: {edit:#?}", uri.as_str())).clone()
 }
 
 fn methods_seen(tmdb: &TmdbServer) -> Vec<(String, String)> {
@@ -116,32 +114,31 @@ fn methods_seen(tmdb: &TmdbServer) -> Vec<(String, String)> {
         .collect()
 }
 
-fn codes_with(params: &Value, code: &str) -> Vec<String> {
-    params["diagnostics"]
-        .as_array()
-        .unwrap()
+fn codes_with(params: &lsp::PublishDiagnosticsParams, code: &str) -> Vec<String> {
+    params
+        .diagnostics
         .iter()
-        .filter(|d| d["code"] == code)
-        .map(|d| d["message"].as_str().unwrap_or("").to_string())
+        .filter(|d| d.code == Some(NumberOrString::String(code.to_string())))
+        .map(|d| d.message.clone())
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() {
+#[test]
+fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() {
     let tmdb = TmdbServer::start(&[]);
     let llm = vault_llm(Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     write_workspace(dir.path(), &tmdb, &llm);
     let toolset_path = dir.path().join("vault.toolset.json");
-    let toolset_uri = uri(&toolset_path);
+    let toolset_uri = uri_of(&toolset_path);
 
-    let mut client = Client::start(dir.path()).await;
-    let program_uri = client.open(&dir.path().join("use.py"), PROGRAM).await;
-    let first = client.notification("textDocument/publishDiagnostics", |p| p["uri"] == program_uri.as_str()).await;
-    assert!(codes_with(&first, "unknown-key").is_empty(), "the response is unknown yet: {first:#}");
+    let mut client = TestClient::in_process().workspace(dir).start();
+    let program_uri = client.open("use.py", PROGRAM);
+    let first = client.diagnostics(&program_uri, |_| true);
+    assert!(codes_with(&first, "unknown-key").is_empty(), "the response is unknown yet: {first:#?}");
 
     // The code action at the call.
-    let actions = actions_at(&mut client, &program_uri, position_of(PROGRAM, "search_vaults(")).await;
+    let actions = actions_at(&mut client, &program_uri, position_of(PROGRAM, "search_vaults("));
     let probes = probe_commands(&actions);
     assert_eq!(
         probes,
@@ -150,23 +147,24 @@ async fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_edi
     );
 
     // Running it: progress, then an edit of the native file at the tool's entry.
-    client.answer("workspace/applyEdit", json!({"applied": true}));
-    let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "chainsmith.probe", "arguments": probes[0].1, "workDoneToken": "probe-1"}),
-        )
-        .await;
-    assert_eq!(answer, Ok(Value::Null));
-    client.notification("$/progress", progress("probe-1", "begin")).await;
-    let apply_request = client.wait_for("workspace/applyEdit", |m| m["method"] == "workspace/applyEdit").await;
-    let end = client.notification("$/progress", progress("probe-1", "end")).await;
-    assert!(end["value"]["message"].as_str().unwrap().starts_with("probed 1 of 1"), "{end:#}");
-    let changes = &apply_request["params"]["edit"]["changes"];
-    let edits = changes[toolset_uri.as_str()].as_array().unwrap_or_else(|| panic!("{changes:#}"));
-    let inserted: String = edits.iter().map(|e| e["newText"].as_str().unwrap()).collect();
+    client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
+        applied: true,
+        failure_reason: None,
+        failed_change: None,
+    });
+    let arguments = probes[0].1.as_array().unwrap().clone();
+    let answer = client.execute_command("chainsmith.probe", arguments, Some("probe-1"));
+    assert_eq!(answer, Ok(None));
+    client.progress_begin(Some(&token("probe-1")));
+    let ServerRequest { params: apply_request, answer: applied } = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    assert_eq!(applied, Ok(json!({"applied": true})));
+    let end = client.progress_end(Some(&token("probe-1")));
+    let message = end.message.unwrap_or_default();
+    assert!(message.starts_with("probed 1 of 1"), "{message}");
+    let edits = edits_of(&apply_request, &toolset_uri);
+    let inserted: String = edits.iter().map(|e| e.new_text.as_str()).collect();
     assert!(inserted.contains("\"response\"") && inserted.contains("\"results\""), "{inserted}");
-    let edited = apply(VAULT_TOOLSET, edits);
+    let edited = apply(VAULT_TOOLSET, &edits);
     let (search, rest) = edited.split_at(edited.find("\"name\": \"vault_details\"").unwrap());
     assert!(search.contains("\"response\"") && search.contains("\"probed\""), "{edited}");
     assert!(!rest.contains("\"response\""), "only search_vaults was probed: {edited}");
@@ -181,36 +179,34 @@ async fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_edi
 
     // The edit is applied but not saved yet: the program is checked against the probed schema at
     // once, and the file on disk is untouched (the editor owns the buffer until the user saves).
-    let after = client
-        .notification("textDocument/publishDiagnostics", |p| {
-            p["uri"] == program_uri.as_str() && !codes_with(p, "unknown-key").is_empty()
-        })
-        .await;
+    let after = client.diagnostics(&program_uri, |p| !codes_with(p, "unknown-key").is_empty());
     let flagged = codes_with(&after, "unknown-key");
-    assert!(flagged.iter().all(|m| m.contains("resluts")), "{after:#}");
+    assert!(flagged.iter().all(|m| m.contains("resluts")), "{after:#?}");
     assert_eq!(std::fs::read_to_string(&toolset_path).unwrap(), VAULT_TOOLSET);
     // Then the client saves it.
     std::fs::write(&toolset_path, &edited).unwrap();
-    client.notify("textDocument/didSave", json!({"textDocument": {"uri": toolset_uri}})).await;
-    let actions = actions_at(&mut client, &program_uri, position_of(PROGRAM, "search_vaults(")).await;
+    client.save(&toolset_uri);
+    let actions = actions_at(&mut client, &program_uri, position_of(PROGRAM, "search_vaults("));
     assert!(probe_commands(&actions).is_empty(), "a known response needs no probe: {actions:#?}");
 
     // Probe all: lock_vault is not read-only; "Only read-only tools" leaves it alone.
     // This time the client does not answer the edit (as a client without `workspace/applyEdit`):
     // the server writes the file itself.
-    client.answer("window/showMessageRequest", json!({"title": "Only read-only tools"}));
-    let answer = client
-        .request("workspace/executeCommand", json!({"command": "chainsmith.probeAll", "workDoneToken": "probe-2"}))
-        .await;
-    assert_eq!(answer, Ok(Value::Null));
-    let asked = client.wait_for("showMessageRequest", |m| m["method"] == "window/showMessageRequest").await;
-    assert!(asked["params"]["message"].as_str().unwrap().contains("vault.lock_vault"), "{asked:#}");
-    client.notification("$/progress", progress("probe-2", "begin")).await;
-    let apply_request = client.wait_for("workspace/applyEdit", |m| m["method"] == "workspace/applyEdit").await;
-    let end = client.notification("$/progress", progress("probe-2", "end")).await;
-    let end = end["value"]["message"].as_str().unwrap().to_string();
+    client.answer::<ShowMessageRequest>(Some(lsp::MessageActionItem {
+        title: "Only read-only tools".into(),
+        properties: Default::default(),
+    }));
+    let answer = client.execute_command("chainsmith.probeAll", vec![], Some("probe-2"));
+    assert_eq!(answer, Ok(None));
+    let ServerRequest { params: asked, .. } = client.await_request::<ShowMessageRequest>(|_| true);
+    assert!(asked.message.contains("vault.lock_vault"), "{asked:#?}");
+    client.progress_begin(Some(&token("probe-2")));
+    let ServerRequest { params: apply_request, answer: applied } = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    assert_eq!(applied, Ok(Value::Null));
+    let end = client.progress_end(Some(&token("probe-2")));
+    let end = end.message.unwrap_or_default();
     assert!(end.contains("vault.lock_vault: vault.lock_vault is not read-only"), "{end}");
-    let edits = apply_request["params"]["edit"]["changes"][toolset_uri.as_str()].as_array().unwrap().clone();
+    let edits = edits_of(&apply_request, &toolset_uri);
     let edited_again = apply(&edited, &edits);
     let (details, lock) = edited_again.split_at(edited_again.find("\"name\": \"lock_vault\"").unwrap());
     let details = &details[details.find("\"name\": \"vault_details\"").unwrap()..];
@@ -219,68 +215,66 @@ async fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_edi
     assert_eq!(std::fs::read_to_string(&toolset_path).unwrap(), edited_again);
 
     // The same with no answer (the user dismissed the question): nothing runs.
-    let answer = client.request("workspace/executeCommand", json!({"command": "chainsmith.probeAll"})).await;
-    assert_eq!(answer, Ok(Value::Null));
-    client.wait_for("the second question", |m| m["method"] == "window/showMessageRequest").await;
+    let answer = client.execute_command("chainsmith.probeAll", vec![], None);
+    assert_eq!(answer, Ok(None));
+    let ServerRequest { answer: dismissed, .. } = client.await_request::<ShowMessageRequest>(|_| true);
+    assert_eq!(dismissed, Ok(Value::Null));
     assert!(methods_seen(&tmdb).iter().all(|(m, _)| m == "GET"), "{:?}", methods_seen(&tmdb));
     assert!(!methods_seen(&tmdb).iter().any(|(_, p)| p.ends_with("/lock")), "{:?}", methods_seen(&tmdb));
 
-    client.shutdown().await;
+    client.shutdown();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn probe_tool_on_protocol_entries_and_cancellation() {
+#[test]
+fn probe_tool_on_protocol_entries_and_cancellation() {
     let tmdb = TmdbServer::start(&[]);
     let llm = vault_llm(Duration::from_millis(700));
     let dir = tempfile::tempdir().unwrap();
     write_workspace(dir.path(), &tmdb, &llm);
-    let mut client = Client::start(dir.path()).await;
+    let mut client = TestClient::in_process().workspace(dir).start();
 
     // A native entry without `response`: the tool under the cursor.
-    let toolset_uri = uri(&dir.path().join("vault.toolset.json"));
-    let actions = actions_at(&mut client, &toolset_uri, position_of(VAULT_TOOLSET, "\"Locks a vault.\"")).await;
+    let toolset_uri = client.uri("vault.toolset.json");
+    let actions = actions_at(&mut client, &toolset_uri, position_of(VAULT_TOOLSET, "\"Locks a vault.\""));
     assert_eq!(
         probe_commands(&actions),
         vec![("Probe tool vault.lock_vault".to_string(), json!(["vault.lock_vault"]))]
     );
-    let actions =
-        actions_at(&mut client, &toolset_uri, position_of(VAULT_TOOLSET, "\"name\": \"search_vaults\"")).await;
+    let actions = actions_at(&mut client, &toolset_uri, position_of(VAULT_TOOLSET, "\"name\": \"search_vaults\""));
     assert_eq!(probe_commands(&actions)[0].1, json!(["vault.search_vaults"]), "{actions:#?}");
-    let actions = actions_at(&mut client, &toolset_uri, position_of(VAULT_TOOLSET, "\"chainsmith\"")).await;
+    let actions = actions_at(&mut client, &toolset_uri, position_of(VAULT_TOOLSET, "\"chainsmith\""));
     assert!(probe_commands(&actions).is_empty(), "no entry under the cursor: {actions:#?}");
 
     // An OpenAPI operation with no response schema, a ToolBench record with no template response.
-    let openapi_uri = uri(&dir.path().join("vaults.openapi.json"));
-    let actions = actions_at(&mut client, &openapi_uri, position_of(OPENAPI, "\"operationId\"")).await;
+    let openapi_uri = client.uri("vaults.openapi.json");
+    let actions = actions_at(&mut client, &openapi_uri, position_of(OPENAPI, "\"operationId\""));
     let probes = probe_commands(&actions);
     assert_eq!(probes.len(), 1, "{actions:#?}");
     assert!(probes[0].0.starts_with("Probe tool docs."), "{probes:?}");
-    let toolbench_uri = uri(&dir.path().join("rapid.json"));
-    let actions = actions_at(&mut client, &toolbench_uri, position_of(TOOLBENCH, "\"Get Fact\"")).await;
+    let toolbench_uri = client.uri("rapid.json");
+    let actions = actions_at(&mut client, &toolbench_uri, position_of(TOOLBENCH, "\"Get Fact\""));
     let probes = probe_commands(&actions);
     assert_eq!(probes.len(), 1, "{actions:#?}");
     assert!(probes[0].0.starts_with("Probe tool rapid."), "{probes:?}");
 
     // Cancelling a probe (the LLM is slow) ends its progress without an edit.
-    let answer = client
-        .request(
-            "workspace/executeCommand",
-            json!({"command": "chainsmith.probe", "arguments": ["vault.search_vaults"], "workDoneToken": "probe-c"}),
-        )
-        .await;
-    assert_eq!(answer, Ok(Value::Null));
-    client.notification("$/progress", progress("probe-c", "begin")).await;
-    client.notify("window/workDoneProgress/cancel", json!({"token": "probe-c"})).await;
-    let end = client
-        .wait_for("the end of the cancelled probe", |m| {
-            m["method"] == "workspace/applyEdit"
-                || (m["method"] == "$/progress" && progress("probe-c", "end")(&m["params"]))
-        })
-        .await;
-    assert_eq!(end["method"], "$/progress", "no edit after a cancel: {end:#}");
-    let message = end["params"]["value"]["message"].as_str().unwrap();
+    let answer = client.execute_command("chainsmith.probe", vec![json!("vault.search_vaults")], Some("probe-c"));
+    assert_eq!(answer, Ok(None));
+    client.progress_begin(Some(&token("probe-c")));
+    client.notify::<lsp::notification::WorkDoneProgressCancel>(lsp::WorkDoneProgressCancelParams {
+        token: token("probe-c"),
+    });
+    let end = client.await_message("the end of the cancelled probe", |m| {
+        m.is_request::<ApplyWorkspaceEdit>()
+            || m.is::<Progress>(|p| {
+                p.token == token("probe-c")
+                    && matches!(p.value, lsp::ProgressParamsValue::WorkDone(lsp::WorkDoneProgress::End(_)))
+            })
+    });
+    assert_eq!(end.method(), Some("$/progress"), "no edit after a cancel: {end:#?}");
+    let message = end.params()["value"]["message"].as_str().unwrap();
     assert!(message.contains("probed 0 of 1") && message.contains("cancelled"), "{message}");
-    assert_eq!(VAULT_TOOLSET, std::fs::read_to_string(dir.path().join("vault.toolset.json")).unwrap());
+    assert_eq!(VAULT_TOOLSET, std::fs::read_to_string(client.path("vault.toolset.json")).unwrap());
 
-    client.shutdown().await;
+    client.shutdown();
 }
