@@ -346,24 +346,67 @@ fn protocol_and_config_changes_on_disk_are_picked_up() {
     client.shutdown();
 }
 
+/// Every editor request on a program answers what the program is: a tool completion list after
+/// `tmdb.`, the tool's hover, its signature, its declaration in the spec, the program's symbols.
 #[test]
 fn editor_requests_answer_well_formed() {
     let mut client = tmdb().capabilities(utf16_client()).start();
     let uri = client.open("p.py", PROGRAM);
     client.diagnostics(&uri, |p| p.version == Some(1));
-    let completion = client.completion(&uri, pos(2, 13));
-    assert!(completion.is_none() || matches!(completion, Some(lsp::CompletionResponse::List(_))), "{completion:?}");
-    let hover = client.hover(&uri, pos(2, 16));
-    assert!(hover.as_ref().is_none_or(|h| matches!(h.contents, lsp::HoverContents::Markup(_))), "{hover:?}");
-    let signature = client.signature_help(&uri, pos(2, 28));
-    assert!(signature.is_none() || signature.is_some(), "{signature:?}");
-    let definition = client.definition(&uri, pos(2, 16));
-    assert!(
-        definition.is_none() || matches!(definition, Some(lsp::GotoDefinitionResponse::Scalar(_))),
-        "{definition:?}"
-    );
-    assert!(client.document_symbols(&uri).is_some());
-    assert!(client.workspace_symbols("search").is_some());
+
+    // After `tmdb.` on line 2: every tool of the toolset, as functions.
+    let items = client.completion_items(&uri, pos(2, 13));
+    let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
+    assert_eq!(items.len(), 54, "{labels:?}");
+    assert!(items.iter().all(|i| i.kind == Some(lsp::CompletionItemKind::FUNCTION)), "{items:#?}");
+    insta::assert_json_snapshot!(&labels[..5], @r#"
+    [
+      "collection",
+      "collection_images",
+      "company",
+      "company_images",
+      "credit"
+    ]
+    "#);
+    // On the tool's name: its operation, parameters and response (tests/it/snapshots/).
+    let hover = client.hover(&uri, pos(2, 16)).expect("a hover on the tool");
+    insta::assert_snapshot!("hover_on_a_tool", markdown(&hover));
+    // Inside the call: the tool's signature, the first parameter active.
+    let signature = client.signature_help(&uri, pos(2, 28)).expect("signature help inside the call");
+    insta::assert_json_snapshot!("signature_inside_a_call", signature);
+    // The operation in the spec.
+    let definition = client.definition(&uri, pos(2, 16)).expect("the tool's declaration");
+    insta::assert_json_snapshot!(client.redacted(&definition), @r#"
+    {
+      "uri": "[root]/specs/tmdb_oas.json",
+      "range": {
+        "start": {
+          "line": 12229,
+          "character": 15
+        },
+        "end": {
+          "line": 13440,
+          "character": 9
+        }
+      }
+    }
+    "#);
+    // The program's calls.
+    let symbols = client.document_symbols(&uri).expect("the program's symbols");
+    insta::assert_json_snapshot!("symbols_of_a_program", symbols);
+    let Some(lsp::WorkspaceSymbolResponse::Flat(workspace)) = client.workspace_symbols("search") else {
+        panic!("workspace symbols are a flat list")
+    };
+    let names: Vec<&str> = workspace.iter().map(|s| s.name.as_str()).collect();
+    insta::assert_json_snapshot!(names, @r#"
+    [
+      "tmdb.search_tv",
+      "tmdb.search_movie",
+      "tmdb.search_person",
+      "tmdb.search_company",
+      "tmdb.search_collection"
+    ]
+    "#);
     let resolved = client.request::<ResolveCompletionItem>(lsp::CompletionItem {
         label: "search_person".into(),
         data: Some(json!("tmdb.search_person")),
@@ -491,9 +534,33 @@ fn commands_unknown_methods_and_lifecycle() {
     // Malformed parameters are an error answer, not a crash.
     let error = client.request_json("textDocument/hover", json!({"textDocument": 5})).unwrap_err();
     assert_eq!(error.code.code(), -32602, "{error:?}");
-    // A non-Python document is not analysed.
-    client.open_document(&client.uri("notes.md"), "markdown", 1, "# x");
     client.shutdown();
+}
+
+/// A document that is not Python is not analysed: the same text with a planted mistake gets
+/// diagnostics, symbols and code lenses as `p.py`, and none of them as markdown.
+#[test]
+fn a_non_python_document_is_not_analysed() {
+    let mut client = tmdb().start();
+    client.await_notification::<StatusNotification>(tools(54));
+    let text = "from chainsmith.tools import tmdb\n\nfound = tmdb.search_persn(query=\"x\")\n";
+    let notes = client.uri("notes.md");
+    std::fs::write(client.path("notes.md"), text).unwrap();
+    client.open_document(&notes, "markdown", 1, text);
+    let program = client.open("p.py", text);
+    let published = client.diagnostics(&program, |p| p.version == Some(1));
+    assert_eq!(codes(&published), ["unknown-tool"]);
+    assert!(client.document_symbols(&program).is_some());
+    assert_eq!(client.code_lenses(&program).map(|l| l.len()), Some(1));
+
+    assert_eq!(client.document_symbols(&notes), None);
+    assert_eq!(client.code_lenses(&notes), None);
+    assert_eq!(client.hover(&notes, pos(2, 16)), None);
+    assert_eq!(client.completion(&notes, pos(2, 13)), None);
+    let exit = client.shutdown();
+    let about_notes: Vec<_> =
+        exit.unread.iter().filter(|m| m.is::<lsp::notification::PublishDiagnostics>(|p| p.uri == notes)).collect();
+    assert!(about_notes.is_empty(), "diagnostics for a markdown document: {about_notes:#?}");
 }
 
 #[test]
