@@ -21,12 +21,15 @@
 //!   [`TestClient::assert_no_pending`] checks the same mid-test.
 //!
 //! ```ignore
-//! let mut client = TestClient::in_process().root(dir.path()).start();
-//! let uri = client.open("p.py", "from chainsmith.tools import tmdb\n");
+//! let mut client = TestClient::in_process().workspace(tempdir).start(); // or ::stdio(binary)
+//! let uri = client.open("p.py", "from chainsmith.tools import tmdb\ntmdb.search_persn()\n");
 //! let published = client.diagnostics(&uri, |p| p.version == Some(1));
-//! let hover = client.request::<HoverRequest>(hover_params(&uri, pos(0, 30)));
+//! let hover: Option<Hover> = client.hover(&uri, pos(1, 8)); // or client.request::<HoverRequest>(…)
 //! client.answer::<ApplyWorkspaceEdit>(ApplyWorkspaceEditResponse { applied: true, .. });
-//! client.shutdown();
+//! client.execute_command("chainsmith.fix", vec![json!(uri)], Some("fix-1"))?;
+//! let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true).params;
+//! let end = client.progress_end(Some(&token("fix-1")));
+//! client.shutdown(); // clean exit, only LSP on the wire, nothing needing attention left unread
 //! ```
 
 #![allow(dead_code)]
@@ -269,12 +272,17 @@ struct Answers {
     configuration: Value,
     /// Scripted answers by method, each used once, in order.
     once: HashMap<String, VecDeque<Result<Value, jsonrpc::Error>>>,
+    /// Answers by method for every request once the scripted ones are used up.
+    always: HashMap<String, Result<Value, jsonrpc::Error>>,
 }
 
 impl Answers {
     fn answer(&mut self, method: &str, params: &Value) -> Result<Value, jsonrpc::Error> {
         if let Some(answer) = self.once.get_mut(method).and_then(VecDeque::pop_front) {
             return answer;
+        }
+        if let Some(answer) = self.always.get(method) {
+            return answer.clone();
         }
         if method == request::WorkspaceConfiguration::METHOD {
             let items = params["items"].as_array().map_or(1, Vec::len);
@@ -766,6 +774,12 @@ impl TestClient {
     pub fn answer<R: Request>(&self, result: R::Result) {
         let value = serde_json::to_value(result).unwrap();
         self.answers.lock().unwrap().once.entry(R::METHOD.to_string()).or_default().push_back(Ok(value));
+    }
+
+    /// Answers every `R` request with `result` (after the scripted ones).
+    pub fn answer_always<R: Request>(&self, result: R::Result) {
+        let value = serde_json::to_value(result).unwrap();
+        self.answers.lock().unwrap().always.insert(R::METHOD.to_string(), Ok(value));
     }
 
     /// Answers the server's next `R` request with an error.
@@ -1289,5 +1303,101 @@ impl TestClient {
                 (h.position.line, label)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(chunks: &[&[u8]]) -> Vec<Result<Value, String>> {
+        let mut decoder = FrameDecoder::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            decoder.push(chunk);
+            while let Some(next) = decoder.next_message() {
+                let failed = next.is_err();
+                out.push(next);
+                if failed {
+                    return out;
+                }
+            }
+        }
+        assert!(!decoder.has_partial_frame(), "bytes left over");
+        out
+    }
+
+    #[test]
+    fn frames_split_anywhere_are_joined_and_several_in_one_chunk_are_split() {
+        let one = encode(&json!({"jsonrpc": "2.0", "method": "a", "params": {"x": "é"}}));
+        let two = encode(&json!({"jsonrpc": "2.0", "id": 1, "result": null}));
+        let both = [one.clone(), two.clone()].concat();
+        for cut in 0..both.len() {
+            let decoded = decode_all(&[&both[..cut], &both[cut..]]);
+            assert_eq!(decoded.len(), 2, "cut at {cut}");
+            assert_eq!(decoded[0].as_ref().unwrap()["params"]["x"], "é");
+            assert_eq!(decoded[1].as_ref().unwrap()["id"], 1);
+        }
+        let with_type = b"Content-Length: 37\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":[]}\n";
+        assert_eq!(decode_all(&[with_type])[0].as_ref().unwrap()["id"], 2);
+    }
+
+    #[test]
+    fn anything_but_a_strict_frame_is_an_error() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"Content-Length: 2\n\n{}", "not ended by CRLF"),
+            (b"2026-01-01 INFO started\n", "not ended by CRLF"),
+            (b"X-Other: 1\r\n\r\n", "not an LSP header line"),
+            (b"Content-Type: x\r\n\r\n{}", "without Content-Length"),
+            (b"Content-Length: 5\r\n\r\n{oops", "not JSON"),
+            (b"Content-Length: 2\r\n\r\n[]", "not a JSON-RPC 2.0 message"),
+        ];
+        for (bytes, error) in cases {
+            let decoded = decode_all(&[bytes]);
+            let Some(Err(message)) = decoded.last() else { panic!("{bytes:?} decoded: {decoded:?}") };
+            assert!(message.contains(error), "{bytes:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn messages_are_told_apart_and_attention_is_needed_where_a_test_must_look() {
+        let classify = |v: Value| Message::classify(v).unwrap();
+        let note =
+            classify(json!({"jsonrpc": "2.0", "method": "window/showMessage", "params": {"type": 3, "message": "m"}}));
+        assert!(matches!(note, Message::Notification { .. }) && needs_attention(&note));
+        let log =
+            classify(json!({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 4, "message": "m"}}));
+        assert!(!needs_attention(&log));
+        let error =
+            classify(json!({"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 1, "message": "m"}}));
+        assert!(needs_attention(&error));
+        let edit =
+            classify(json!({"jsonrpc": "2.0", "id": 3, "method": "workspace/applyEdit", "params": {"edit": {}}}));
+        assert!(matches!(edit, Message::Request { .. }) && needs_attention(&edit));
+        let refresh = classify(json!({"jsonrpc": "2.0", "id": 4, "method": "workspace/inlayHint/refresh"}));
+        assert!(!needs_attention(&refresh));
+        let failed = classify(json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse"}}));
+        assert!(matches!(&failed, Message::Response { result: Err(e), .. } if e.code.code() == -32700));
+        assert!(Message::classify(json!({"jsonrpc": "2.0", "id": 1})).is_err());
+        // Diagnostics of one document, and progress of one token, are streams of their own.
+        let a = classify(
+            json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": "file:///a.py", "diagnostics": []}}),
+        );
+        let b = classify(
+            json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {"uri": "file:///b.py", "diagnostics": []}}),
+        );
+        assert_ne!(a.stream(), b.stream());
+    }
+
+    #[test]
+    fn configured_answers_are_used_once_in_order_then_the_standing_one_then_null() {
+        let mut answers = Answers { configuration: json!({"k": 1}), ..Answers::default() };
+        let items = json!({"items": [{"section": "chainsmith"}, {"section": "chainsmith"}]});
+        assert_eq!(answers.answer("workspace/configuration", &items), Ok(json!([{"k": 1}, {"k": 1}])));
+        assert_eq!(answers.answer("workspace/applyEdit", &Value::Null), Ok(Value::Null));
+        answers.once.entry("workspace/applyEdit".into()).or_default().push_back(Ok(json!({"applied": true})));
+        answers.always.insert("workspace/applyEdit".into(), Ok(json!({"applied": false})));
+        assert_eq!(answers.answer("workspace/applyEdit", &Value::Null), Ok(json!({"applied": true})));
+        assert_eq!(answers.answer("workspace/applyEdit", &Value::Null), Ok(json!({"applied": false})));
     }
 }
