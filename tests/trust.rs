@@ -1,15 +1,21 @@
 //! Workspace trust: nothing a workspace names runs until the user trusts it — not its MCP servers
-//! (not by `check` or `tools`), not its command tools, not its own interpreter; trust is recorded
-//! bound to the exact command lines (`chainsmith trust`), or given for one invocation (`--trust`);
+//! (not by `check`, `tools` or the language server's `initialize`), not its command tools, not its
+//! own interpreter; trust is recorded bound to the exact command lines (`chainsmith trust`), or
+//! given for one invocation (`--trust`) or by an editor with its own trust (`"trusted": true`);
 //! and what runs never sees chainsmith's environment beyond the basics.
 //!
 //! Every CLI here runs with its own `XDG_CONFIG_HOME`, so the user's real trust file is never read
 //! or written.
 
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::lsp::{Client, uri};
 
 const SECRET: &str = "sk-test-must-not-leak";
 
@@ -264,4 +270,128 @@ fn command_tools_and_a_workspace_interpreter_run_only_when_trusted() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hello\n");
     assert!(ws.root().join("INTERPRETED").exists());
+}
+
+#[tokio::test]
+async fn the_language_server_starts_nothing_untrusted_offers_to_trust_and_takes_an_editors_trust() {
+    let ws = Workspace::new();
+    let toml_path = ws.root().join("chainsmith.toml");
+    let toml_uri = uri(&toml_path);
+    // The in-process server reads this process's trust file, which never names a fresh folder.
+    let mut client = Client::start(ws.root()).await;
+    assert!(!ws.pwned(), "`initialize` ran the workspace's MCP command");
+    let status = client.notification("chainsmith/status", |_| true).await;
+    assert_eq!(status["tools"], 0, "{status}");
+    let published = client.notification("textDocument/publishDiagnostics", |p| p["uri"] == toml_uri.as_str()).await;
+    let diagnostic = &published["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "workspace-untrusted", "{published}");
+    assert_eq!(diagnostic["severity"], 2, "a warning");
+
+    let program = client.open(&ws.root().join("p.py"), PROGRAM).await;
+    let on_program = client.notification("textDocument/publishDiagnostics", |p| p["uri"] == program.as_str()).await;
+    assert_eq!(on_program["diagnostics"], json!([]), "no false errors on calls into the untrusted toolset");
+
+    let actions = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": toml_uri}, "range": diagnostic["range"],
+                   "context": {"diagnostics": [diagnostic]}}),
+        )
+        .await
+        .unwrap();
+    let trust = actions.as_array().unwrap().iter().find(|a| a["title"] == "Trust this workspace").expect("offered");
+    assert_eq!(trust["kind"], "quickfix");
+    assert_eq!(trust["command"]["command"], "chainsmith.trustWorkspace");
+    assert!(!ws.pwned());
+    client.shutdown().await;
+
+    // An editor with its own workspace trust (VS Code's) says so: the server starts.
+    let mut client = Client::start_with(ws.root(), json!({"trusted": true})).await;
+    let status = client.notification("chainsmith/status", |_| true).await;
+    assert_eq!(status["tools"], 1, "{status}");
+    assert!(ws.pwned());
+    client.shutdown().await;
+}
+
+/// `chainsmith lsp` as a process (its own XDG_CONFIG_HOME): `chainsmith.trustWorkspace` records
+/// trust as `chainsmith trust` does and reloads, so the server's tools load.
+#[test]
+fn the_trust_command_records_and_reloads() {
+    let ws = Workspace::new();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .arg("lsp")
+        .current_dir(ws.root())
+        .env("XDG_CONFIG_HOME", ws.config.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    return;
+                }
+                match line.trim_end().strip_prefix("Content-Length: ") {
+                    Some(n) => length = n.parse().unwrap(),
+                    None if line.trim_end().is_empty() => break,
+                    None => {}
+                }
+            }
+            let mut body = vec![0; length];
+            std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+            if tx.send(serde_json::from_slice(&body).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut send = |message: Value| {
+        let body = message.to_string();
+        write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+        stdin.flush().unwrap();
+    };
+    let wait_for = |what: &str, matches: &dyn Fn(&Value) -> bool| -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let message = rx.recv_timeout(left).unwrap_or_else(|_| panic!("no {what}"));
+            if matches(&message) {
+                return message;
+            }
+        }
+    };
+    let root_uri = uri(ws.root());
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"processId": null, "rootUri": root_uri, "capabilities": {}}}));
+    wait_for("the initialize answer", &|m| m["id"] == 1);
+    assert!(!ws.pwned());
+    send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}));
+    let status = wait_for("a status", &|m| m["method"] == "chainsmith/status");
+    assert_eq!(status["params"]["tools"], 0);
+
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+                "params": {"command": "chainsmith.trustWorkspace", "arguments": [uri(&ws.root().join("chainsmith.toml"))]}}));
+    let status = wait_for("the status after the reload", &|m| m["method"] == "chainsmith/status");
+    assert_eq!(status["params"]["tools"], 1, "{status}");
+    let answer = wait_for("the command's answer", &|m| m["id"] == 2);
+    assert_eq!(answer["result"]["commands"], json!([{"from": "toolset `tiny` (mcp)", "command": LINE}]), "{answer}");
+    assert!(ws.pwned());
+    let recorded = std::fs::read_to_string(ws.trust_file()).unwrap();
+    assert!(recorded.contains(&ws.root().canonicalize().unwrap().display().to_string()), "{recorded}");
+
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": null}));
+    wait_for("the shutdown answer", &|m| m["id"] == 3);
+    send(json!({"jsonrpc": "2.0", "method": "exit", "params": null}));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the server did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
