@@ -1,8 +1,9 @@
-//! Text search, one implementation for every user: retrieval (`generate::retrieve`), ToolNet's
-//! task relevance (`graph::relevance`) and their evaluations. Tokens are lower-case words with
-//! identifiers and URL paths split (`movieCredits`, `movie_credits`, `/person/{person_id}`), stop
-//! words dropped and plurals folded by one light stemmer; documents are weighted term
-//! frequencies; BM25 runs over an inverted index, so a query touches only its terms' postings.
+//! Text search, one implementation for every user: the catalog's index (`toolset::index`, shared
+//! by retrieval and ToolNet's task relevance) and graph evaluation's data-flow word matching.
+//! Tokens are lower-case words with identifiers and URL paths split (`movieCredits`,
+//! `movie_credits`, `/person/{person_id}`), stop words dropped and plurals folded by one light
+//! stemmer; documents are weighted term frequencies; BM25 runs over an inverted index, so a query
+//! touches only its terms' postings.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -155,6 +156,58 @@ mod tests {
         assert_eq!(tokens("movieCredits movie_credits", true), ["movi", "credit", "movi", "credit"]);
         assert_eq!(tokens("companies company", true), ["compani", "compani"]);
         assert_eq!(tokens("series status", true), ["seri", "status"]);
+    }
+
+    #[test]
+    fn tokens_split_identifiers_and_paths() {
+        assert_eq!(
+            tokens("GET /person/{person_id}/movieCredits", true),
+            vec!["person", "person", "id", "movi", "credit"]
+        );
+        assert_eq!(tokens("the movies of Sofia Coppola", true), vec!["movi", "sofia", "coppola"]);
+        assert_eq!(tokens("movie companies company", true), vec!["movi", "compani", "compani"]);
+        assert_eq!(tokens("person_movie_credits", false), vec!["person_movie_credits"]);
+        assert_eq!(tokens("movieCredits search_person", true), ["movi", "credit", "search", "person"]);
+        assert_eq!(tokens("getHTTPResponse v3/tv/{tv_id}", true), ["http", "response", "v3", "tv", "tv", "id"]);
+        assert_eq!(
+            tokens("Who directed the movies of these companies?", true),
+            ["directed", "movi", "these", "compani"]
+        );
+        assert_eq!(tokens("a movie, a company, images", true), ["movi", "compani", "image"]);
+    }
+
+    #[test]
+    fn the_stemmer_folds_plural_and_third_person_forms() {
+        for (a, b) in [("images", "image"), ("movies", "movie"), ("returns", "return"), ("lists", "list")] {
+            assert_eq!(fold(a), fold(b), "{a} / {b}");
+        }
+        // Short words, `ss` and `us` endings stay as they are.
+        assert_eq!([fold("is"), fold("address"), fold("status"), fold("bus")], ["is", "address", "status", "bus"]);
+        assert_eq!([fold("key"), fold("day"), fold("tie")], ["key", "day", "tie"]);
+    }
+
+    #[test]
+    fn bm25_prefers_the_matching_document() {
+        let doc = |text: &str| {
+            let mut d = Doc::new();
+            add(&mut d, text, 1.0, true);
+            d
+        };
+        let index = Bm25::new(
+            vec![
+                doc("search for people by name"),
+                doc("search for movies by title"),
+                doc("movie reviews written by users"),
+            ],
+            1.2,
+            0.75,
+        );
+        let q = tokens("reviews of the movie Titanic", true);
+        assert!(index.score_of(&q, 2) > index.score_of(&q, 1));
+        assert!(index.score_of(&q, 1) > index.score_of(&q, 0));
+        assert_eq!(index.score_of(&q, 0), 0.0);
+        assert_eq!(index.score_of(&q, 99), 0.0, "an unknown document");
+        assert_eq!((index.len(), index.is_empty()), (3, false));
     }
 
     #[test]

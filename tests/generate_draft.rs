@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use chainsmith::config::{Config, LlmConfig};
 use chainsmith::generate::atc::{self, Budget, GenerateError};
-use chainsmith::generate::retrieve::{Index, Options};
 use chainsmith::llm::Client;
+use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::{Catalog, Tool, workspace};
 use support::openai::{Answer, Server};
 
@@ -35,7 +35,8 @@ fn client(server: &Server) -> Client {
 fn candidates(catalog: &Catalog) -> Vec<&Tool> {
     let mut tools =
         vec![catalog.tool("tmdb", "search_person").unwrap(), catalog.tool("tmdb", "person_movie_credits").unwrap()];
-    for (tool, _) in Index::new(catalog, Options::BEST).search(TASK, 20) {
+    let index = CatalogIndex::new(catalog);
+    for (tool, _) in index.search_tools(catalog, &index.query(TASK), 20) {
         if tools.len() < 20 && !tools.iter().any(|t| t.name == tool.name) {
             tools.push(tool);
         }

@@ -15,6 +15,7 @@ use chainsmith::generate::reflect::{Attribution, Runner};
 use chainsmith::generate::search::{self, Kind, Request, Settings, Stop, Verdict};
 use chainsmith::llm::Client;
 use chainsmith::runtime::Cancel;
+use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::workspace as toolsets;
 use serde_json::Value;
 use support::openai::{Answer, Server};
@@ -98,10 +99,12 @@ fn fenced(prose: &str, code: &str) -> String {
 }
 
 async fn run_search(task: &str, dir: &Path, client: &Client, settings: &Settings, runner: &Runner) -> search::Outcome {
-    let (candidates, allowed) = search::candidates(task, &runner.catalog, 20, &[], None);
+    let index = CatalogIndex::new(&runner.catalog);
+    let (candidates, allowed) = search::candidates(task, &runner.catalog, &index, 20, &[], None);
     search::search(
         Request { task, candidates, allowed, given: None, judge: true },
         &runner.catalog,
+        &index,
         client,
         runner,
         settings,

@@ -7,6 +7,7 @@ use chainsmith::graph::editor;
 use chainsmith::graph::store::{ImportedSet, RunRecord, STORE_PATH, Store, StoreError};
 use chainsmith::graph::workspace::WorkspaceGraph;
 use chainsmith::graph::{END, START, Trajectory};
+use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::workspace;
 
 fn sample() -> Store {
@@ -128,7 +129,7 @@ fn the_tmdb_workspace_graph_comes_from_its_programs() {
     assert!(hint.starts_with("→ ") && hint.contains("tv ") && !hint.contains("tmdb."), "{hint}");
 
     // Completion after `tmdb.` following search_movie: the graph's successor first, visibly.
-    let ranked = editor::rank_tools(&graph, &catalog, "tmdb", Some("tmdb.search_movie"), None);
+    let ranked = editor::rank_tools(&graph, &catalog, None, "tmdb", Some("tmdb.search_movie"), None);
     assert_eq!(ranked.len(), catalog.tool_count());
     assert_eq!(ranked[0].name, "movie_credits");
     assert_eq!(ranked[0].weight, Some(100));
@@ -138,7 +139,15 @@ fn the_tmdb_workspace_graph_comes_from_its_programs() {
     // `mistakes/mistakes.py` fails the checks, so its repeated search_person calls teach nothing.
     assert_eq!(graph.count("tmdb.search_person", "tmdb.search_person"), 0);
     // Without an edge, the task docstring decides.
-    let ranked = editor::rank_tools(&graph, &catalog, "tmdb", Some("tmdb.network"), Some("the reviews of a movie"));
+    let index = CatalogIndex::new(&catalog);
+    let ranked = editor::rank_tools(
+        &graph,
+        &catalog,
+        Some(&index),
+        "tmdb",
+        Some("tmdb.network"),
+        Some("the reviews of a movie"),
+    );
     assert_eq!(ranked[0].name, "movie_reviews", "{:?}", &ranked[..3]);
 
     // Refreshing with nothing changed keeps the same graph; a saved program replaces its calls.

@@ -316,7 +316,8 @@ async fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
             "chainsmith.fix",
             "chainsmith.probe",
             "chainsmith.probeAll",
-            "chainsmith.graph"
+            "chainsmith.graph",
+            "chainsmith.trustWorkspace"
         ])
     );
     assert_eq!(init["serverInfo"]["name"], "chainsmith");

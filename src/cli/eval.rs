@@ -14,6 +14,7 @@ use super::{load_workspace, workspace_root};
 use crate::eval::{Bench, TaskRecord, Variant, table};
 use crate::generate::search::Settings;
 use crate::mock::MockServer;
+use crate::toolset::index::CatalogIndex;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct EvalArgs {
@@ -225,6 +226,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
     let bench = Bench {
         root: root.clone(),
         config: Arc::new(config),
+        index: Arc::new(CatalogIndex::new(&catalog)),
         catalog,
         upstream: mock.as_ref().map(MockServer::upstream).unwrap_or_default(),
     };

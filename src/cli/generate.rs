@@ -17,6 +17,7 @@ use crate::generate::search::{self, Outcome, Request, Settings, Verdict};
 use crate::llm;
 use crate::runtime::Cancel;
 use crate::toolset::Catalog;
+use crate::toolset::index::CatalogIndex;
 
 fn report(client: &llm::Client, outcome: &Outcome) {
     eprintln!(
@@ -63,14 +64,26 @@ fn runner(root: &Path, program: &Path, config: Config, catalog: Catalog, yes: bo
     }
 }
 
+/// Generation runs every attempt: with an interpreter the workspace is not trusted with, none
+/// could run, so nothing is asked of the model.
+fn refuse_untrusted_interpreter(config: &crate::config::Config, catalog: &crate::toolset::Catalog) -> Result<()> {
+    match crate::runtime::untrusted_interpreter(config, catalog) {
+        Some(why) => bail!("not running any program: {why}"),
+        None => Ok(()),
+    }
+}
+
 /// `chainsmith generate`: exit 0 when a program was found that runs and answers the task.
 pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) -> Result<u8> {
     let root = workspace_root(root, &out.map(|o| vec![o.to_path_buf()]).unwrap_or_default());
     let (config, catalog) = load_workspace(&root)?;
+    refuse_untrusted_interpreter(&config, &catalog)?;
     let (client, settings) = setup(&config)?;
     let graph = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph();
     let selected = search::named_tools(task, &catalog);
-    let (candidates, allowed) = search::candidates(task, &catalog, config.generate.candidates, &selected, Some(&graph));
+    let index = CatalogIndex::new(&catalog);
+    let (candidates, allowed) =
+        search::candidates(task, &catalog, &index, config.generate.candidates, &selected, Some(&graph));
     if candidates.is_empty() {
         bail!("no tool of the workspace matches the task");
     }
@@ -80,6 +93,7 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) 
     let outcome = tokio.block_on(search::search(
         Request { task, candidates, allowed, given: None, judge: true },
         &runner.catalog,
+        &index,
         &client,
         &runner,
         &settings,
@@ -115,6 +129,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     let root = workspace_root(root, &[file.to_path_buf()]);
     let (config, catalog) = load_workspace(&root)?;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    refuse_untrusted_interpreter(&config, &catalog)?;
     let (client, settings) = setup(&config)?;
     let task = search::task_of(&text);
     let selected = task.as_deref().map(|t| search::named_tools(t, &catalog)).unwrap_or_default();
@@ -124,7 +139,9 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
         crate::graph::workspace::program_tools(&analysis)
     };
     let query = format!("{} {}", task.clone().unwrap_or_default(), called.join(" "));
-    let (mut candidates, allowed) = search::candidates(&query, &catalog, config.generate.candidates, &selected, None);
+    let index = CatalogIndex::new(&catalog);
+    let (mut candidates, allowed) =
+        search::candidates(&query, &catalog, &index, config.generate.candidates, &selected, None);
     for id in called.iter().rev() {
         if !candidates.contains(id) {
             candidates.insert(0, id.clone());
@@ -144,6 +161,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     let outcome = tokio.block_on(search::search(
         Request { task: &task_text, candidates, allowed, given: Some(text.clone()), judge: task.is_some() },
         &runner.catalog,
+        &index,
         &client,
         &runner,
         &settings,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::generate::retrieve::{self, Index, Options};
+use crate::generate::retrieve::{self, CatalogIndex, Options};
 
 /// The queries of benchmark task files (RestBench, ToolBench, StableToolBench; the format detected
 /// per item) with their gold tools in this catalog, and how many gold entries it does not have.
@@ -54,10 +54,10 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
             writeln!(out, "recall@20 {:.3}", s.recall20)
         };
         for (name, options) in steps {
-            let index = Index::new(&catalog, options);
+            let index = CatalogIndex::with_options(&catalog, options);
             print(name, retrieve::evaluate(&index, &queries))?;
         }
-        let index = Index::new(&catalog, Options::BEST);
+        let index = CatalogIndex::new(&catalog);
         if let Some(s) = retrieve::evaluate_with_graph(&index, &queries, 5, &config.toolnet) {
             print("+ ToolNet expansion (graph from the other 4 of 5 folds)", s)?;
         }
@@ -67,8 +67,8 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
         bail!("give a task (`chainsmith retrieve \"TASK\"`) or --eval FILE...");
     };
     let k = k.unwrap_or(config.generate.candidates);
-    let index = Index::new(&catalog, Options::BEST);
-    for (tool, score) in index.search(task, k) {
+    let index = CatalogIndex::new(&catalog);
+    for (tool, score) in index.search_tools(&catalog, &index.query(task), k) {
         let first_line = tool.description.lines().next().unwrap_or("");
         let short: String = first_line.chars().take(80).collect();
         writeln!(out, "{score:7.3}  {}  {short}", tool.id())?;

@@ -29,6 +29,7 @@ use crate::graph::ToolGraph;
 use crate::llm;
 use crate::runtime::Cancel;
 use crate::toolset::Catalog;
+use crate::toolset::index::CatalogIndex;
 
 /// One configuration of the system: the full system or an ablation.
 #[derive(Debug, Clone)]
@@ -104,6 +105,8 @@ pub struct Bench {
     pub root: PathBuf,
     pub config: Arc<Config>,
     pub catalog: Arc<Catalog>,
+    /// The catalog's text index, built once for every task.
+    pub index: Arc<CatalogIndex>,
     /// (base URL, stand-in) pairs: the mock's, or none to use the real APIs.
     pub upstream: Vec<(String, String)>,
 }
@@ -119,7 +122,7 @@ impl Bench {
         let started = Instant::now();
         let graph = variant.toolnet.then(|| fold_graph(queries, index, folds, &self.config));
         let k = variant.candidates.unwrap_or(self.catalog.tool_count());
-        let (candidates, allowed) = search::candidates(&query.text, &self.catalog, k, &[], graph.as_ref());
+        let (candidates, allowed) = search::candidates(&query.text, &self.catalog, &self.index, k, &[], graph.as_ref());
         let runner = Runner {
             root: self.root.clone(),
             // Where `chainsmith generate` puts its program: the workspace root is its working folder.
@@ -133,7 +136,7 @@ impl Bench {
             learn: false,
         };
         let request = Request { task: &query.text, candidates, allowed, given: None, judge: true };
-        let outcome = search::search(request, &self.catalog, &client, &runner, &variant.settings).await;
+        let outcome = search::search(request, &self.catalog, &self.index, &client, &runner, &variant.settings).await;
         let best = outcome.best_node();
         let called = best.map(|b| called_tools(b, &self.catalog)).unwrap_or_default();
         let gold = if query.sequence.is_empty() { query.gold.clone() } else { query.sequence.clone() };

@@ -1,132 +1,15 @@
-//! Candidate tools for a task: BM25 over each tool's fields, tokenised the way identifiers and URL
-//! paths are written, with field weights and AnyTool's tool-level aggregation (an API inherits part
-//! of the score of the tool it belongs to). `evaluate` scores retrieval against StableToolBench query
-//! files and RestBench task files.
+//! Retrieval's evaluation and ToolNet expansion. The ranking itself is the catalog's one text
+//! index ([`CatalogIndex`]: field-weighted BM25 over identifier-aware tokens with AnyTool's
+//! tool-level aggregation), shared with ToolNet's task relevance. `evaluate` scores it against
+//! StableToolBench query files and RestBench task files; `expand` adds graph neighbours of the hits.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use crate::names;
-pub use crate::textsearch::tokens;
-use crate::textsearch::{Bm25, Doc, add};
-use crate::toolset::{Catalog, SourceKind, Tool, Transport};
-
-/// How documents are built and scored; each step of the improvement over plain BM25 is a switch, so
-/// `retrieve --eval` can report every step's gain.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Options {
-    /// Split identifiers (`movie_credits`, `movieCredits`) and paths into words; else whitespace and
-    /// punctuation only.
-    pub split_identifiers: bool,
-    /// Weight the name, path and category above the description; else every field counts once.
-    pub field_weights: bool,
-    /// Add a share of the score of the API's tool (ToolBench tool, toolset for others).
-    pub tool_level: bool,
-    pub k1: f64,
-    pub b: f64,
-}
-
-impl Options {
-    pub const PLAIN: Options =
-        Options { split_identifiers: false, field_weights: false, tool_level: false, k1: 1.2, b: 0.75 };
-    pub const BEST: Options =
-        Options { split_identifiers: true, field_weights: true, tool_level: true, k1: 1.2, b: 0.75 };
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options::BEST
-    }
-}
-
-fn tool_doc(tool: &Tool, options: &Options) -> Doc {
-    let w = |strong: f64| if options.field_weights { strong } else { 1.0 };
-    let split = options.split_identifiers;
-    let mut doc = Doc::new();
-    add(&mut doc, &tool.name, w(3.0), split);
-    if let Some(api) = &tool.source.api {
-        add(&mut doc, api, w(2.0), split);
-    }
-    if let Transport::Http { path, .. } = &tool.transport {
-        add(&mut doc, path, w(2.0), split);
-    }
-    add(&mut doc, &tool.description, 1.0, split);
-    add(&mut doc, &tool.category, w(0.5), split);
-    for p in &tool.params {
-        add(&mut doc, &p.name, w(0.7), split);
-        add(&mut doc, &p.description, w(0.3), split);
-    }
-    doc
-}
-
-/// The group an API belongs to for tool-level aggregation: its ToolBench tool, else its toolset.
-fn group_of(tool: &Tool) -> String {
-    match (&tool.source.kind, &tool.source.tool) {
-        (SourceKind::ToolBench, Some(t)) => format!("{}::{t}", tool.toolset),
-        _ => tool.toolset.clone(),
-    }
-}
-
-/// A retrieval index over every tool of a catalog.
-pub struct Index<'c> {
-    tools: Vec<&'c Tool>,
-    apis: Bm25,
-    groups: Option<(Bm25, Vec<usize>)>,
-    options: Options,
-}
-
-/// Share of the tool-level score an API inherits.
-const TOOL_LEVEL_SHARE: f64 = 0.5;
-
-impl<'c> Index<'c> {
-    pub fn new(catalog: &'c Catalog, options: Options) -> Self {
-        let tools: Vec<&Tool> = catalog.tools().collect();
-        let docs: Vec<Doc> = tools.iter().map(|t| tool_doc(t, &options)).collect();
-        let groups = options.tool_level.then(|| {
-            let mut ids: HashMap<String, usize> = HashMap::new();
-            let mut group_docs: Vec<Doc> = Vec::new();
-            let mut of_tool = Vec::with_capacity(tools.len());
-            for (tool, doc) in tools.iter().zip(&docs) {
-                let key = group_of(tool);
-                let next = ids.len();
-                let g = *ids.entry(key.clone()).or_insert(next);
-                if g == group_docs.len() {
-                    let mut d = Doc::new();
-                    if let Some(name) = &tool.source.tool {
-                        add(&mut d, name, 2.0, options.split_identifiers);
-                    }
-                    group_docs.push(d);
-                }
-                for (t, w) in doc {
-                    // A group's document is its APIs' words, damped so big tools don't drown small ones.
-                    *group_docs[g].entry(t.clone()).or_default() += w.sqrt();
-                }
-                of_tool.push(g);
-            }
-            (Bm25::new(group_docs, options.k1, options.b), of_tool)
-        });
-        Index { tools, apis: Bm25::new(docs, options.k1, options.b), groups, options }
-    }
-
-    /// The `k` best tools for `query`, best first, with their scores.
-    pub fn search(&self, query: &str, k: usize) -> Vec<(&'c Tool, f64)> {
-        let q = tokens(query, self.options.split_identifiers);
-        let mut scores = self.apis.scores(&q);
-        if let Some((groups, of_tool)) = &self.groups {
-            let group_scores = groups.scores(&q);
-            let top = group_scores.iter().cloned().fold(0.0, f64::max).max(1e-9);
-            let api_top = scores.iter().cloned().fold(0.0, f64::max).max(1e-9);
-            for (i, s) in scores.iter_mut().enumerate() {
-                *s += TOOL_LEVEL_SHARE * api_top * group_scores[of_tool[i]] / top;
-            }
-        }
-        let mut ranked: Vec<(usize, f64)> = scores.into_iter().enumerate().filter(|(_, s)| *s > 0.0).collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(self.tools[a.0].name.cmp(&self.tools[b.0].name)));
-        ranked.truncate(k);
-        ranked.into_iter().map(|(i, s)| (self.tools[i], s)).collect()
-    }
-}
+pub use crate::toolset::index::{CatalogIndex, Options};
+use crate::toolset::{Catalog, SourceKind, Transport};
 
 /// One evaluation query: the task text and the ids of the tools that solve it.
 #[derive(Debug, Clone)]
@@ -253,10 +136,11 @@ fn add_scores(s: &mut Scores, ranked: &[String], gold: &[String]) {
 }
 
 /// NDCG@1/3/5 and recall@20 of the index over the queries (binary relevance).
-pub fn evaluate(index: &Index, queries: &[Query]) -> Scores {
+pub fn evaluate(index: &CatalogIndex, queries: &[Query]) -> Scores {
     let mut s = Scores { queries: queries.len(), ..Default::default() };
     for q in queries {
-        let ranked: Vec<String> = index.search(&q.text, 20).into_iter().map(|(t, _)| t.id()).collect();
+        let ranked: Vec<String> =
+            index.search(&index.query(&q.text), 20).into_iter().map(|(id, _)| id.to_string()).collect();
         add_scores(&mut s, &ranked, &q.gold);
     }
     s.average()
@@ -266,7 +150,7 @@ pub fn evaluate(index: &Index, queries: &[Query]) -> Scores {
 /// fold's graph is built from the solution sequences of the other folds only. `None` when the
 /// queries give no sequences (StableToolBench's gold sets are unordered).
 pub fn evaluate_with_graph(
-    index: &Index,
+    index: &CatalogIndex,
     queries: &[Query],
     folds: usize,
     config: &crate::config::ToolnetConfig,
@@ -283,7 +167,8 @@ pub fn evaluate_with_graph(
             }
         }
         for (_, q) in queries.iter().enumerate().filter(|(i, _)| i % folds == fold) {
-            let hits: Vec<(String, f64)> = index.search(&q.text, 20).into_iter().map(|(t, s)| (t.id(), s)).collect();
+            let hits: Vec<(String, f64)> =
+                index.search(&index.query(&q.text), 20).into_iter().map(|(id, s)| (id.to_string(), s)).collect();
             let ranked: Vec<String> = expand(hits, &graph, 3, 2).into_iter().map(|(id, _)| id).collect();
             add_scores(&mut s, &ranked, &q.gold);
         }
@@ -305,17 +190,6 @@ impl Scores {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tokens_split_identifiers_and_paths() {
-        assert_eq!(
-            tokens("GET /person/{person_id}/movieCredits", true),
-            vec!["person", "person", "id", "movi", "credit"]
-        );
-        assert_eq!(tokens("the movies of Sofia Coppola", true), vec!["movi", "sofia", "coppola"]);
-        assert_eq!(tokens("movie companies company", true), vec!["movi", "compani", "compani"]);
-        assert_eq!(tokens("person_movie_credits", false), vec!["person_movie_credits"]);
-    }
 
     #[test]
     fn ndcg_is_standard() {

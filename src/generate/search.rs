@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 
 use crate::llm::{self, Message};
 use crate::runtime::{RunOutcome, Trace};
+use crate::toolset::index::CatalogIndex;
 use crate::toolset::{Catalog, Tool};
 
 use super::atc::{self, Budget, GenerateError};
@@ -172,18 +173,19 @@ pub struct Request<'a> {
     pub judge: bool,
 }
 
-/// The candidate pool for a task: retrieval's best `k`, restricted to `selected` and their graph
-/// neighbours when the user selected tools.
+/// The candidate pool for a task: retrieval's best `k` in the catalog's `index`, restricted to
+/// `selected` and their graph neighbours when the user selected tools.
 pub fn candidates(
     task: &str,
     catalog: &Catalog,
+    index: &CatalogIndex,
     k: usize,
     selected: &[String],
     graph: Option<&crate::graph::ToolGraph>,
 ) -> (Vec<String>, Option<BTreeSet<String>>) {
     if selected.is_empty() {
-        let index = retrieve::Index::new(catalog, retrieve::Options::BEST);
-        let hits: Vec<(String, f64)> = index.search(task, k).into_iter().map(|(t, s)| (t.id(), s)).collect();
+        let hits: Vec<(String, f64)> =
+            index.search(&index.query(task), k).into_iter().map(|(id, s)| (id.to_string(), s)).collect();
         // ToolNet expansion: the graph neighbours of the best hits (as `retrieve --eval` measures it).
         let ids = match graph {
             Some(graph) => retrieve::expand(hits, graph, 3, 2)
@@ -206,12 +208,10 @@ pub fn candidates(
             }
         }
     }
-    let index = retrieve::Index::new(catalog, retrieve::Options::BEST);
     let mut ids: Vec<String> = selected.iter().filter(|id| allowed.contains(*id)).cloned().collect();
-    for (tool, _) in index.search(task, catalog.tool_count()) {
-        let id = tool.id();
-        if allowed.contains(&id) && !ids.contains(&id) {
-            ids.push(id);
+    for (id, _) in index.search(&index.query(task), index.len()) {
+        if allowed.contains(id) && !ids.iter().any(|i| i == id) {
+            ids.push(id.to_string());
         }
     }
     for id in &allowed {
@@ -311,6 +311,8 @@ fn score(node: &Node) -> (u8, usize) {
 struct Search<'a> {
     task: &'a str,
     catalog: &'a Catalog,
+    /// The catalog's text index: self-reflection retrieves with it.
+    index: &'a CatalogIndex,
     client: &'a llm::Client,
     runner: &'a Runner,
     settings: &'a Settings,
@@ -427,10 +429,9 @@ impl<'a> Search<'a> {
     /// Self-reflection before an alternative: widen the pool with the failure reasons, drop broken tools.
     fn self_reflect(&mut self, reasons: &[String]) {
         let broken = broken_tools(&self.nodes);
-        let index = retrieve::Index::new(self.catalog, retrieve::Options::BEST);
         for reason in reasons {
-            for (tool, _) in index.search(reason, 5) {
-                let id = tool.id();
+            for (id, _) in self.index.search(&self.index.query(reason), 5) {
+                let id = id.to_string();
                 let permitted = self.allowed.as_ref().is_none_or(|a| a.contains(&id));
                 if permitted && !self.pool.contains(&id) && !broken.contains(&id) {
                     self.pool.push(id);
@@ -587,10 +588,11 @@ impl<'a> Search<'a> {
     }
 }
 
-/// Searches for a program that solves the task.
+/// Searches for a program that solves the task, retrieving in `index` (the catalog's, built once).
 pub async fn search(
     request: Request<'_>,
     catalog: &Catalog,
+    index: &CatalogIndex,
     client: &llm::Client,
     runner: &Runner,
     settings: &Settings,
@@ -610,6 +612,7 @@ pub async fn search(
     let mut search = Search {
         task: request.task,
         catalog,
+        index,
         client,
         runner,
         settings,

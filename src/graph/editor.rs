@@ -6,10 +6,8 @@
 //! better than decimals). Tool names drop the toolset prefix when it is the toolset of the tool
 //! they are shown next to.
 
-use std::collections::HashSet;
-
-use super::relevance::{self, Bm25};
 use super::{END, START, ToolGraph, integer_weight};
+use crate::toolset::index::CatalogIndex;
 use crate::toolset::{Catalog, Tool};
 
 /// How many successors a hint or a hover shows by default.
@@ -73,39 +71,39 @@ pub struct RankedTool {
 
 /// Ranks the tools of `toolset` for completion after `toolset.`: first by the transition weight
 /// from `previous` (the previous call's tool id; the program's start when `None`), then by
-/// relevance to `task` (a docstring), then by name.
+/// relevance to `task` (a docstring) in the catalog's `index`, then by name.
 pub fn rank_tools(
     graph: &ToolGraph,
     catalog: &Catalog,
+    index: Option<&CatalogIndex>,
     toolset: &str,
     previous: Option<&str>,
     task: Option<&str>,
 ) -> Vec<RankedTool> {
     let Some(ts) = catalog.toolset(toolset) else { return Vec::new() };
-    let index = task.is_some().then(|| Bm25::of_tools(ts.tools.iter()));
     let tools: Vec<&Tool> = ts.tools.iter().collect();
-    rank_among(graph, &tools, previous, task, index.as_ref())
+    rank_among(graph, &tools, previous, task, index)
 }
 
-/// [`rank_tools`] over some tools only (the completion items being sent), with the toolset's
-/// relevance index built once (the server keeps one per toolset and catalog).
+/// [`rank_tools`] over some tools only (the completion items being sent). Relevance is read from
+/// the catalog's index, built once per catalog (the server keeps it with the catalog); without an
+/// index or a task, every tool's relevance is 0.
 pub fn rank_among(
     graph: &ToolGraph,
     tools: &[&Tool],
     previous: Option<&str>,
     task: Option<&str>,
-    index: Option<&Bm25>,
+    index: Option<&CatalogIndex>,
 ) -> Vec<RankedTool> {
     let from = previous.unwrap_or(START);
     let task = task.map(str::trim).filter(|t| !t.is_empty());
-    let query: HashSet<String> = task.map(|t| relevance::tokens(t).into_iter().collect()).unwrap_or_default();
-    let index = index.filter(|_| task.is_some());
+    let relevance = index.zip(task).map(|(index, task)| (index, index.query(task)));
     let mut ranked: Vec<(f64, RankedTool)> = tools
         .iter()
         .map(|tool| {
             let id = tool.id();
             let w = graph.weight(from, &id);
-            let relevance = index.as_ref().map_or(0.0, |i| i.score_tokens(&query, &id));
+            let relevance = relevance.as_ref().map_or(0.0, |(index, query)| index.relevance(query, &id));
             let weight = (w > 0.0).then(|| integer_weight(w));
             let detail = match weight {
                 Some(w) if from == START => format!("ToolNet {w} as a first call"),

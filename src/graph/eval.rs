@@ -13,9 +13,10 @@
 //! - `backoff`: bigram, and when a node has fewer than [`BACKOFF_FILL`] successors, the list is
 //!   filled by a class-based bigram — P(category(next) | category(previous)) · P(next | its
 //!   category) — then by frequency.
-//! - `task-start`, `task`: bigram successors re-ranked by `w + λ·relevance`, relevance being BM25
-//!   between the task text and the tool's name, category, path and description, normalised to the
-//!   best candidate; at the first step only, or at every step. Re-ranking never adds candidates.
+//! - `task-start`, `task`: bigram successors re-ranked by `w + λ·relevance`, relevance being the
+//!   catalog index's BM25 between the task text and the tool's document (the one retrieval uses:
+//!   name, path, description, category, parameters, field-weighted), normalised to the best
+//!   candidate; at the first step only, or at every step. Re-ranking never adds candidates.
 //! - `backoff+task`: both.
 //! - `flow`, `flow+task`: bigram, plus at most [`FLOW_EXTRA`] tools that are not successors yet but
 //!   can take what the previous tool yields (a required `<entity>_id` path parameter whose entity
@@ -27,10 +28,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::relevance::{self, Bm25};
 use super::{END, START, ToolGraph, Trajectory};
 use crate::config::ToolnetConfig;
+use crate::textsearch;
 use crate::toolset::Catalog;
+use crate::toolset::index::{CatalogIndex, Query};
 
 /// Back-off fills a node's candidate list up to this many.
 pub const BACKOFF_FILL: usize = 3;
@@ -177,10 +179,11 @@ pub struct VariantResult {
     pub lambdas: Vec<f64>,
 }
 
-/// What the predictors know about tools besides the trajectories: categories and texts.
+/// What the predictors know about tools besides the trajectories: categories and the catalog's
+/// text index (task relevance).
 pub struct ToolInfo {
     categories: HashMap<String, String>,
-    index: Bm25,
+    index: CatalogIndex,
     /// tool → the tools that can take an id it yields.
     links: HashMap<String, Vec<String>>,
 }
@@ -198,7 +201,7 @@ impl ToolInfo {
             };
             categories.insert(tool.id(), group);
         }
-        ToolInfo { categories, index: Bm25::of_tools(catalog.tools()), links: data_flow_links(catalog) }
+        ToolInfo { categories, index: CatalogIndex::new(catalog), links: data_flow_links(catalog) }
     }
 
     /// The tools that can take an id `from` yields (see [`data_flow_links`]).
@@ -237,18 +240,17 @@ pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
     let takers: Vec<(String, Vec<String>)> =
         catalog.tools().map(|t| (t.id(), id_params(t))).filter(|(_, ps)| !ps.is_empty()).collect();
     let mut links = HashMap::new();
+    let tokens = |text: &str| textsearch::tokens(text, true);
     for x in catalog.tools() {
-        let mut words: HashSet<String> = relevance::tokens(&x.name).into_iter().collect();
+        let mut words: HashSet<String> = tokens(&x.name).into_iter().collect();
         let mut keys = HashSet::new();
         if let Some(schema) = &x.response {
             collect_keys(schema, &mut keys, 0);
         }
         for k in &keys {
-            words.extend(relevance::tokens(k));
+            words.extend(tokens(k));
         }
-        let yields = |p: &str| {
-            keys.contains(p) || relevance::tokens(p.trim_end_matches("_id")).iter().all(|w| words.contains(w))
-        };
+        let yields = |p: &str| keys.contains(p) || tokens(p.trim_end_matches("_id")).iter().all(|w| words.contains(w));
         let followers: Vec<String> = takers
             .iter()
             .filter(|(id, ps)| *id != x.id() && ps.iter().all(|p| yields(p)))
@@ -371,7 +373,7 @@ impl<'i> Model<'i> {
 
     /// Bigram, plus at most [`FLOW_EXTRA`] tools taking an id `from` yields, by task relevance
     /// (when `query`) then frequency, below every real successor.
-    fn flow(&self, from: &str, query: Option<&HashSet<String>>) -> Vec<(String, f64)> {
+    fn flow(&self, from: &str, query: Option<&Query>) -> Vec<(String, f64)> {
         let mut ranked = self.bigram(from);
         let present: HashSet<String> = ranked.iter().map(|(t, _)| t.clone()).collect();
         let floor = ranked.iter().map(|(_, w)| *w).fold(1.0, f64::min);
@@ -381,7 +383,7 @@ impl<'i> Model<'i> {
             .iter()
             .filter(|t| !present.contains(*t))
             .map(|t| {
-                let relevance = query.map_or(0.0, |q| self.info.index.score_tokens(q, t));
+                let relevance = query.map_or(0.0, |q| self.info.index.relevance(q, t));
                 (t, relevance, self.frequency.get(t).copied().unwrap_or(0))
             })
             .collect();
@@ -392,7 +394,7 @@ impl<'i> Model<'i> {
         ranked
     }
 
-    fn rank(&self, variant: Variant, from: &str, query: Option<&HashSet<String>>, lambda: f64) -> Vec<String> {
+    fn rank(&self, variant: Variant, from: &str, query: Option<&Query>, lambda: f64) -> Vec<String> {
         let mut scored = match variant {
             Variant::Frequency => return self.by_frequency(),
             Variant::Bigram | Variant::TaskStart | Variant::Task => self.bigram(from),
@@ -406,7 +408,7 @@ impl<'i> Model<'i> {
             _ => false,
         };
         if let (true, Some(query)) = (rerank && lambda > 0.0, query) {
-            let relevance: Vec<f64> = scored.iter().map(|(t, _)| self.info.index.score_tokens(query, t)).collect();
+            let relevance: Vec<f64> = scored.iter().map(|(t, _)| self.info.index.relevance(query, t)).collect();
             let best = relevance.iter().copied().fold(0.0, f64::max);
             if best > 0.0 {
                 for ((_, w), r) in scored.iter_mut().zip(relevance) {
@@ -424,7 +426,7 @@ fn score(variant: Variant, train: &[&Trajectory], test: &[&Trajectory], info: &T
     let model = Model::train(train, info);
     let mut metrics = Metrics::default();
     for t in test {
-        let query: Option<HashSet<String>> = t.query.as_deref().map(|q| relevance::tokens(q).into_iter().collect());
+        let query: Option<Query> = t.query.as_deref().map(|q| info.index.query(q));
         let mut previous = START;
         for tool in &t.tools {
             let ranked = model.rank(variant, previous, query.as_ref(), lambda);
@@ -554,7 +556,7 @@ mod tests {
         let train = [Trajectory::new(["tmdb.search_movie", "tmdb.movie_credits"])];
         let refs: Vec<&Trajectory> = train.iter().collect();
         let model = Model::train(&refs, &info);
-        let query: HashSet<String> = relevance::tokens("reviews of Titanic").into_iter().collect();
+        let query = info.index.query("reviews of Titanic");
         let ranked = model.rank(Variant::FlowTask, "tmdb.search_movie", Some(&query), 1.0);
         assert_eq!(ranked.len(), 1 + FLOW_EXTRA);
         assert_eq!(ranked[0], "tmdb.movie_reviews", "{ranked:?}");

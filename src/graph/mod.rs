@@ -23,7 +23,6 @@
 pub mod editor;
 pub mod eval;
 pub mod import;
-pub mod relevance;
 pub mod render;
 pub mod store;
 pub mod trace;

@@ -22,10 +22,10 @@ use crate::analysis::parse::ParsedText;
 use crate::analysis::{self, Analysis};
 use crate::config::{CONFIG_FILE, Config, ToolsetSource};
 use crate::graph::ToolGraph;
-use crate::graph::relevance::Bm25;
 use crate::graph::workspace::WorkspaceGraph;
 use crate::text::{Encoding, LineIndex};
 use crate::toolset::Catalog;
+use crate::toolset::index::CatalogIndex;
 
 use super::convert;
 use super::marks::RunMarks;
@@ -167,24 +167,21 @@ pub struct World {
     /// Bumped on every configuration / catalog reload.
     pub generation: u64,
     pub toolnet: Arc<Toolnet>,
-    /// Task-relevance indices of the catalog's toolsets, built when completion first needs one.
+    /// The catalog's text index (retrieval and task relevance), built when first needed.
     pub relevance: Arc<Relevance>,
 }
 
-/// One task-relevance index per toolset, for one catalog: built once, used by every keystroke.
+/// The catalog's text index, for one catalog: built once (by the first completion with a task
+/// or generation that needs it), used by every keystroke after.
 #[derive(Default)]
 pub struct Relevance {
-    indices: Mutex<HashMap<String, Arc<Bm25>>>,
+    index: OnceLock<CatalogIndex>,
 }
 
 impl Relevance {
-    pub fn of(&self, catalog: &Catalog, toolset: &str) -> Option<Arc<Bm25>> {
-        if let Some(index) = self.indices.lock().unwrap_or_else(PoisonError::into_inner).get(toolset) {
-            return Some(index.clone());
-        }
-        let index = Arc::new(Bm25::of_tools(catalog.toolset(toolset)?.tools.iter()));
-        self.indices.lock().unwrap_or_else(PoisonError::into_inner).insert(toolset.to_string(), index.clone());
-        Some(index)
+    /// The index of `catalog`, which must be the catalog this `Relevance` was installed with.
+    pub fn of(&self, catalog: &Catalog) -> &CatalogIndex {
+        self.index.get_or_init(|| CatalogIndex::new(catalog))
     }
 }
 

@@ -66,6 +66,11 @@ pub fn uri(path: &Path) -> String {
 
 impl Client {
     pub async fn start(root: &Path) -> Client {
+        Self::start_with(root, Value::Null).await
+    }
+
+    /// [`Client::start`] with `initializationOptions` (editor settings, `{"trusted": true}`).
+    pub async fn start_with(root: &Path, initialization_options: Value) -> Client {
         let (client_end, server_end) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_end);
         let server = tokio::spawn(chainsmith::server::serve(server_read, server_write));
@@ -109,7 +114,8 @@ impl Client {
             .request(
                 "initialize",
                 json!({"processId": null, "rootUri": root_uri, "capabilities": capabilities,
-                       "workspaceFolders": [{"uri": root_uri, "name": "ws"}]}),
+                       "workspaceFolders": [{"uri": root_uri, "name": "ws"}],
+                       "initializationOptions": initialization_options}),
             )
             .await
             .unwrap();

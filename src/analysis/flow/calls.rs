@@ -56,6 +56,9 @@ impl<'t, 'c> Walker<'t, 'c> {
         if let Some(tool) = self.catalog.tool(toolset, name) {
             return Some(tool);
         }
+        if ts.unlisted.is_some() {
+            return None; // no list to check against (an untrusted or unavailable MCP server)
+        }
         let mut d = self.error(range, "unknown-tool", format!("toolset `{toolset}` has no tool `{name}`"));
         if let Some(best) = did_you_mean(name, ts.tools.iter().map(|t| t.name.as_str())) {
             d.message.push_str(&format!("; did you mean `{best}`?"));

@@ -27,11 +27,9 @@ pub fn completion(snap: &Snapshot, params: lsp::CompletionParams) -> Option<lsp:
 /// relevance to the task docstring), visibly: the order in `sortText`, the weight in `detail`.
 fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Completions) {
     let world = &snap.world;
-    let Some(toolset) =
-        completions.items.iter().find_map(|c| c.tool_id.as_deref()?.split_once('.').map(|(ts, _)| ts.to_string()))
-    else {
+    if !completions.items.iter().any(|c| c.tool_id.as_deref().is_some_and(|id| id.contains('.'))) {
         return;
-    };
+    }
     let graph = &world.toolnet.graph;
     let text = snap.text();
     // The calls before the cursor are the same in the whole program's analysis as in one that
@@ -44,8 +42,8 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
         .filter_map(|c| c.tool)
         .next_back()
         .map(|t| t.id());
-    // Only the items being sent are ranked, with the toolset's relevance index built once per
-    // catalog: the cost does not grow with the toolset.
+    // Only the items being sent are ranked, with the catalog's text index built once per catalog:
+    // the cost does not grow with the toolset.
     let tools: Vec<&crate::toolset::Tool> = completions
         .items
         .iter()
@@ -53,8 +51,8 @@ fn rank_by_toolnet(snap: &Snapshot, offset: usize, completions: &mut ide::Comple
         .filter_map(|c| world.catalog.find(c.tool_id.as_deref()?).ok())
         .collect();
     let task = ide::task_of(text, &snap.parsed.tree);
-    let index = task.as_ref().and_then(|_| world.relevance.of(&world.catalog, &toolset));
-    let ranked = editor::rank_among(graph, &tools, previous.as_deref(), task.as_deref(), index.as_deref());
+    let index = task.as_ref().map(|_| world.relevance.of(&world.catalog));
+    let ranked = editor::rank_among(graph, &tools, previous.as_deref(), task.as_deref(), index);
     let by_name: std::collections::HashMap<&str, &editor::RankedTool> =
         ranked.iter().map(|r| (r.name.as_str(), r)).collect();
     for item in completions.items.iter_mut().filter(|c| c.kind == ide::CompletionKind::Tool) {

@@ -231,6 +231,7 @@ async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Ru
     let settings = Settings::from_config(&world.config.generate);
     let graph = world.toolnet.inputs.graph();
     let task_text = task.clone().unwrap_or_else(|| "make this program run without errors".into());
+    let index = world.relevance.of(&world.catalog);
     let mut selected = tools;
     if fix {
         for id in crate::graph::workspace::program_tools(snap.analysis()) {
@@ -242,14 +243,14 @@ async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Ru
     let (candidates, allowed) = if fix && task.is_some() {
         // A fix keeps its program's tools first, then retrieval for the task.
         let (mut c, _) =
-            search::candidates(&task_text, &world.catalog, world.config.generate.candidates, &[], Some(&graph));
+            search::candidates(&task_text, &world.catalog, index, world.config.generate.candidates, &[], Some(&graph));
         for id in selected.iter().rev() {
             c.retain(|x| x != id);
             c.insert(0, id.clone());
         }
         (c, None)
     } else {
-        search::candidates(&task_text, &world.catalog, world.config.generate.candidates, &selected, Some(&graph))
+        search::candidates(&task_text, &world.catalog, index, world.config.generate.candidates, &selected, Some(&graph))
     };
     let mut runner = runner;
     let mut given = fix.then(|| text.clone());
@@ -262,7 +263,7 @@ async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Ru
             judge: task.is_some(),
         };
         let outcome = {
-            let search = search::search(request, &world.catalog, &client, &runner, &settings);
+            let search = search::search(request, &world.catalog, index, &client, &runner, &settings);
             tokio::pin!(search);
             let mut ticker = tokio::time::interval(Duration::from_millis(250));
             let mut reported = 0;
