@@ -32,6 +32,12 @@ pub struct Config {
     pub diagnostics: DiagnosticsConfig,
     /// Problems found in chainsmith.toml or in the editor settings.
     pub problems: Vec<Diagnostic>,
+    /// Where the `[runtime]` section is in chainsmith.toml (empty when it has none).
+    pub runtime_range: ByteRange,
+    /// The user trusts this workspace for this session without recording it (`chainsmith
+    /// --trust`; the editor setting `trusted`, from editors with their own workspace trust). Never
+    /// read from chainsmith.toml: a workspace cannot trust itself. See [`crate::trust`].
+    pub trusted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -292,7 +298,11 @@ impl Config {
             ("diagnostics", section("diagnostics", raw_ref.and_then(|r| r.diagnostics.as_ref()))),
         ];
         config.problems.append(&mut problems);
+        config.trusted = override_of("trusted").and_then(serde_json::Value::as_bool).unwrap_or(false);
         for (name, (value, range)) in sections {
+            if name == "runtime" {
+                config.runtime_range = range;
+            }
             let Some(value) = value else { continue };
             let problems = &mut config.problems;
             match name {
@@ -583,6 +593,21 @@ severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
         assert_eq!(c.llm.model, "m1");
         assert_eq!(c.llm.base_url, "http://127.0.0.1:9/v1");
         assert_eq!(c.runtime.timeout_s, 5);
+        assert!(!c.trusted);
+        let trusted = Config::from_text(Path::new("ws"), None, Some(&json!({"trusted": true})));
+        assert!(trusted.trusted, "an editor with its own workspace trust says so");
+    }
+
+    #[test]
+    fn a_workspace_cannot_trust_itself() {
+        for text in ["trusted = true\n", "[trusted]\nyes = true\n"] {
+            let c = Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), text)), None);
+            assert!(!c.trusted, "{text}");
+            assert_eq!(c.problems.len(), 1, "{:?}", c.problems);
+        }
+        let text = "[runtime]\npython = \".venv/bin/python\"\n";
+        let c = Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), text)), None);
+        assert_eq!(&text[c.runtime_range.start..c.runtime_range.end], text.trim_end());
     }
 
     #[test]

@@ -23,3 +23,4 @@ pub mod server;
 pub mod text;
 pub mod textsearch;
 pub mod toolset;
+pub mod trust;

@@ -11,6 +11,10 @@ struct Cli {
     /// Workspace root (holding chainsmith.toml or protocols/); default: found from the paths given.
     #[arg(long, global = true)]
     root: Option<PathBuf>,
+    /// Trust the workspace for this command only (CI): its MCP servers, command tools and
+    /// interpreter run; nothing is recorded (`chainsmith trust` records).
+    #[arg(long, global = true)]
+    trust: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -127,11 +131,24 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Trust the workspace: print the commands it names (MCP servers, command tools, interpreter)
+    /// and allow exactly those to run; a command changed later needs trusting again.
+    Trust {
+        /// List the trusted workspaces and their commands.
+        #[arg(long, conflicts_with = "revoke")]
+        list: bool,
+        /// Stop trusting the workspace.
+        #[arg(long)]
+        revoke: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     chainsmith::logging::init();
+    if cli.trust {
+        chainsmith::cli::trust_for_this_run();
+    }
     let result = match cli.command {
         Command::Lsp => chainsmith::server::run_stdio(),
         Command::Check { format, paths } => {
@@ -156,6 +173,7 @@ fn main() -> ExitCode {
         }
         Command::Probe { tools, all, yes } => chainsmith::cli::probe(cli.root.as_deref(), &tools, all, yes),
         Command::Tools { format } => chainsmith::cli::tools(cli.root.as_deref(), matches!(format, Format::Json)),
+        Command::Trust { list, revoke } => chainsmith::cli::trust(cli.root.as_deref(), list, revoke),
     };
     match result {
         Ok(code) => ExitCode::from(code),

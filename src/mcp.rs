@@ -2,7 +2,8 @@
 //! transport).
 //!
 //! [`McpClient::start`] spawns the server in its own process group (the whole group is killed when
-//! the client is dropped, so no server or helper it started outlives chainsmith's use of it),
+//! the client is dropped, so no server or helper it started outlives chainsmith's use of it), with
+//! a minimal environment plus the entry's `env` ([`crate::trust::confine`]),
 //! performs the `initialize` handshake and sends `notifications/initialized`. Three threads serve
 //! one session:
 //! - a writer, so a server that stops reading can never block a caller (requests time out instead);
@@ -357,9 +358,10 @@ impl McpClient {
     pub fn start_named(name: &str, config: &McpConfig, root: &Path) -> anyhow::Result<McpClient> {
         let timeout = Duration::from_secs(config.timeout_s.max(1));
         let mut command = Command::new(&config.command);
-        command
+        // A cleared environment with what a program needs to find its way and what the entry
+        // declares: the server never sees chainsmith's API keys.
+        crate::trust::confine(&mut command, &config.env)
             .args(&config.args)
-            .envs(&config.env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

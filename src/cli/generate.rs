@@ -64,10 +64,20 @@ fn runner(root: &Path, program: &Path, config: Config, catalog: Catalog, yes: bo
     }
 }
 
+/// Generation runs every attempt: with an interpreter the workspace is not trusted with, none
+/// could run, so nothing is asked of the model.
+fn refuse_untrusted_interpreter(config: &crate::config::Config, catalog: &crate::toolset::Catalog) -> Result<()> {
+    match crate::runtime::untrusted_interpreter(config, catalog) {
+        Some(why) => bail!("not running any program: {why}"),
+        None => Ok(()),
+    }
+}
+
 /// `chainsmith generate`: exit 0 when a program was found that runs and answers the task.
 pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) -> Result<u8> {
     let root = workspace_root(root, &out.map(|o| vec![o.to_path_buf()]).unwrap_or_default());
     let (config, catalog) = load_workspace(&root)?;
+    refuse_untrusted_interpreter(&config, &catalog)?;
     let (client, settings) = setup(&config)?;
     let graph = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph();
     let selected = search::named_tools(task, &catalog);
@@ -119,6 +129,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     let root = workspace_root(root, &[file.to_path_buf()]);
     let (config, catalog) = load_workspace(&root)?;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    refuse_untrusted_interpreter(&config, &catalog)?;
     let (client, settings) = setup(&config)?;
     let task = search::task_of(&text);
     let selected = task.as_deref().map(|t| search::named_tools(t, &catalog)).unwrap_or_default();

@@ -1,4 +1,5 @@
-//! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes.
+//! Terminal commands over the core: `check` and `tools`, in the shapes DESIGN.md fixes; the
+//! others in their own modules.
 
 pub mod eval;
 mod generate;
@@ -7,12 +8,14 @@ mod probe;
 mod probe_eval;
 pub mod retrieve;
 mod run;
+mod trust;
 
 pub use generate::{fix, generate};
 pub use probe::probe;
 pub use probe_eval::probe_eval;
 pub use retrieve::retrieve;
 pub use run::{mock, run, stubs};
+pub use trust::trust;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -34,11 +37,21 @@ pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
     }
 }
 
+/// `chainsmith --trust`: every command of this invocation trusts its workspace, recording nothing.
+static TRUSTED_FOR_THIS_RUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Trusts the workspace for the rest of this process (the `--trust` flag, for CI): its MCP
+/// servers, command tools and interpreter run without a record in the user's trust file.
+pub fn trust_for_this_run() {
+    TRUSTED_FOR_THIS_RUN.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 pub fn load_workspace(root: &Path) -> Result<(Config, Catalog)> {
     if !root.is_dir() {
         bail!("workspace root {} is not a folder", root.display());
     }
-    let config = Config::load(root, None);
+    let mut config = Config::load(root, None);
+    config.trusted = TRUSTED_FOR_THIS_RUN.load(std::sync::atomic::Ordering::SeqCst);
     let catalog = workspace::load(&config);
     Ok((config, catalog))
 }

@@ -54,10 +54,15 @@ pub fn run(
     let root = workspace_root(root, &[file.to_path_buf()]);
     let (config, catalog) = load_workspace(&root)?;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let refused = runtime::unrunnable_calls(file, &text, &catalog);
+    let refused = runtime::unrunnable_calls(file, &text, &config, &catalog);
     if !refused.is_empty() {
         print_diagnostics(&refused, &text);
-        eprintln!("chainsmith: not running {}: it calls tools that cannot run", file.display());
+        let why = if refused.iter().any(|d| d.code == crate::trust::UNTRUSTED) {
+            "the workspace is not trusted to run what it needs (`chainsmith trust` records trust, `chainsmith --trust run` trusts it this once)"
+        } else {
+            "it calls tools that cannot run"
+        };
+        eprintln!("chainsmith: not running {}: {why}", file.display());
         return Ok(1);
     }
     let replay = match replay {

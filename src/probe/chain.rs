@@ -60,6 +60,7 @@ pub fn with_probed(catalog: &Catalog, probed: &[&Probed]) -> Catalog {
     }
     let mut out = Catalog::new(toolsets, catalog.diagnostics.clone());
     out.texts = catalog.texts.clone();
+    out.trust = catalog.trust.clone();
     out
 }
 

@@ -255,6 +255,7 @@ mod tests {
             base_url: None,
             auth: None,
             tools: vec![],
+            unlisted: None,
         };
         let path = overlay_path(dir.path(), "ts");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -370,6 +370,11 @@ impl Host {
         };
         match self.catalog.tool(toolset_name, name) {
             Some(tool) => Ok((toolset, tool)),
+            // Its tools are not known: say why (an untrusted workspace, a server that did not start).
+            None if toolset.unlisted.is_some() => Err(format!(
+                "toolset `{toolset_name}` has no tools: {}",
+                toolset.unlisted.as_deref().unwrap_or_default()
+            )),
             None => {
                 let hint = crate::diagnostic::did_you_mean(name, toolset.tools.iter().map(|t| t.name.as_str()))
                     .map(|close| format!("; did you mean `{close}`?"))
@@ -466,6 +471,10 @@ impl Host {
         let Some(config) = config else {
             return Outcome::failed(format!("toolset `{}` has no MCP server in chainsmith.toml", toolset.name));
         };
+        let command = crate::trust::Command::mcp(&toolset.name, config);
+        if !self.catalog.trust.allows(&command.command) {
+            return Outcome::failed(self.catalog.trust.refusal(&command));
+        }
         let mut wire = Map::new();
         for (name, value) in arguments {
             let param = tool.param(name);
@@ -502,8 +511,13 @@ impl Host {
     }
 
     /// A command tool: the arguments (by wire name) as one JSON object on its standard input, its
-    /// JSON response on standard output; a non-zero exit is a failure.
+    /// JSON response on standard output; a non-zero exit is a failure. Only a command line the
+    /// workspace is trusted with runs.
     fn command_call(&self, tool: &Tool, argv: &[String], arguments: &Map<String, Value>) -> Outcome {
+        let command = crate::trust::Command::tool(&tool.id(), argv);
+        if !self.catalog.trust.allows(&command.command) {
+            return Outcome::failed(self.catalog.trust.refusal(&command));
+        }
         let mut wire = Map::new();
         for (name, value) in arguments {
             let key = tool.param(name).map(|p| p.wire_name.clone()).unwrap_or_else(|| name.clone());

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use crate::config::{Config, RuntimeConfig};
 use crate::diagnostic::Diagnostic;
+use crate::text::ByteRange;
 use crate::toolset::{Catalog, SourceKind, Transport};
 
 pub use host::McpPool;
@@ -222,13 +223,39 @@ impl RunOutcome {
     }
 }
 
-/// Calls the analysis can tell will not run: tools without a transport (ToolBench tools of a
-/// toolset without `base_url`, native tools without one) and HTTP tools of a toolset without a base
-/// URL. `chainsmith run` refuses such a program before starting it.
-pub fn unrunnable_calls(file: &Path, text: &str, catalog: &Catalog) -> Vec<Diagnostic> {
+/// Why the workspace's interpreter may not start: a `[runtime] python` other than the default, in
+/// a workspace not trusted with it ([`crate::trust`]); `None` when it may.
+pub fn untrusted_interpreter(config: &Config, catalog: &Catalog) -> Option<String> {
+    let python = crate::trust::Command::python(&config.runtime)?;
+    (!catalog.trust.allows(&python.command)).then(|| catalog.trust.refusal(&python))
+}
+
+/// What the analysis can tell will not run: an interpreter the workspace is not trusted with (on
+/// the program's first line), imports of MCP toolsets whose server it is not trusted with, tools
+/// without a transport (ToolBench tools of a toolset without `base_url`, native tools without one),
+/// HTTP tools of a toolset without a base URL, and command tools the workspace is not trusted
+/// with. `chainsmith run` refuses such a program before starting it.
+pub fn unrunnable_calls(file: &Path, text: &str, config: &Config, catalog: &Catalog) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    if let Some(why) = untrusted_interpreter(config, catalog) {
+        out.push(Diagnostic::error(file, ByteRange::default(), crate::trust::UNTRUSTED, why));
+    }
     let tree = crate::analysis::parse::parse(text);
     let analysis = crate::analysis::analyze(file, text, &tree, catalog, &Default::default());
-    let mut out = Vec::new();
+    // An MCP toolset whose server the workspace is not trusted with has no tools to call.
+    for import in &analysis.imports {
+        let server = config.toolsets.iter().find_map(|t| match &t.source {
+            crate::config::ToolsetSource::Mcp(mcp) if t.name == import.toolset => Some(mcp),
+            _ => None,
+        });
+        if let Some(server) = server {
+            let command = crate::trust::Command::mcp(&import.toolset, server);
+            if !catalog.trust.allows(&command.command) {
+                let why = catalog.trust.refusal(&command);
+                out.push(Diagnostic::error(file, import.range, crate::trust::UNTRUSTED, why));
+            }
+        }
+    }
     for call in &analysis.calls {
         let Some(tool) = call.tool else { continue };
         let Some(toolset) = catalog.toolset(&tool.toolset) else { continue };
@@ -240,6 +267,14 @@ pub fn unrunnable_calls(file: &Path, text: &str, catalog: &Catalog) -> Vec<Diagn
                 tool.id(),
                 toolset.name
             )),
+            Transport::Command { argv } => {
+                let command = crate::trust::Command::tool(&tool.id(), argv);
+                if !catalog.trust.allows(&command.command) {
+                    let why = catalog.trust.refusal(&command);
+                    out.push(Diagnostic::error(file, call.name_range, crate::trust::UNTRUSTED, why));
+                }
+                None
+            }
             _ => None,
         };
         if let Some(message) = message {

@@ -164,6 +164,9 @@ fn execute(
     cancel: &Cancel,
     outcome: &mut RunOutcome,
 ) -> Result<(), String> {
+    if let Some(why) = super::untrusted_interpreter(&request.config, &request.catalog) {
+        return Err(why);
+    }
     let package = package::ensure().map_err(|e| format!("{e:#}"))?;
     let work = Workdir::new().map_err(|e| format!("cannot create a temporary folder for the run: {e}"))?;
     let program = std::path::absolute(&request.program).map_err(|e| format!("{}: {e}", request.program.display()))?;
@@ -375,7 +378,7 @@ fn innermost_program_line(dump: &str, program: &Path) -> Option<u32> {
 }
 
 /// Runs a command tool: `input` on its standard input; (exit code, stdout, stderr). It runs in its
-/// own process group, killed on timeout.
+/// own process group, killed on timeout, with the minimal environment of [`crate::trust::confine`].
 pub fn run_command(
     argv: &[String],
     cwd: &Path,
@@ -385,7 +388,8 @@ pub fn run_command(
     let Some((program, args)) = argv.split_first() else {
         return Err("the command is empty".into());
     };
-    let mut child: Child = Command::new(program)
+    let mut command = Command::new(program);
+    let mut child: Child = crate::trust::confine(&mut command, [])
         .args(args)
         .current_dir(cwd)
         .stdin(Stdio::piped())

@@ -218,6 +218,10 @@ pub struct Toolset {
     pub base_url: Option<String>,
     pub auth: Option<Auth>,
     pub tools: Vec<Tool>,
+    /// Why the toolset's tools are not known (an MCP server of an untrusted workspace, or one that
+    /// did not start): the module is importable and calls into it are not checked, since a tool
+    /// name cannot be told wrong when the list is missing.
+    pub unlisted: Option<String>,
 }
 
 /// What one loader produced from one file.
@@ -245,9 +249,14 @@ pub struct Catalog {
     name_order: Vec<Vec<usize>>,
     /// The text of every protocol file read, for positions (definitions, diagnostics).
     pub texts: workspace::Texts,
+    /// What this workspace may run, as it was when the catalog was loaded (the runtime asks it
+    /// before starting a command tool or the interpreter).
+    pub trust: crate::trust::Trust,
 }
 
 impl Catalog {
+    /// A catalog of `toolsets`, trusted with nothing: a catalog made from another one takes its
+    /// `texts` and `trust` along.
     pub fn new(toolsets: Vec<Toolset>, diagnostics: Vec<Diagnostic>) -> Self {
         let mut catalog = Catalog { toolsets, diagnostics, ..Default::default() };
         for (ti, ts) in catalog.toolsets.iter().enumerate() {
@@ -341,6 +350,7 @@ pub(crate) mod test_support {
             base_url: base_url.map(str::to_string).or(loaded.base_url),
             auth: loaded.auth,
             tools: loaded.tools,
+            unlisted: None,
         };
         Catalog::new(vec![toolset], vec![])
     }

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::doc::{self, Node, Syntax};
-use super::{Auth, Catalog, Loaded, SourceKind, Toolset, mcp, native, openapi, toolbench};
+use super::{Auth, Catalog, Loaded, SourceKind, Toolset, Transport, mcp, native, openapi, toolbench};
 use crate::config::{AuthConfig, Config, ToolsetSource};
 use crate::diagnostic::Diagnostic;
 use crate::names;
 use crate::text::ByteRange;
+use crate::trust::{self, Trust};
 
 /// What kind of protocol a parsed document is, judged by its content.
 pub fn detect(doc: &Node) -> Option<SourceKind> {
@@ -58,6 +59,25 @@ pub fn load(config: &Config) -> Catalog {
 /// [`load`], reading the given files from `unsaved` instead of the disk: protocol files edited in
 /// the editor (a probe's write-back applied as a WorkspaceEdit) count before they are saved.
 pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> Catalog {
+    load_as(config, unsaved, Trust::of(config))
+}
+
+/// Every command the workspace names, with where it is declared: MCP servers, a non-default
+/// interpreter and command tools — what `chainsmith trust` shows and records. Nothing is started
+/// to find them.
+pub fn commands(config: &Config) -> Vec<trust::Command> {
+    let catalog = load_as(config, &HashMap::new(), Trust::Untrusted);
+    let mut out = trust::config_commands(config);
+    out.extend(catalog.tools().filter_map(|tool| match &tool.transport {
+        Transport::Command { argv } => Some(trust::Command::tool(&tool.id(), argv)),
+        _ => None,
+    }));
+    out
+}
+
+/// [`load_with_texts`] under a given trust: MCP servers start only when it allows their command
+/// lines; what it does not allow is a `workspace-untrusted` warning where it is declared.
+fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) -> Catalog {
     let unsaved: Unsaved = unsaved.iter().map(|(p, t)| (absolute(p), t.clone())).collect();
     let mut diagnostics = config.problems.clone();
     let mut texts: Texts = HashMap::new();
@@ -83,16 +103,29 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
         }
     } else {
         let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
-        let mut mcp_listed = list_mcp_servers(config, &config_file, &mut texts);
+        let mut mcp_listed = list_mcp_servers(config, &config_file, &trust, &mut texts);
         for ts in &config.toolsets {
             let (kind, files) = match &ts.source {
                 ToolsetSource::OpenApi(f) => (Some(SourceKind::OpenApi), vec![f.clone()]),
                 ToolsetSource::Protocol(f) => (None, vec![f.clone()]),
                 ToolsetSource::ToolBench(fs) => (Some(SourceKind::ToolBench), fs.clone()),
-                ToolsetSource::Mcp(_) => {
+                ToolsetSource::Mcp(server) => {
                     // Listed by the running server (all servers were started at once, above); a
-                    // server that is unavailable leaves the module importable, without tools.
-                    let mut loaded = mcp_listed.remove(&ts.name).unwrap_or_default();
+                    // server that is untrusted or unavailable leaves the module importable,
+                    // without tools.
+                    let command = trust::Command::mcp(&ts.name, server);
+                    let (mut loaded, unlisted) = match mcp_listed.remove(&ts.name) {
+                        Some(loaded) => {
+                            let failed = loaded.diagnostics.iter().find(|d| d.code == "mcp-unavailable");
+                            let unlisted = failed.map(|d| d.message.lines().next().unwrap_or_default().to_string());
+                            (loaded, unlisted)
+                        }
+                        None => {
+                            let why = trust.refusal(&command);
+                            let untrusted = Diagnostic::warning(&config_file, ts.range, trust::UNTRUSTED, &why);
+                            (Loaded { diagnostics: vec![untrusted], ..Default::default() }, Some(why))
+                        }
+                    };
                     diagnostics.append(&mut loaded.diagnostics);
                     toolsets.push(Toolset {
                         name: ts.name.clone(),
@@ -102,6 +135,7 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
                         base_url: None,
                         auth: None,
                         tools: loaded.tools,
+                        unlisted,
                     });
                     continue;
                 }
@@ -148,6 +182,7 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
                     base_url: ts.base_url.clone(),
                     auth: ts.auth.as_ref().map(auth_from_config),
                     tools: vec![],
+                    unlisted: None,
                 });
             }
         }
@@ -156,28 +191,53 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
     for toolset in &mut toolsets {
         super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics);
     }
+    // What would run later (a run's interpreter, command tools) and is not trusted: said where it
+    // is declared, so the user learns it before running anything.
+    if let Some(python) = trust::Command::python(&config.runtime)
+        && !trust.allows(&python.command)
+    {
+        let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+        diagnostics.push(Diagnostic::warning(
+            config_file,
+            config.runtime_range,
+            trust::UNTRUSTED,
+            trust.refusal(&python),
+        ));
+    }
+    for tool in toolsets.iter().flat_map(|t| &t.tools) {
+        if let Transport::Command { argv } = &tool.transport {
+            let command = trust::Command::tool(&tool.id(), argv);
+            if !trust.allows(&command.command) {
+                let why = trust.refusal(&command);
+                diagnostics.push(Diagnostic::warning(&tool.source.file, tool.source.name_range, trust::UNTRUSTED, why));
+            }
+        }
+    }
     let mut catalog = Catalog::new(toolsets, diagnostics);
     catalog.texts = texts;
+    catalog.trust = trust;
     catalog
 }
 
-/// Starts every MCP server of the workspace at once (each within its own timeout), lists its tools
-/// and shuts it down; toolset name → what it listed. The text of chainsmith.toml, where these
-/// tools are declared, joins the catalog's texts for their positions.
-fn list_mcp_servers(config: &Config, config_file: &Path, texts: &mut Texts) -> HashMap<String, Loaded> {
+/// Starts every MCP server of the workspace that `trust` allows at once (each within its own
+/// timeout), lists its tools and shuts it down; toolset name → what it listed (the others are
+/// absent). The text of chainsmith.toml, where these tools are declared, joins the catalog's texts
+/// for their positions.
+fn list_mcp_servers(config: &Config, config_file: &Path, trust: &Trust, texts: &mut Texts) -> HashMap<String, Loaded> {
+    let declared = config.toolsets.iter().any(|ts| matches!(ts.source, ToolsetSource::Mcp(_)));
+    if declared && let Ok(text) = std::fs::read_to_string(config_file) {
+        texts.entry(config_file.to_path_buf()).or_insert_with(|| text.into());
+    }
     let servers: Vec<(&str, &crate::config::McpConfig, ByteRange)> = config
         .toolsets
         .iter()
         .filter_map(|ts| match &ts.source {
-            ToolsetSource::Mcp(mcp) => Some((ts.name.as_str(), mcp, ts.range)),
+            ToolsetSource::Mcp(mcp) if trust.allows(&trust::mcp_line(mcp)) => Some((ts.name.as_str(), mcp, ts.range)),
             _ => None,
         })
         .collect();
     if servers.is_empty() {
         return HashMap::new();
-    }
-    if let Ok(text) = std::fs::read_to_string(config_file) {
-        texts.entry(config_file.to_path_buf()).or_insert_with(|| text.into());
     }
     std::thread::scope(|scope| {
         let running: Vec<_> = servers
@@ -227,6 +287,7 @@ fn merge_into(
             base_url: loaded.base_url,
             auth: loaded.auth,
             tools: loaded.tools,
+            unlisted: None,
         });
         return;
     };

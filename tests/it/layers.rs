@@ -9,6 +9,7 @@ const LAYERS: &[&[&str]] = &[
     &["text", "names", "logging", "files"],
     &["diagnostic", "textsearch"],
     &["config"],
+    &["trust"],
     &["mcp", "llm"],
     &["toolset"],
     &["analysis", "mock"],

@@ -153,7 +153,8 @@ fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
             "chainsmith.fix",
             "chainsmith.probe",
             "chainsmith.probeAll",
-            "chainsmith.graph"
+            "chainsmith.graph",
+            "chainsmith.trustWorkspace"
           ]
         },
         "inlayHintProvider": true

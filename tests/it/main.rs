@@ -28,3 +28,4 @@ mod retrieve_cli;
 mod runtime;
 #[path = "../support/mod.rs"]
 mod support;
+mod trust;

@@ -390,7 +390,7 @@ mcp = {{ command = "node", args = ["{memory_entry}"], env = {{ MEMORY_FILE_PATH 
     );
     let (_dir, root) = workspace(&toml);
     let root_arg = root.display().to_string();
-    let (code, stdout, stderr) = chainsmith(&["tools", "--format", "json", "--root", &root_arg]);
+    let (code, stdout, stderr) = chainsmith(&["--trust", "tools", "--format", "json", "--root", &root_arg]);
     assert_eq!(code, 0, "{stderr}");
     let tools: Vec<Value> = serde_json::from_str(&stdout).unwrap();
     let now = tools.iter().find(|t| t["id"] == "time.get_current_time").expect("time.get_current_time");
@@ -414,7 +414,7 @@ mcp = {{ command = "node", args = ["{memory_entry}"], env = {{ MEMORY_FILE_PATH 
     .unwrap();
     let good = root.join("chain.py").display().to_string();
     let wrong = root.join("wrong.py").display().to_string();
-    let (code, stdout, _) = chainsmith(&["check", "--format", "json", "--root", &root_arg, &good, &wrong]);
+    let (code, stdout, _) = chainsmith(&["--trust", "check", "--format", "json", "--root", &root_arg, &good, &wrong]);
     assert_eq!(code, 1, "{stdout}");
     let reported: Vec<Value> = serde_json::from_str(&stdout).unwrap();
     assert!(reported.iter().all(|d| d["file"] == wrong.as_str()), "the good chain is clean: {reported:?}");
@@ -437,7 +437,7 @@ mcp = { command = "chainsmith-no-such-mcp-server", args = ["--flag"] }
 "#;
     let (_dir, root) = workspace(toml);
     let root_arg = root.display().to_string();
-    let (code, stdout, stderr) = chainsmith(&["tools", "--root", &root_arg]);
+    let (code, stdout, stderr) = chainsmith(&["--trust", "tools", "--root", &root_arg]);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stdout.contains("ghost — 0 tools"), "the toolset stays, without tools: {stdout}");
     let line = stderr.lines().find(|l| l.contains("[mcp-unavailable]")).unwrap_or_else(|| panic!("{stderr}"));
@@ -448,7 +448,7 @@ mcp = { command = "chainsmith-no-such-mcp-server", args = ["--flag"] }
     // The module stays importable: a program importing it gets no unknown-toolset error.
     std::fs::write(root.join("uses_ghost.py"), "from chainsmith.tools import ghost\nprint(ghost)\n").unwrap();
     let program = root.join("uses_ghost.py").display().to_string();
-    let (_, stdout, _) = chainsmith(&["check", "--format", "json", "--root", &root_arg, &program]);
+    let (_, stdout, _) = chainsmith(&["--trust", "check", "--format", "json", "--root", &root_arg, &program]);
     let reported: Vec<Value> = serde_json::from_str(&stdout).unwrap();
     let unavailable = reported.iter().find(|d| d["code"] == "mcp-unavailable").expect("reported by check too");
     assert!(unavailable["file"].as_str().unwrap().ends_with("chainsmith.toml"));

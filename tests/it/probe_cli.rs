@@ -13,7 +13,7 @@ use crate::support::runtime::{TmdbServer, chainsmith, text};
 use serde_json::Value;
 
 fn tools_json(dir: &Path) -> Vec<Value> {
-    let out = chainsmith(dir, &["tools", "--format", "json"], &[]);
+    let out = chainsmith(dir, &["--trust", "tools", "--format", "json"], &[]);
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
 }
 
@@ -149,6 +149,7 @@ fn mcp_tools_are_probed_into_an_overlay_merged_on_the_next_load() {
     let out = chainsmith(
         dir.path(),
         &[
+            "--trust",
             "probe",
             "git.git_status",
             "git.git_log",
@@ -197,13 +198,13 @@ fn mcp_tools_are_probed_into_an_overlay_merged_on_the_next_load() {
         "from chainsmith.tools import time\nnow = time.get_current_time(timezone=\"UTC\")\nprint(now[\"datetime\"], now[\"dattime\"])\n",
     )
     .unwrap();
-    let check = chainsmith(dir.path(), &["check", "use.py"], &[]);
+    let check = chainsmith(dir.path(), &["--trust", "check", "use.py"], &[]);
     let report = text(&check.stdout);
     assert!(report.contains("[unknown-key]") && report.contains("dattime"), "{report}");
 
     // A corrupt overlay is a located diagnostic, not a failed load.
     std::fs::write(dir.path().join(".chainsmith/probed/git.json"), "{\"tools\": {\"git_status\": ").unwrap();
-    let broken = chainsmith(dir.path(), &["tools", "--format", "json"], &[]);
+    let broken = chainsmith(dir.path(), &["--trust", "tools", "--format", "json"], &[]);
     let tools: Vec<Value> = serde_json::from_slice(&broken.stdout).unwrap();
     assert!(!response_known(&tools, "git.git_status"));
     assert!(text(&broken.stderr).contains("[invalid-overlay]"), "{}", text(&broken.stderr));

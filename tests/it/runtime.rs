@@ -491,7 +491,7 @@ fn a_missing_requests_library_is_named_clearly() {
         "h.py",
         &format!("import requests\n\nprint(requests.get(\"{}/movie/top_rated\").json())\n", server.base_url()),
     );
-    let out = chainsmith(ws.path(), &["run", "h.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "h.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -570,7 +570,7 @@ except ToolError as e:
     print("error", e.tool, e.status)
 "#;
     write(ws.path(), "p.py", program);
-    let out = chainsmith(ws.path(), &["run", "p.py", "--trace-json", "t.json"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py", "--trace-json", "t.json"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("tz Europe/Paris"), "{stdout}");
@@ -597,7 +597,7 @@ fn a_command_tool_gets_its_arguments_on_stdin() {
     std::fs::write(ws.path().join("shout.py"), script).unwrap();
     let program = "from chainsmith import ToolError\nfrom chainsmith.tools import local\n\nprint(local.shout(text='hi', times=2)['loud'])\ntry:\n    local.fail()\nexcept ToolError as e:\n    print('failed:', e.message)\n";
     write(ws.path(), "p.py", program);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("HIHI"), "{stdout}");

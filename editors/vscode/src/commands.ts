@@ -14,6 +14,7 @@ export const SERVER_COMMANDS: readonly ServerCommand[] = [
   { id: "chainsmith.probe", title: "Probe tool" },
   { id: "chainsmith.probeAll", title: "Probe all unprobed tools" },
   { id: "chainsmith.graph", title: "Show tool graph" },
+  { id: "chainsmith.trustWorkspace", title: "Trust this workspace" },
 ];
 
 /** Commands the extension itself provides. */

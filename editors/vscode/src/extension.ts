@@ -16,7 +16,7 @@ import {
 
 import { SERVER_COMMANDS, commandArguments, commandTitle } from "./commands";
 import { resolveServerPath } from "./serverPath";
-import { type Mapped, answerConfiguration, collect } from "./settings";
+import { type Mapped, answerConfiguration, collect, withWorkspaceTrust } from "./settings";
 import { type ServerState, type Status, isStatus, statusView } from "./status";
 import { chooseRoot, globUnder } from "./workspace";
 
@@ -138,7 +138,7 @@ class Extension implements vscode.Disposable {
       outputChannel: this.output,
       // Failures are shown once, by the middleware below, with a way to the output.
       revealOutputChannelOn: RevealOutputChannelOn.Never,
-      initializationOptions: () => this.serverSettings().settings,
+      initializationOptions: () => this.sentSettings(),
       // The client reports a failed start itself (an error notification with "Go to output").
       initializationFailedHandler: (error) => {
         this.output.error(`initializing the language server failed: ${messageOf(error)}`);
@@ -147,7 +147,7 @@ class Extension implements vscode.Disposable {
       middleware: {
         workspace: {
           configuration: (params) =>
-            answerConfiguration(params.items, this.serverSettings().settings, (item) =>
+            answerConfiguration(params.items, this.sentSettings(), (item) =>
               vscode.workspace
                 .getConfiguration(undefined, item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined)
                 .get(item.section ?? ""),
@@ -211,6 +211,11 @@ class Extension implements vscode.Disposable {
     return mapped;
   }
 
+  /** The settings with VS Code's workspace trust (see settings.ts, withWorkspaceTrust). */
+  private sentSettings(): Record<string, unknown> {
+    return withWorkspaceTrust(this.serverSettings().settings, vscode.workspace.isTrusted === true);
+  }
+
   private async onConfigurationChanged(e: vscode.ConfigurationChangeEvent): Promise<void> {
     if (!e.affectsConfiguration(SECTION)) return;
     if (e.affectsConfiguration(`${SECTION}.path`)) {
@@ -222,7 +227,7 @@ class Extension implements vscode.Disposable {
       // The server pulls the section again through workspace/configuration (answered above); a
       // server that cannot pull reads the pushed object.
       await client.sendNotification("workspace/didChangeConfiguration", {
-        settings: { [SECTION]: this.serverSettings().settings },
+        settings: { [SECTION]: this.sentSettings() },
       });
     }
   }

@@ -154,6 +154,16 @@ export function collect(inspect: (setting: string) => Inspected | undefined): Ma
   return toServerSettings(explicit);
 }
 
+/**
+ * What the server gets: the settings and `trusted`, VS Code's workspace trust. The extension runs
+ * only in trusted workspaces (package.json, `untrustedWorkspaces`), so the server may start the MCP
+ * servers and commands the workspace names without a trust record of its own. `trusted` is never
+ * read from the settings themselves: a workspace's settings.json cannot trust the workspace.
+ */
+export function withWorkspaceTrust(settings: ServerSettings, trusted: boolean): Record<string, unknown> {
+  return { ...settings, trusted };
+}
+
 export interface ConfigurationItem {
   scopeUri?: string | null;
   section?: string | null;
@@ -166,7 +176,7 @@ export interface ConfigurationItem {
  */
 export function answerConfiguration(
   items: readonly ConfigurationItem[],
-  settings: ServerSettings,
+  settings: Readonly<Record<string, unknown>>,
   other: (item: ConfigurationItem) => unknown = () => null,
 ): unknown[] {
   return items.map((item) => {

@@ -172,6 +172,7 @@ export class FakeVscode {
               return fake.folders.map((f, index) => ({ uri: Uri.file(f), name: f, index }));
             },
             textDocuments: [],
+            isTrusted: true,
             getConfiguration: (section?: string) => {
               const key = (k: string) => (section === "chainsmith" ? k : `${section}.${k}`.replace(/^chainsmith\./, ""));
               return {

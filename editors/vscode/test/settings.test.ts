@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { SERVER_SETTINGS, answerConfiguration, collect, explicitValue, toServerSettings } from "../src/settings";
+import {
+  SERVER_SETTINGS,
+  answerConfiguration,
+  collect,
+  explicitValue,
+  toServerSettings,
+  withWorkspaceTrust,
+} from "../src/settings";
 
 describe("settings → server configuration", () => {
   it("maps camelCase settings to chainsmith.toml's sections and keys", () => {
@@ -102,6 +109,13 @@ describe("settings → server configuration", () => {
       ),
       [settings, { model: "m" }, "m", null, "other:python", "other:undefined"],
     );
+  });
+
+  it("sends VS Code's workspace trust as `trusted`, never a setting of that name", () => {
+    const { settings } = toServerSettings({ trusted: true, "llm.model": "m" } as Record<string, unknown>);
+    assert.deepEqual(settings, { llm: { model: "m" } }, "a `chainsmith.trusted` setting is not sent");
+    assert.deepEqual(withWorkspaceTrust(settings, true), { llm: { model: "m" }, trusted: true });
+    assert.deepEqual(withWorkspaceTrust(settings, false), { llm: { model: "m" }, trusted: false });
   });
 
   it("lists each server setting once", () => {

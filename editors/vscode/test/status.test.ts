@@ -48,10 +48,18 @@ describe("commands", () => {
     ]);
   });
 
-  it("names the design's six commands", () => {
+  it("names the design's six commands and trustWorkspace", () => {
     assert.deepEqual(
       SERVER_COMMANDS.map((c) => c.id),
-      ["chainsmith.run", "chainsmith.generate", "chainsmith.fix", "chainsmith.probe", "chainsmith.probeAll", "chainsmith.graph"],
+      [
+        "chainsmith.run",
+        "chainsmith.generate",
+        "chainsmith.fix",
+        "chainsmith.probe",
+        "chainsmith.probeAll",
+        "chainsmith.graph",
+        "chainsmith.trustWorkspace",
+      ],
     );
     assert.equal(commandTitle("chainsmith.run"), "Run chain");
     assert.equal(commandTitle("other.command"), "other.command");

@@ -1,19 +1,84 @@
-//! The HTTP dialect in the walk: `requests`/`httpx` calls, their URL flattened (literals,
-//! f-strings, `+`, names holding strings) and matched to a toolset's endpoint, and their query,
-//! path and body arguments checked against the tool's parameters.
+//! The HTTP dialect: a `requests`/`httpx` request is a tool call when its URL starts with a
+//! toolset's base URL. Its method and path pick the endpoint (the tool); path segments, the query
+//! string, `params=` and `json=`/`data=` are the tool's arguments, checked by their wire names.
 
 use tree_sitter::Node;
 
-use super::calls::dict_pairs;
-use super::*;
+use super::args::{ArgSite, GivenArgs};
+use super::{Ty, Walker};
+use crate::analysis::dialect::{self, FlatUrl};
+use crate::analysis::parse::{fields, range_of, string_value, text_of};
+use crate::analysis::{Dialect, ToolCall, UrlSite};
+use crate::diagnostic::did_you_mean;
+use crate::text::ByteRange;
+use crate::toolset::endpoint::{self, EndpointMatch, Matched, SplitUrl};
+use crate::toolset::{ParamLocation, Toolset, Transport};
 
 impl<'t, 'c> Walker<'t, 'c> {
+    /// A function of `requests`/`httpx`: `requests.get(…)`, or one imported from the library, which
+    /// arrives as the name `Imports` gave it (a method, `"request"` or `"session"`).
+    pub(super) fn http_library_call(&mut self, node: Node<'t>, function: &str, arguments: Option<Node<'t>>) -> Ty<'c> {
+        match function {
+            "Session" | "Client" | "AsyncClient" | "session" => {
+                self.eval_args(arguments);
+                Ty::Session
+            }
+            "request" => self.http_call(node, None, arguments),
+            m if dialect::HTTP_METHODS.contains(&m) => self.http_call(node, Some(m), arguments),
+            _ => self.opaque_call(node),
+        }
+    }
+
+    /// A request: `get(url, …)` when `method` is known from the function, else `request(method,
+    /// url, …)`. It is a tool call when its URL is a toolset's.
     pub(super) fn http_call(&mut self, node: Node<'t>, method: Option<&str>, arguments: Option<Node<'t>>) -> Ty<'c> {
         let target = self.target.take();
         let Some(arguments) = arguments else { return Ty::Unknown };
         let mut cursor = arguments.walk();
         let children: Vec<Node<'t>> = arguments.named_children(&mut cursor).collect();
-        let mut positional = children.iter().filter(|c| !matches!(c.kind(), "keyword_argument" | "comment"));
+        let Some((method, url_node)) = self.method_and_url(method, &children) else {
+            self.eval_args(Some(arguments));
+            return Ty::Unknown;
+        };
+        let flat = FlatUrl::new(self.url_parts(url_node, 0));
+        let Some(split) = endpoint::split_url(&flat.flat, self.catalog) else {
+            // Not a known tool's URL: an ordinary HTTP call.
+            self.eval_args(Some(arguments));
+            return Ty::Unknown;
+        };
+        let toolset = self.catalog.toolset(&split.toolset).expect("split_url returns catalog toolsets");
+        let url_range = range_of(url_node);
+        self.out.urls.push(UrlSite {
+            toolset: toolset.name.clone(),
+            range: url_range,
+            path_start: exact_source_offset(&flat, split.path_start),
+        });
+        let endpoint = self.resolve_endpoint(toolset, &method, &split, path_range(&flat, &split, url_range));
+        let mut given = endpoint.as_ref().map(|e| url_arguments(e, &split, &flat)).unwrap_or_default();
+        self.walk_request_arguments(&children, url_node, endpoint.is_some(), &mut given);
+        let call_index = self.out.calls.len();
+        let tool = endpoint.map(|e| e.tool);
+        self.out.calls.push(ToolCall {
+            tool,
+            toolset: toolset.name.clone(),
+            name: tool.map(|t| t.name.clone()).unwrap_or_else(|| endpoint::display_path(&split.segments)),
+            dialect: Dialect::Http,
+            range: range_of(node),
+            name_range: url_range,
+            args_range: range_of(arguments),
+            args: Vec::new(),
+            target,
+            statement_range: self.statement,
+            line: node.start_position().row,
+        });
+        self.check_args(call_index, tool, given, true, url_range, Some(arguments));
+        Ty::Response { call: call_index }
+    }
+
+    /// A request's method (lower case) and URL expression, positional or by keyword (`method=`,
+    /// `url=`).
+    fn method_and_url(&self, method: Option<&str>, children: &[Node<'t>]) -> Option<(String, Node<'t>)> {
+        let mut positional = children.iter().filter(|c| !matches!(c.kind(), "keyword_argument" | "comment")).copied();
         let keyword = |name: &str| {
             children
                 .iter()
@@ -23,52 +88,37 @@ impl<'t, 'c> Walker<'t, 'c> {
                 })
                 .and_then(|c| c.child_by_field_id(fields().value.get()))
         };
-        let (method, url_node) = match method {
-            Some(m) => (Some(m.to_string()), positional.next().copied().or_else(|| keyword("url"))),
-            None => {
-                let m = positional.next().copied().or_else(|| keyword("method"));
-                let m = m.and_then(|m| string_value(m, self.text)).map(|s| s.to_ascii_lowercase());
-                (m, positional.next().copied().or_else(|| keyword("url")))
-            }
+        let method = match method {
+            Some(m) => Some(m.to_string()),
+            None => positional
+                .next()
+                .or_else(|| keyword("method"))
+                .and_then(|m| string_value(m, self.text))
+                .map(|s| s.to_ascii_lowercase()),
         };
-        let (Some(method), Some(url_node)) = (method, url_node) else {
-            self.eval_args(Some(arguments));
-            return Ty::Unknown;
-        };
-        let parts = self.url_parts(url_node, 0);
-        let flat = FlatUrl::new(parts);
-        let Some(split) = endpoint::split_url(&flat.flat, self.catalog) else {
-            // Not a known tool's URL: an ordinary HTTP call.
-            self.eval_args(Some(arguments));
-            return Ty::Unknown;
-        };
-        let toolset = self.catalog.toolset(&split.toolset).expect("split_url returns catalog toolsets");
-        self.out.urls.push(UrlSite {
-            toolset: toolset.name.clone(),
-            range: range_of(url_node),
-            path_start: {
-                let r = flat.source_range(split.path_start, split.path_start);
-                (r.start == r.end).then_some(r.start)
-            },
-        });
-        let matched = endpoint::match_endpoint(toolset, &method, &split.segments);
-        let url_range = range_of(url_node);
-        let path_range = {
-            let end = split.segments.last().map(|s| s.start + s.text.len()).unwrap_or(split.path_start);
-            let r = flat.source_range(split.path_start, end);
-            if r.end > r.start { r } else { url_range }
-        };
-        let tool = match matched {
+        let url = positional.next().or_else(|| keyword("url"));
+        Some((method?, url?))
+    }
+
+    /// The tool a request reaches; reports a path the toolset lacks, or lacks for this method.
+    fn resolve_endpoint(
+        &mut self,
+        toolset: &'c Toolset,
+        method: &str,
+        split: &SplitUrl,
+        path_range: ByteRange,
+    ) -> Option<EndpointMatch<'c>> {
+        match endpoint::match_endpoint(toolset, method, &split.segments) {
             Matched::Tool(m) => Some(m),
             Matched::Unknowable => None,
             Matched::WrongMethod(methods) => {
+                let written = endpoint::display_path(&split.segments);
                 let d = self.error(
                     path_range,
                     "unknown-endpoint",
                     format!(
-                        "{} {} is not an endpoint of `{}`; that path has {}",
+                        "{} {written} is not an endpoint of `{}`; that path has {}",
                         method.to_ascii_uppercase(),
-                        endpoint::display_path(&split.segments),
                         toolset.name,
                         methods.join(", ")
                     ),
@@ -81,82 +131,33 @@ impl<'t, 'c> Walker<'t, 'c> {
                 let mut d = self.error(
                     path_range,
                     "unknown-endpoint",
-                    format!("{} {} is not an endpoint of `{}`", method.to_ascii_uppercase(), written, toolset.name),
+                    format!("{} {written} is not an endpoint of `{}`", method.to_ascii_uppercase(), toolset.name),
                 );
-                let paths: Vec<&str> = toolset
-                    .tools
-                    .iter()
-                    .filter_map(|t| match &t.transport {
-                        Transport::Http { method: m, path } if m.eq_ignore_ascii_case(&method) => Some(path.as_str()),
-                        _ => None,
-                    })
-                    .collect();
-                let normalized = written.replace("{…}", "{}");
-                let comparable: Vec<String> = paths.iter().map(|p| normalize_template(p)).collect();
-                if let Some(best) = did_you_mean(&normalized, comparable.iter().map(String::as_str))
-                    && let Some(i) = comparable.iter().position(|c| c == best)
-                {
-                    d.message.push_str(&format!("; did you mean {}?", paths[i]));
+                if let Some(path) = closest_path(toolset, method, &written) {
+                    d.message.push_str(&format!("; did you mean {path}?"));
                 }
                 self.diag(d);
                 None
             }
-        };
-        let mut sites: Vec<ArgSite<'t>> = Vec::new();
-        let mut complete = true;
-        if let Some(m) = &tool {
-            for (param_name, segment_index) in &m.path_params {
-                let segment = &split.segments[*segment_index];
-                let range = flat.source_range(segment.start, segment.start + segment.text.len());
-                let (value, text_value) = if segment.text == endpoint::HOLE.to_string() {
-                    (flat.hole_at(segment.start), None)
-                } else if segment.text.contains(endpoint::HOLE) {
-                    (None, None)
-                } else {
-                    (None, Some((segment.text.clone(), range)))
-                };
-                let wire =
-                    m.tool.params.iter().find(|p| p.location == ParamLocation::Path && &p.wire_name == param_name);
-                sites.push(ArgSite {
-                    name: wire.map(|p| p.wire_name.clone()).unwrap_or(param_name.clone()),
-                    name_range: None,
-                    value,
-                    text_value,
-                    value_range: value.map(range_of).unwrap_or(range),
-                    location: Some(ParamLocation::Path),
-                });
-            }
-            for (name, value, name_at, value_at) in &split.query {
-                if name.contains(endpoint::HOLE) {
-                    complete = false;
-                    continue;
-                }
-                let name_range = flat.source_range(*name_at, name_at + name.len());
-                let value_range = flat.source_range(*value_at, value_at + value.len());
-                let (v, text_value) = if value == &endpoint::HOLE.to_string() {
-                    (flat.hole_at(*value_at), None)
-                } else if value.contains(endpoint::HOLE) {
-                    (None, None)
-                } else {
-                    (None, Some((value.clone(), value_range)))
-                };
-                sites.push(ArgSite {
-                    name: name.clone(),
-                    name_range: Some(name_range),
-                    value: v,
-                    text_value,
-                    value_range,
-                    location: Some(ParamLocation::Query),
-                });
-            }
         }
-        for child in &children {
+    }
+
+    /// Walks a request's arguments other than its URL. With a known endpoint, the literal keys of
+    /// `params=`, `json=` and `data=` become the tool's arguments.
+    fn walk_request_arguments(
+        &mut self,
+        children: &[Node<'t>],
+        url_node: Node<'t>,
+        endpoint_known: bool,
+        given: &mut GivenArgs<'t>,
+    ) {
+        for child in children {
             if child.kind() != "keyword_argument" {
                 if child.id() != url_node.id() {
                     self.expr(*child);
                 }
                 if child.kind() == "dictionary_splat" {
-                    complete = false;
+                    given.incomplete = true;
                 }
                 continue;
             }
@@ -176,167 +177,181 @@ impl<'t, 'c> Walker<'t, 'c> {
                     continue;
                 }
             };
-            if tool.is_none() || location == ParamLocation::Header {
+            // Headers are not checked: the runtime adds the ones a tool needs.
+            if !endpoint_known || location == ParamLocation::Header {
                 self.expr(v);
                 continue;
             }
-            match dict_pairs(v, self.text) {
-                Some(pairs) => {
-                    for (key, key_range, value) in pairs {
-                        match key {
-                            Some(key) => sites.push(ArgSite {
-                                name: key,
-                                name_range: Some(key_range),
-                                value: Some(value),
-                                text_value: None,
-                                value_range: range_of(value),
-                                location: Some(location),
-                            }),
-                            None => {
-                                complete = false;
-                                self.expr(value);
-                            }
-                        }
-                    }
-                }
+            self.dict_arguments(v, location, given);
+        }
+    }
+
+    /// `params={…}` or `json=dict(…)`: each string key is an argument; anything else (a variable,
+    /// `**more`) hides arguments, so none can be reported missing.
+    fn dict_arguments(&mut self, dict: Node<'t>, location: ParamLocation, given: &mut GivenArgs<'t>) {
+        let Some(pairs) = dict_pairs(dict, self.text) else {
+            given.incomplete = true;
+            self.expr(dict);
+            return;
+        };
+        for (key, key_range, value) in pairs {
+            match key {
+                Some(key) => given.sites.push(ArgSite {
+                    name: key,
+                    name_range: Some(key_range),
+                    value: Some(value),
+                    text_value: None,
+                    value_range: range_of(value),
+                    location: Some(location),
+                }),
                 None => {
-                    complete = false;
-                    self.expr(v);
+                    given.incomplete = true;
+                    self.expr(value);
                 }
             }
         }
-        let call_index = self.out.calls.len();
-        let tool_ref = tool.as_ref().map(|m| m.tool);
-        self.out.calls.push(ToolCall {
-            tool: tool_ref,
-            toolset: toolset.name.clone(),
-            name: tool_ref.map(|t| t.name.clone()).unwrap_or_else(|| endpoint::display_path(&split.segments)),
-            dialect: Dialect::Http,
-            range: range_of(node),
-            name_range: url_range,
-            args_range: range_of(arguments),
-            args: Vec::new(),
-            target,
-            statement_range: self.statement,
-            line: node.start_position().row,
+    }
+}
+
+/// The arguments a URL carries: the path parameters its endpoint's template names, and the query
+/// string.
+fn url_arguments<'t>(endpoint: &EndpointMatch, split: &SplitUrl, flat: &FlatUrl<'t>) -> GivenArgs<'t> {
+    let mut given = GivenArgs::default();
+    for (param_name, segment_index) in &endpoint.path_params {
+        let segment = &split.segments[*segment_index];
+        let range = flat.source_range(segment.start, segment.start + segment.text.len());
+        let (value, text_value) = url_piece_value(flat, &segment.text, segment.start, range);
+        given.sites.push(ArgSite {
+            name: param_name.clone(),
+            name_range: None,
+            value,
+            text_value,
+            value_range: value.map(range_of).unwrap_or(range),
+            location: Some(ParamLocation::Path),
         });
-        self.check_args(call_index, tool_ref, sites, complete, true, url_range, Some(arguments));
-        Ty::Response { call: call_index }
     }
+    for (name, value, name_at, value_at) in &split.query {
+        // A computed name could be any parameter.
+        if name.contains(endpoint::HOLE) {
+            given.incomplete = true;
+            continue;
+        }
+        let name_range = flat.source_range(*name_at, name_at + name.len());
+        let value_range = flat.source_range(*value_at, value_at + value.len());
+        let (value, text_value) = url_piece_value(flat, value, *value_at, value_range);
+        given.sites.push(ArgSite {
+            name: name.clone(),
+            name_range: Some(name_range),
+            value,
+            text_value,
+            value_range,
+            location: Some(ParamLocation::Query),
+        });
+    }
+    given
+}
 
-    /// The pieces of a URL expression: literals, f-strings, `+` concatenations, and names
-    /// holding them.
-    pub(super) fn url_parts(&self, node: Node<'t>, depth: usize) -> Vec<UrlPart<'t>> {
-        let hole = |n: Node<'t>| UrlPart { text: String::new(), hole: Some(n), origin: range_of(n), exact: false };
-        if depth > 8 {
-            return vec![hole(node)];
-        }
-        match node.kind() {
-            "string" => {
-                let mut parts = Vec::new();
-                let mut cursor = node.walk();
-                for child in node.children(&mut cursor) {
-                    match child.kind() {
-                        "string_start" if text_of(child, self.text).to_ascii_lowercase().contains('b') => {
-                            return vec![hole(node)];
-                        }
-                        "string_content" => {
-                            let value = crate::analysis::parse::content_value(child, self.text);
-                            let exact = value.len() == child.end_byte() - child.start_byte();
-                            parts.push(UrlPart { text: value, hole: None, origin: range_of(child), exact })
-                        }
-                        "escape_sequence" => parts.push(UrlPart {
-                            text: crate::analysis::parse::decode_escape(text_of(child, self.text)),
-                            hole: None,
-                            origin: range_of(child),
-                            exact: false,
-                        }),
-                        "interpolation" => {
-                            let inner =
-                                child.child_by_field_id(fields().expression.get()).or_else(|| child.named_child(0));
-                            let has_format = child.child_by_field_id(fields().format_specifier.get()).is_some()
-                                || child.child_by_field_id(fields().type_conversion.get()).is_some();
-                            match inner {
-                                Some(e) if !has_format => {
-                                    let resolved = self.url_parts(e, depth + 1);
-                                    if resolved.len() == 1 && resolved[0].hole.is_some() {
-                                        parts.push(hole(e));
-                                    } else {
-                                        parts.extend(resolved.into_iter().map(|mut p| {
-                                            p.origin = if p.hole.is_some() { p.origin } else { range_of(child) };
-                                            p.exact = false;
-                                            p
-                                        }));
-                                    }
-                                }
-                                Some(e) => parts.push(hole(e)),
-                                None => parts.push(hole(child)),
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                parts
-            }
-            "concatenated_string" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-                children.into_iter().flat_map(|c| self.url_parts(c, depth + 1)).collect()
-            }
-            "binary_operator" if node.child_by_field_id(fields().operator.get()).is_some_and(|o| o.kind() == "+") => {
-                let mut parts = Vec::new();
-                if let Some(l) = node.child_by_field_id(fields().left.get()) {
-                    parts.extend(self.url_parts(l, depth + 1));
-                }
-                if let Some(r) = node.child_by_field_id(fields().right.get()) {
-                    parts.extend(self.url_parts(r, depth + 1));
-                }
-                parts
-            }
-            "parenthesized_expression" => match node.named_child(0) {
-                Some(inner) => self.url_parts(inner, depth + 1),
-                None => vec![hole(node)],
-            },
-            "identifier" => {
-                let name = text_of(node, self.text);
-                match self.assigned_value(name, node.start_byte()) {
-                    Some(rhs) if is_string_expression(rhs) => self
-                        .url_parts(rhs, depth + 1)
-                        .into_iter()
-                        .map(|mut p| {
-                            if p.hole.is_none() {
-                                p.origin = range_of(node);
-                                p.exact = false;
-                            }
-                            p
-                        })
-                        .collect(),
-                    _ => vec![hole(node)],
-                }
-            }
-            _ => vec![hole(node)],
-        }
+/// A piece of a URL as an argument's value: the expression when the piece is one hole
+/// (`/{movie_id}`), nothing when a hole is only part of it (`/tt{n}`: the value can't be known),
+/// else its literal text.
+fn url_piece_value<'t>(
+    flat: &FlatUrl<'t>,
+    text: &str,
+    at: usize,
+    range: ByteRange,
+) -> (Option<Node<'t>>, Option<(String, ByteRange)>) {
+    if text == endpoint::HOLE.to_string() {
+        (flat.hole_at(at), None)
+    } else if text.contains(endpoint::HOLE) {
+        (None, None)
+    } else {
+        (None, Some((text.to_string(), range)))
     }
 }
 
-pub(super) fn is_string_expression(node: Node) -> bool {
-    match node.kind() {
-        "string" | "concatenated_string" => true,
-        "binary_operator" => {
-            node.child_by_field_id(fields().left.get()).is_some_and(is_string_expression)
-                || node.child_by_field_id(fields().right.get()).is_some_and(is_string_expression)
-        }
-        "parenthesized_expression" => node.named_child(0).is_some_and(is_string_expression),
-        "identifier" => true,
-        _ => false,
-    }
+/// The source offset of `flat[at]`, when the URL's text there is the source's own (endpoint
+/// completion inserts there).
+fn exact_source_offset(flat: &FlatUrl, at: usize) -> Option<usize> {
+    let r = flat.source_range(at, at);
+    (r.start == r.end).then_some(r.start)
 }
 
-pub(super) fn normalize_template(path: &str) -> String {
+/// Where the URL's path is written, for the endpoint's diagnostics; the whole URL when the path
+/// has no extent there.
+fn path_range(flat: &FlatUrl, split: &SplitUrl, url_range: ByteRange) -> ByteRange {
+    let end = split.segments.last().map(|s| s.start + s.text.len()).unwrap_or(split.path_start);
+    let r = flat.source_range(split.path_start, end);
+    if r.end > r.start { r } else { url_range }
+}
+
+/// The toolset's path for `method` closest to the path written, for did-you-mean.
+fn closest_path<'c>(toolset: &'c Toolset, method: &str, written: &str) -> Option<&'c str> {
+    let paths: Vec<&str> = toolset
+        .tools
+        .iter()
+        .filter_map(|t| match &t.transport {
+            Transport::Http { method: m, path } if m.eq_ignore_ascii_case(method) => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    // Parameters compare by position, not by name: `/movie/{…}` is `/movie/{movie_id}`.
+    let normalized = written.replace("{…}", "{}");
+    let comparable: Vec<String> = paths.iter().map(|p| normalize_template(p)).collect();
+    let best = did_you_mean(&normalized, comparable.iter().map(String::as_str))?;
+    let i = comparable.iter().position(|c| c == best)?;
+    Some(paths[i])
+}
+
+/// A path template with its parameters unnamed: `/movie/{movie_id}` → `/movie/{}`.
+fn normalize_template(path: &str) -> String {
     let mut out = String::new();
     for segment in endpoint::template_segments(path) {
         out.push('/');
         out.push_str(if endpoint::template_param(segment).is_some() { "{}" } else { segment });
     }
     out
+}
+
+/// The pairs of a dict literal or `dict(a=1)` call: (string key, key range, value). `None` when
+/// the expression is not a literal dict.
+fn dict_pairs<'t>(node: Node<'t>, text: &str) -> Option<Vec<(Option<String>, ByteRange, Node<'t>)>> {
+    match node.kind() {
+        "dictionary" => {
+            let mut out = Vec::new();
+            let mut cursor = node.walk();
+            for pair in node.named_children(&mut cursor) {
+                match pair.kind() {
+                    "pair" => {
+                        let key = pair.child_by_field_id(fields().key.get())?;
+                        let value = pair.child_by_field_id(fields().value.get())?;
+                        out.push((string_value(key, text), range_of(key), value));
+                    }
+                    "dictionary_splat" => out.push((None, range_of(pair), pair)),
+                    "comment" => {}
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        "call" if node.child_by_field_id(fields().function.get()).is_some_and(|f| text_of(f, text) == "dict") => {
+            let args = node.child_by_field_id(fields().arguments.get())?;
+            let mut out = Vec::new();
+            let mut cursor = args.walk();
+            for arg in args.named_children(&mut cursor) {
+                match arg.kind() {
+                    "keyword_argument" => {
+                        let n = arg.child_by_field_id(fields().name.get())?;
+                        out.push((
+                            Some(text_of(n, text).to_string()),
+                            range_of(n),
+                            arg.child_by_field_id(fields().value.get())?,
+                        ));
+                    }
+                    _ => out.push((None, range_of(arg), arg)),
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
 }

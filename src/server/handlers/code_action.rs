@@ -1,5 +1,6 @@
 //! `textDocument/codeAction`: quick fixes from the suggestions the core attaches to diagnostics
-//! (did-you-mean renames of tools, arguments, keys, endpoints; protocol-file respellings).
+//! (did-you-mean renames of tools, arguments, keys, endpoints; protocol-file respellings), and
+//! "Trust this workspace" on `workspace-untrusted`.
 //! Programs are re-analysed on the snapshot, so the fixes always match the text the client sees.
 
 use std::collections::HashMap;
@@ -39,6 +40,8 @@ pub fn protocol_code_action(
     // Probing: "Probe tool" on an entry whose response schema is unknown.
     let probes = super::commands::probe::protocol_code_actions(world, path, params);
     let mut out = protocol_quick_fixes(world, path, params).unwrap_or_default();
+    // Trust: "Trust this workspace" on what does not run until it is trusted.
+    out.extend(super::commands::trust::code_actions(world, path, params));
     out.extend(probes);
     Some(out)
 }

@@ -44,6 +44,9 @@ M.commands = {
   { id = "chainsmith.probe", user = "ChainsmithProbe", title = "Probe tool" },
   { id = "chainsmith.probeAll", user = "ChainsmithProbeAll", title = "Probe all unprobed tools" },
   { id = "chainsmith.graph", user = "ChainsmithGraph", title = "Show tool graph" },
+  -- Records trust for the workspace (as `chainsmith trust` does), so its MCP servers, command
+  -- tools and interpreter run; the server reloads it.
+  { id = "chainsmith.trustWorkspace", user = "ChainsmithTrust", title = "Trust this workspace" },
 }
 
 --- The last `chainsmith/status` ({toolsets, tools, unprobed}) per client id.

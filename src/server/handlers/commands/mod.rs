@@ -1,13 +1,15 @@
 //! `workspace/executeCommand`, one file per command. The editor commands are advertised so
 //! clients can bind them: `chainsmith.run` runs the program ([`run`]), `chainsmith.generate` and
 //! `chainsmith.fix` generate and fix chains ([`generate`]), `chainsmith.probe`/`probeAll` probe
-//! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]). The long ones
+//! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]),
+//! `chainsmith.trustWorkspace` trusts the workspace and reloads it ([`trust`]). The long ones
 //! answer at once and go on as tasks (`server::task`).
 
 pub mod generate;
 pub mod graph;
 pub mod probe;
 pub mod run;
+pub mod trust;
 
 use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, Result};
@@ -15,13 +17,14 @@ use tower_lsp_server::lsp_types as lsp;
 
 use crate::server::context::Context;
 
-pub const COMMANDS: [&str; 6] = [
+pub const COMMANDS: [&str; 7] = [
     "chainsmith.run",
     "chainsmith.generate",
     "chainsmith.fix",
     "chainsmith.probe",
     "chainsmith.probeAll",
     "chainsmith.graph",
+    trust::COMMAND,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub enum Outcome {
     Probe { all: bool },
     /// `chainsmith.graph`: the ToolNet graph as text and DOT (from a tool id, when one is given).
     Graph { from: Option<String> },
+    /// `chainsmith.trustWorkspace`: record trust for the workspace and reload it.
+    TrustWorkspace,
     /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
     Unavailable { message: String },
     /// Not a chainsmith command: an `InvalidParams` error.
@@ -49,6 +54,7 @@ pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -
         Outcome::Fix => generate::execute(ctx, params, true).await,
         Outcome::Probe { all } => probe::execute(ctx, params, all).await,
         Outcome::Graph { from } => graph::execute(ctx, from).await,
+        Outcome::TrustWorkspace => trust::execute(ctx).await,
         Outcome::Unavailable { message } => {
             ctx.client.show_message(lsp::MessageType::WARNING, message).await;
             Ok(None)
@@ -77,6 +83,8 @@ pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
             .filter(|a| !a.contains(':') && a.contains('.'))
             .map(str::to_string);
         Outcome::Graph { from }
+    } else if command == trust::COMMAND {
+        Outcome::TrustWorkspace
     } else if COMMANDS.contains(&command) {
         Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
     } else {

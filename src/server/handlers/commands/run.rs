@@ -77,7 +77,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             }
         }
     };
-    let refused = guarded("chainsmith.run", || runtime::unrunnable_calls(&path, &text, &world.catalog))?;
+    let refused = guarded("chainsmith.run", || runtime::unrunnable_calls(&path, &text, &world.config, &world.catalog))?;
     if let Some(first) = refused.first() {
         let message = format!("chainsmith: not running {}: {}", file_name(&path), first.message);
         ctx.client.show_message(lsp::MessageType::ERROR, message).await;

@@ -1,0 +1,297 @@
+//! A call's arguments checked against its tool's parameters, for both dialects: names the tool
+//! lacks (with did-you-mean), required parameters not given, literal values against a parameter's
+//! type and enum, and values taken from a response against a parameter's type.
+
+use serde_json::Value;
+use tree_sitter::Node;
+
+use super::{Ty, Walker};
+use crate::analysis::CallArg;
+use crate::analysis::parse::{fields, string_value, text_of};
+use crate::diagnostic::did_you_mean;
+use crate::text::ByteRange;
+use crate::toolset::schema;
+use crate::toolset::{Param, ParamLocation, Tool};
+
+/// One argument of a call as the checks see it.
+pub(super) struct ArgSite<'t> {
+    pub name: String,
+    pub name_range: Option<ByteRange>,
+    pub value: Option<Node<'t>>,
+    /// A literal value given as text (URL segments and query strings), checked leniently.
+    pub text_value: Option<(String, ByteRange)>,
+    pub value_range: ByteRange,
+    pub location: Option<ParamLocation>,
+}
+
+/// The arguments a call gives.
+#[derive(Default)]
+pub(super) struct GivenArgs<'t> {
+    pub sites: Vec<ArgSite<'t>>,
+    /// False when some arguments can't be seen (`**kwargs`, a computed query name): a required
+    /// parameter may be among them, so none is reported missing.
+    pub incomplete: bool,
+}
+
+impl<'t, 'c> Walker<'t, 'c> {
+    /// Checks a call's arguments against the tool's parameters and records them on the call.
+    /// `wire` says whether names are wire names (HTTP dialect) or Python keywords.
+    pub(super) fn check_args(
+        &mut self,
+        call_index: usize,
+        tool: Option<&'c Tool>,
+        given: GivenArgs<'t>,
+        wire: bool,
+        anchor: ByteRange,
+        arguments: Option<Node<'t>>,
+    ) {
+        let mut recorded = Vec::new();
+        let auth_param = tool
+            .and_then(|t| self.catalog.toolset(&t.toolset))
+            .and_then(|ts| ts.auth.as_ref())
+            .and_then(|a| a.query.clone());
+        for site in &given.sites {
+            let ty = match site.value {
+                Some(v) if literal_json(v, self.text).is_none() => self.expr(v),
+                _ => Ty::Unknown,
+            };
+            let param = tool.and_then(|t| t.params.iter().find(|p| spelling(p, wire) == site.name));
+            recorded.push(CallArg {
+                name: site.name.clone(),
+                name_range: site.name_range,
+                value_range: site.value_range,
+                location: param.map(|p| p.location).or(site.location),
+            });
+            let Some(tool) = tool else { continue };
+            match param {
+                Some(param) => self.check_arg_value(param, site, ty),
+                // The runtime adds the API key and the headers an HTTP request needs.
+                None if wire
+                    && (auth_param.as_deref() == Some(site.name.as_str())
+                        || site.location == Some(ParamLocation::Header)) => {}
+                None => self.report_unknown_argument(tool, site, wire),
+            }
+        }
+        if let Some(tool) = tool
+            && !given.incomplete
+        {
+            self.check_missing_args(tool, &recorded, wire, auth_param.as_deref(), anchor, arguments);
+        }
+        if let Some(call) = self.out.calls.get_mut(call_index) {
+            call.args = recorded;
+        }
+    }
+
+    fn check_arg_value(&mut self, param: &Param, site: &ArgSite<'t>, ty: Ty<'c>) {
+        if let Some(v) = site.value {
+            if let Some(value) = literal_json(v, self.text) {
+                self.check_literal_value(param, &value, site.value_range, false);
+            } else if let Ty::Json { schema: s, .. } = ty {
+                self.check_flowed_value(param, s, site.value_range);
+            }
+        } else if let Some((text, range)) = &site.text_value {
+            let value = coerce_text(text, &param.schema);
+            self.check_literal_value(param, &value, *range, true);
+        }
+    }
+
+    fn report_unknown_argument(&mut self, tool: &Tool, site: &ArgSite<'t>, wire: bool) {
+        let range = site.name_range.unwrap_or(site.value_range);
+        let names: Vec<&str> = tool.params.iter().map(|p| spelling(p, wire)).collect();
+        let mut d = self.error(range, "unknown-argument", format!("`{}` has no parameter `{}`", tool.name, site.name));
+        if let Some(best) = did_you_mean(&site.name, names.iter().copied()) {
+            d.message.push_str(&format!("; did you mean `{best}`?"));
+            if let Some(name_range) = site.name_range {
+                // A wire name is a string key (`params={"page": …}`): the replacement keeps its quotes.
+                let replacement = if wire {
+                    let quote = self.text.get(name_range.start..name_range.start + 1).unwrap_or("\"");
+                    format!("{quote}{best}{quote}")
+                } else {
+                    best.to_string()
+                };
+                d = d.with_suggestion(format!("Change to `{best}`"), name_range, replacement);
+            }
+        } else if !names.is_empty() {
+            d.message.push_str(&format!(" (parameters: {})", names.join(", ")));
+        }
+        self.diag(d);
+    }
+
+    fn check_missing_args(
+        &mut self,
+        tool: &Tool,
+        recorded: &[CallArg],
+        wire: bool,
+        auth_param: Option<&str>,
+        anchor: ByteRange,
+        arguments: Option<Node<'t>>,
+    ) {
+        let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
+        let missing: Vec<&Param> = tool
+            .required()
+            .filter(|p| {
+                // The URL carries path parameters and the runtime adds headers and the auth key.
+                let supplied_elsewhere = wire && matches!(p.location, ParamLocation::Path | ParamLocation::Header);
+                !given.contains(&spelling(p, wire)) && !supplied_elsewhere && auth_param != Some(p.wire_name.as_str())
+            })
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let list: Vec<String> = missing.iter().map(|p| format!("`{}`", spelling(p, wire))).collect();
+        let plural = if missing.len() > 1 { "s" } else { "" };
+        let mut d = self.error(
+            anchor,
+            "missing-argument",
+            format!("`{}` is missing required argument{plural} {}", tool.name, list.join(", ")),
+        );
+        // Only keywords can be added for the user: HTTP arguments live in a URL or a dict.
+        if !wire && let Some(arguments) = arguments {
+            let close = arguments.end_byte().saturating_sub(1);
+            let has_args = arguments.named_child_count() > 0;
+            let additions: Vec<String> = missing.iter().map(|p| format!("{}=...", p.name)).collect();
+            let insert = format!("{}{}", if has_args { ", " } else { "" }, additions.join(", "));
+            d = d.with_suggestion(
+                format!("Add missing argument{plural} {}", list.join(", ")),
+                ByteRange::new(close, close),
+                insert,
+            );
+        }
+        self.diag(d);
+    }
+
+    /// A literal's type and enum. A type mismatch is `wrong-type`, told apart from `not-in-enum`.
+    fn check_literal_value(&mut self, param: &Param, value: &Value, range: ByteRange, from_text: bool) {
+        let expected = schema::types(&param.schema);
+        let actual = schema::json_type(value);
+        if !schema::type_fits(actual, &expected) {
+            // URL text is a string on the wire; only complain when it cannot be read as the type.
+            if from_text && expected.contains(&"string") {
+                return;
+            }
+            let d = self.error(
+                range,
+                "wrong-type",
+                format!("`{}` expects {}, got {} {}", param.name, expected.join(" | "), actual, short_json(value)),
+            );
+            self.diag(d);
+            return;
+        }
+        if let Err(message) = schema::check_literal(&param.schema, value) {
+            let d = self.error(range, "not-in-enum", format!("`{}`: {message}", param.name));
+            self.diag(d);
+        }
+    }
+
+    /// A value taken from a response, checked by type only: what it holds is known at run time.
+    fn check_flowed_value(&mut self, param: &Param, value_schema: &Value, range: ByteRange) {
+        let expected = schema::types(&param.schema);
+        let actual = schema::types(value_schema);
+        if expected.is_empty() || actual.is_empty() {
+            return;
+        }
+        let fits = actual.iter().filter(|t| **t != "null").any(|t| {
+            schema::type_fits(t, &expected)
+                // Numbers and booleans are sent as text in paths and query strings.
+                || (expected.contains(&"string") && matches!(*t, "integer" | "number" | "boolean"))
+        });
+        if !fits && actual.iter().any(|t| *t != "null") {
+            let d = self.warning(
+                range,
+                "argument-type-mismatch",
+                format!(
+                    "`{}` expects {}, but this response field is {}",
+                    param.name,
+                    expected.join(" | "),
+                    schema::summary(value_schema)
+                ),
+            );
+            self.diag(d);
+        }
+    }
+}
+
+/// A parameter's name as a dialect spells it: the wire name in the HTTP dialect, else the Python
+/// keyword.
+fn spelling(param: &Param, wire: bool) -> &str {
+    if wire { &param.wire_name } else { &param.name }
+}
+
+/// The JSON value of a Python literal (strings, numbers, booleans, None, and lists/dicts of them).
+pub fn literal_json(node: Node, text: &str) -> Option<Value> {
+    match node.kind() {
+        "string" | "concatenated_string" => string_value(node, text).map(Value::String),
+        "integer" => {
+            let raw = text_of(node, text).replace('_', "");
+            raw.parse::<i64>().ok().map(Value::from)
+        }
+        "float" => text_of(node, text)
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+        "true" => Some(Value::Bool(true)),
+        "false" => Some(Value::Bool(false)),
+        "none" => Some(Value::Null),
+        "unary_operator" => {
+            let operand = node.child_by_field_id(fields().argument.get())?;
+            let v = literal_json(operand, text)?;
+            let negative = text_of(node, text).trim_start().starts_with('-');
+            match v {
+                Value::Number(n) if negative => {
+                    if let Some(i) = n.as_i64() {
+                        Some(Value::from(-i))
+                    } else {
+                        n.as_f64().and_then(|f| serde_json::Number::from_f64(-f)).map(Value::Number)
+                    }
+                }
+                Value::Number(n) => Some(Value::Number(n)),
+                _ => None,
+            }
+        }
+        "list" | "tuple" => {
+            let mut cursor = node.walk();
+            let items: Option<Vec<Value>> = node.named_children(&mut cursor).map(|c| literal_json(c, text)).collect();
+            items.map(Value::Array)
+        }
+        "dictionary" => {
+            let mut map = serde_json::Map::new();
+            let mut cursor = node.walk();
+            for pair in node.named_children(&mut cursor) {
+                if pair.kind() != "pair" {
+                    return None;
+                }
+                let key = string_value(pair.child_by_field_id(fields().key.get())?, text)?;
+                map.insert(key, literal_json(pair.child_by_field_id(fields().value.get())?, text)?);
+            }
+            Some(Value::Object(map))
+        }
+        "parenthesized_expression" => literal_json(node.named_child(0)?, text),
+        _ => None,
+    }
+}
+
+/// A value written as URL text, read as the parameter's type when it parses as one.
+fn coerce_text(text: &str, param_schema: &Value) -> Value {
+    let types = schema::types(param_schema);
+    if types.contains(&"integer")
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Value::from(i);
+    }
+    if types.contains(&"number")
+        && let Ok(f) = text.parse::<f64>()
+        && let Some(n) = serde_json::Number::from_f64(f)
+    {
+        return Value::Number(n);
+    }
+    if types.contains(&"boolean") && matches!(text, "true" | "false") {
+        return Value::Bool(text == "true");
+    }
+    Value::String(text.to_string())
+}
+
+fn short_json(value: &Value) -> String {
+    let s = value.to_string();
+    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+}

@@ -1,0 +1,356 @@
+//! How values flow through a program: scopes, and what a name holds after an assignment, a walrus,
+//! a `for` target, a comprehension clause or a `with … as`; what a subscript, `.get()`, `.json()`
+//! or a copying builtin yields. Each access into a response is checked against its schema and
+//! recorded here.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use tree_sitter::Node;
+
+use super::args::literal_json;
+use super::{Ty, Walker};
+use crate::analysis::parse::{fields, range_of, string_value, text_of};
+use crate::analysis::{Access, Key};
+use crate::diagnostic::did_you_mean;
+use crate::toolset::Tool;
+use crate::toolset::schema::{self, KeyLookup};
+
+impl<'c> Ty<'c> {
+    /// What a call of `tool` returns to the program.
+    pub(super) fn response_of(tool: Option<&'c Tool>, call: usize) -> Ty<'c> {
+        match tool.and_then(|t| t.response.as_ref()) {
+            Some(schema) => Ty::Json { schema, call },
+            None => Ty::Unknown,
+        }
+    }
+
+    /// What iterating the value yields.
+    fn element(self) -> Ty<'c> {
+        let Ty::Json { schema: s, call } = self else { return Ty::Unknown };
+        // Iterating an object yields its keys, which no schema describes.
+        if !schema::types(s).contains(&"array") {
+            return Ty::Unknown;
+        }
+        match schema::items(s) {
+            Some(item) => Ty::Json { schema: item, call },
+            None => Ty::Unknown,
+        }
+    }
+}
+
+impl<'t, 'c> Walker<'t, 'c> {
+    pub(super) fn lookup(&self, name: &str) -> Ty<'c> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied()).unwrap_or(Ty::Unknown)
+    }
+
+    fn bind_name(&mut self, name: &str, ty: Ty<'c>) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name.to_string(), ty);
+        }
+    }
+
+    /// Binds an assignment or loop target; tuples of targets get unknown values.
+    fn bind(&mut self, target: Node<'t>, ty: Ty<'c>) {
+        match target.kind() {
+            "identifier" => {
+                let name = text_of(target, self.text).to_string();
+                self.bind_name(&name, ty);
+            }
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+                let mut cursor = target.walk();
+                let children: Vec<Node> = target.named_children(&mut cursor).collect();
+                for child in children {
+                    self.bind(child, Ty::Unknown);
+                }
+            }
+            "parenthesized_expression" => {
+                if let Some(inner) = target.named_child(0) {
+                    self.bind(inner, ty);
+                }
+            }
+            // `x["k"] = …`, `obj.attr = …`: evaluate for the accesses, bind nothing.
+            _ => {
+                self.expr(target);
+            }
+        }
+    }
+
+    /// `name = value`. While the value is walked, `target` names the variable, so that a tool
+    /// call there records where its response goes.
+    pub(super) fn assignment(&mut self, node: Node<'t>) {
+        let right = node.child_by_field_id(fields().right.get());
+        let left = node.child_by_field_id(fields().left.get());
+        if let Some(l) = left
+            && l.kind() == "identifier"
+        {
+            self.target = Some(text_of(l, self.text).to_string());
+        }
+        let ty = right.map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
+        self.target = None;
+        if let Some(l) = left {
+            self.bind(l, ty);
+        }
+    }
+
+    /// `(name := value)`: binds the name and is the value.
+    pub(super) fn walrus(&mut self, node: Node<'t>) -> Ty<'c> {
+        let ty = node.child_by_field_id(fields().value.get()).map(|v| self.expr(v)).unwrap_or(Ty::Unknown);
+        if let Some(name) = node.child_by_field_id(fields().name.get()) {
+            self.bind(name, ty);
+        }
+        ty
+    }
+
+    /// `for target in iterable`, as a statement or a comprehension clause: the target holds the
+    /// iterable's elements.
+    pub(super) fn bind_loop_target(&mut self, clause: Node<'t>) {
+        let iterable = clause.child_by_field_id(fields().right.get()).map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
+        if let Some(left) = clause.child_by_field_id(fields().left.get()) {
+            self.bind(left, iterable.element());
+        }
+    }
+
+    /// One item of a `with` statement; `with f() as x` binds `x` to what `f()` returns.
+    pub(super) fn with_item(&mut self, item: Node<'t>) {
+        let Some(value) = item.child_by_field_id(fields().value.get()) else { return };
+        if value.kind() != "as_pattern" {
+            self.expr(value);
+            return;
+        }
+        let ty = value.named_child(0).map(|inner| self.expr(inner)).unwrap_or(Ty::Unknown);
+        if let Some(alias) = value.child_by_field_id(fields().alias.get()) {
+            let target = if alias.kind() == "as_pattern_target" { alias.named_child(0) } else { Some(alias) };
+            if let Some(target) = target {
+                self.bind(target, ty);
+            }
+        }
+    }
+
+    pub(super) fn comprehension(&mut self, node: Node<'t>) {
+        self.scopes.push(HashMap::new());
+        let mut cursor = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+        // Clauses bind names the body uses, so they go first, in order.
+        for child in &children {
+            match child.kind() {
+                "for_in_clause" => self.bind_loop_target(*child),
+                "if_clause" => {
+                    if let Some(cond) = child.named_child(0) {
+                        self.expr(cond);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for child in children {
+            if !matches!(child.kind(), "for_in_clause" | "if_clause") {
+                self.expr(child);
+            }
+        }
+        self.scopes.pop();
+    }
+
+    /// `a if c else b`, `a or b`: every operand is walked; the value is the first one known
+    /// (branches are not merged).
+    pub(super) fn first_known_operand(&mut self, node: Node<'t>) -> Ty<'c> {
+        let mut cursor = node.walk();
+        let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+        let mut found = Ty::Unknown;
+        for child in children {
+            let ty = self.expr(child);
+            if matches!(found, Ty::Unknown) && !matches!(ty, Ty::Unknown) {
+                found = ty;
+            }
+        }
+        found
+    }
+
+    /// A method of a value the walk follows; any other method's result is unknown.
+    pub(super) fn value_method(
+        &mut self,
+        receiver: Ty<'c>,
+        method: &str,
+        node: Node<'t>,
+        arguments: Option<Node<'t>>,
+    ) -> Ty<'c> {
+        match (receiver, method) {
+            (Ty::Response { call }, "json") => {
+                self.eval_args(arguments);
+                Ty::response_of(self.out.calls.get(call).and_then(|c| c.tool), call)
+            }
+            (Ty::Json { .. }, "get") => self.get_method(receiver, node, arguments),
+            (Ty::Json { .. }, "copy") => receiver,
+            // `.values()` is an array of the values, but schemas are borrowed from the catalog and
+            // none can be built here: it is the values' schema itself.
+            (Ty::Json { schema: s, call }, "values") => match schema::property(s, "") {
+                KeyLookup::Open(Some(sub)) => Ty::Json { schema: sub, call },
+                _ => {
+                    self.eval_args(arguments);
+                    Ty::Unknown
+                }
+            },
+            _ => {
+                self.eval_args(arguments);
+                Ty::Unknown
+            }
+        }
+    }
+
+    /// `value.get(key, default)`: a literal key is an access, as in `value[key]`.
+    fn get_method(&mut self, receiver: Ty<'c>, node: Node<'t>, arguments: Option<Node<'t>>) -> Ty<'c> {
+        let key = arguments.and_then(|a| a.named_child(0));
+        let ty = match key {
+            Some(k) if matches!(k.kind(), "string" | "integer") => self.access(receiver, node, k, true),
+            _ => Ty::Unknown,
+        };
+        if let Some(a) = arguments {
+            let mut cursor = a.walk();
+            let rest: Vec<Node<'t>> = a.named_children(&mut cursor).skip(1).collect();
+            for r in rest {
+                self.expr(r);
+            }
+        }
+        ty
+    }
+
+    pub(super) fn subscript(&mut self, node: Node<'t>) -> Ty<'c> {
+        let container = node.child_by_field_id(fields().value.get()).map(|v| self.expr(v)).unwrap_or(Ty::Unknown);
+        let key_node = node.child_by_field_id(fields().subscript.get());
+        if let Some(k) = key_node
+            && !matches!(k.kind(), "string" | "integer" | "unary_operator")
+        {
+            self.expr(k);
+        }
+        let Some(key_node) = key_node else { return Ty::Unknown };
+        self.access(container, node, key_node, false)
+    }
+
+    /// `container[key]` or `container.get(key)`: checks the key against the schema, records the
+    /// access, and returns what it yields.
+    fn access(&mut self, container: Ty<'c>, whole: Node<'t>, key_node: Node<'t>, via_get: bool) -> Ty<'c> {
+        let Ty::Json { schema: s, call } = container else { return Ty::Unknown };
+        let key = literal_key(key_node, self.text);
+        let key_range = range_of(key_node);
+        let result = match &key {
+            Key::Str(k) => self.string_key(s, call, k, key_node),
+            Key::Int(i) => self.integer_index(s, *i, key_node, via_get),
+            // A slice of an array is an array of the same items.
+            Key::Other if key_node.kind() == "slice" => {
+                self.out.accesses.push(Access {
+                    range: range_of(whole),
+                    key_range,
+                    key,
+                    container: s,
+                    result: Some(s),
+                    call,
+                });
+                return container;
+            }
+            Key::Other => computed_key(s),
+        };
+        self.out.accesses.push(Access { range: range_of(whole), key_range, key, container: s, result, call });
+        match result {
+            Some(sub) => Ty::Json { schema: sub, call },
+            None => Ty::Unknown,
+        }
+    }
+
+    /// What `value["key"]` yields; reports a key the schema lacks, or a value that is no object.
+    fn string_key(&mut self, s: &'c Value, call: usize, key: &str, key_node: Node<'t>) -> Option<&'c Value> {
+        let types = schema::types(s);
+        if !types.is_empty() && !types.contains(&"object") {
+            let d = self.error(
+                range_of(key_node),
+                "bad-index",
+                format!("string key \"{key}\" on a value of type {}, not an object", types.join(" | ")),
+            );
+            self.diag(d);
+            return None;
+        }
+        match schema::property(s, key) {
+            KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => Some(sub),
+            KeyLookup::Open(None) => None,
+            KeyLookup::Missing => {
+                self.report_unknown_key(s, call, key, key_node);
+                None
+            }
+        }
+    }
+
+    fn report_unknown_key(&mut self, s: &'c Value, call: usize, key: &str, key_node: Node<'t>) {
+        let key_range = range_of(key_node);
+        let names: Vec<&str> = schema::keys(s).into_iter().map(|(n, _)| n).collect();
+        let tool = self.out.calls.get(call).map(|c| c.name.clone()).unwrap_or_default();
+        let mut d =
+            self.warning(key_range, "unknown-key", format!("key \"{key}\" is not in the response schema of `{tool}`"));
+        if let Some(best) = did_you_mean(key, names.iter().copied()) {
+            d.message.push_str(&format!("; did you mean \"{best}\"?"));
+            let quote = quote_of(key_node, self.text);
+            d = d.with_suggestion(format!("Change to \"{best}\""), key_range, format!("{quote}{best}{quote}"));
+        } else if !names.is_empty() {
+            let shown: Vec<&str> = names.iter().take(10).copied().collect();
+            let more = if names.len() > 10 { ", …" } else { "" };
+            d.message.push_str(&format!(" (keys: {}{more})", shown.join(", ")));
+        }
+        self.diag(d);
+    }
+
+    /// What `value[i]` yields; reports an index into a value that is no array.
+    fn integer_index(&mut self, s: &'c Value, index: i64, key_node: Node<'t>, via_get: bool) -> Option<&'c Value> {
+        // `.get(0)` on JSON is unusual, but no indexing error.
+        if via_get {
+            return None;
+        }
+        let types = schema::types(s);
+        if !types.is_empty() && !types.contains(&"array") {
+            let d = self.error(
+                range_of(key_node),
+                "bad-index",
+                format!("integer index {index} on a value of type {}, not an array", types.join(" | ")),
+            );
+            self.diag(d);
+            return None;
+        }
+        schema::items(s)
+    }
+}
+
+/// What `value[k]` yields for a key computed at run time: an array's item, or an open object's
+/// value.
+fn computed_key(s: &Value) -> Option<&Value> {
+    if schema::types(s) == ["array"] {
+        return schema::items(s);
+    }
+    match schema::property(s, "") {
+        KeyLookup::Open(Some(sub)) => Some(sub),
+        _ => None,
+    }
+}
+
+/// What a builtin called on a value yields. A copy, a view or an iterator of a response value
+/// keeps its schema; so does `next(…)`, though it yields one element.
+pub(super) fn builtin_result<'c>(name: &str, args: &[Ty<'c>]) -> Ty<'c> {
+    match (name, args) {
+        ("list" | "sorted" | "reversed" | "iter" | "tuple" | "next" | "dict", [ty, ..]) => *ty,
+        _ => Ty::Unknown,
+    }
+}
+
+fn literal_key(node: Node, text: &str) -> Key {
+    if let Some(s) = string_value(node, text) {
+        return Key::Str(s);
+    }
+    match literal_json(node, text) {
+        Some(Value::Number(n)) if n.is_i64() => Key::Int(n.as_i64().unwrap_or(0)),
+        _ => Key::Other,
+    }
+}
+
+/// The quote a string key was written with, for a replacement written the same way.
+fn quote_of(node: Node, text: &str) -> &'static str {
+    match text.get(node.start_byte()..node.end_byte()) {
+        Some(s) if s.ends_with('\'') => "'",
+        _ => "\"",
+    }
+}

@@ -1,0 +1,62 @@
+//! `chainsmith trust [--list | --revoke]`: what the workspace would run, trusted and recorded
+//! ([`crate::trust`]); the trusted workspaces; forgetting the current one.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+
+use super::workspace_root;
+use crate::config::Config;
+use crate::toolset::workspace;
+use crate::trust::{self, Store};
+
+/// `chainsmith trust`: prints every command the workspace names (and where) and records that it
+/// may run them — exactly them: a command added or changed later is untrusted again.
+pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
+    let store = Store::open().map_err(|e| anyhow!("cannot find the trust file: {e}"))?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if list {
+        let file = store.read().map_err(|e| anyhow!(e))?;
+        if file.workspaces.is_empty() {
+            writeln!(out, "no workspace is trusted ({})", store.path.display())?;
+        }
+        for (root, entry) in &file.workspaces {
+            writeln!(out, "{root}")?;
+            for command in &entry.commands {
+                writeln!(out, "  {}: {}", command.from, command.command)?;
+            }
+        }
+        return Ok(0);
+    }
+    let root = workspace_root(root, &[]);
+    if !root.is_dir() {
+        bail!("workspace root {} is not a folder", root.display());
+    }
+    let canonical = trust::canonical_root(&root).map_err(|e| anyhow!(e))?;
+    if revoke {
+        let was = store.revoke(&canonical).map_err(|e| anyhow!(e))?;
+        match was {
+            true => writeln!(out, "{canonical} is no longer trusted")?,
+            false => writeln!(out, "{canonical} was not trusted")?,
+        }
+        return Ok(0);
+    }
+    let commands = workspace::commands(&Config::load(&root, None));
+    store.trust(&canonical, &commands).map_err(|e| anyhow!(e))?;
+    if commands.is_empty() {
+        writeln!(out, "{canonical} names no command to run: there is nothing to trust")?;
+        return Ok(0);
+    }
+    writeln!(out, "trusted {canonical} to run:")?;
+    for command in &commands {
+        writeln!(out, "  {}: {}", command.from, command.command)?;
+    }
+    writeln!(
+        out,
+        "recorded in {}; a command added or changed later is not trusted until `chainsmith trust` runs again",
+        store.path.display()
+    )?;
+    Ok(0)
+}

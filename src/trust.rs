@@ -1,0 +1,395 @@
+//! Workspace trust and the confinement of what a trusted workspace starts.
+//!
+//! A workspace names commands: MCP servers (`mcp = { command, args, env }` toolsets), command tools
+//! (a native tool's `command` argv) and an interpreter (`[runtime] python` other than the default
+//! `python3`). None of them runs until the user trusts the workspace. Trust is recorded per
+//! workspace in the user's config folder (`$XDG_CONFIG_HOME/chainsmith/trust.json`, else
+//! `~/.config/chainsmith/trust.json`), bound to the workspace's canonical root and to the exact
+//! command lines it allowed, as direnv's `allow` is bound to the `.envrc` it read: a command added
+//! or changed since is untrusted until the user trusts the workspace again. Trust can also be given
+//! for one session without a record (`chainsmith --trust`, an editor that has its own workspace
+//! trust and says `"trusted": true`).
+//!
+//! What runs gets a minimal environment ([`confine`]): the variables a program needs to find its
+//! way (`PATH`, `HOME`, the locale …) and what the workspace's entry declares, never the rest of
+//! chainsmith's environment, where the user's API keys live.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, McpConfig, RuntimeConfig, ToolsetSource};
+
+/// The diagnostic code of a toolset (or interpreter, or command tool) that does not run because the
+/// workspace is not trusted.
+pub const UNTRUSTED: &str = "workspace-untrusted";
+
+/// The format tag of trust.json.
+const FORMAT: &str = "trust/1";
+
+/// The variables of chainsmith's environment that the commands it starts inherit; everything else
+/// (API keys, tokens, cloud credentials) stays behind. An entry's declared `env` is added on top.
+pub const INHERITED_ENV: [&str; 9] =
+    ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR"];
+
+/// Gives `command` the minimal environment: [`INHERITED_ENV`] (those that are set) and `declared`.
+pub fn confine<'a>(
+    command: &mut std::process::Command,
+    declared: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> &mut std::process::Command {
+    command.env_clear();
+    for name in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.envs(declared)
+}
+
+/// One command a workspace would run: where it is declared, and its exact command line.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Command {
+    /// Where the workspace declares it (`toolset `time` (mcp)`, `[runtime] python`,
+    /// `tool `local.shout` (command)`).
+    pub from: String,
+    /// The command line, shell-quoted: the declared environment (`K=V`), the program, its arguments.
+    pub command: String,
+}
+
+impl Command {
+    pub fn mcp(toolset: &str, mcp: &McpConfig) -> Command {
+        Command { from: format!("toolset `{toolset}` (mcp)"), command: mcp_line(mcp) }
+    }
+
+    /// The interpreter, when it is not the default one (the default is no workspace's choice).
+    pub fn python(runtime: &RuntimeConfig) -> Option<Command> {
+        (runtime.python != RuntimeConfig::default().python).then(|| Command {
+            from: "[runtime] python".into(),
+            command: argv_line(std::slice::from_ref(&runtime.python)),
+        })
+    }
+
+    pub fn tool(id: &str, argv: &[String]) -> Command {
+        Command { from: format!("tool `{id}` (command)"), command: argv_line(argv) }
+    }
+}
+
+/// The commands chainsmith.toml (and the editor settings merged into it) names: MCP servers and a
+/// non-default interpreter. Command tools live in protocol files; the toolset layer adds them.
+pub fn config_commands(config: &Config) -> Vec<Command> {
+    let mut out: Vec<Command> = config
+        .toolsets
+        .iter()
+        .filter_map(|ts| match &ts.source {
+            ToolsetSource::Mcp(mcp) => Some(Command::mcp(&ts.name, mcp)),
+            _ => None,
+        })
+        .collect();
+    out.extend(Command::python(&config.runtime));
+    out
+}
+
+/// An MCP server's command line: its declared environment, command and arguments.
+pub fn mcp_line(mcp: &McpConfig) -> String {
+    let mut words: Vec<String> = mcp.env.iter().map(|(k, v)| format!("{}={}", quote_name(k), quote(v))).collect();
+    words.push(quote_program(&mcp.command));
+    words.extend(mcp.args.iter().map(|a| quote(a)));
+    words.join(" ")
+}
+
+/// An argv's command line.
+pub fn argv_line(argv: &[String]) -> String {
+    let mut words = Vec::with_capacity(argv.len());
+    if let Some((program, args)) = argv.split_first() {
+        words.push(quote_program(program));
+        words.extend(args.iter().map(|a| quote(a)));
+    }
+    words.join(" ")
+}
+
+/// A word as a POSIX shell reads it back: bare when it is made of safe characters, else in single
+/// quotes. Lines are identities, so the rendering is unambiguous: an environment assignment is the
+/// only word with an `=` outside quotes before the program (a program containing `=` is quoted).
+fn quote(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+,=".contains(c);
+    quote_unless(word, safe)
+}
+
+fn quote_program(word: &str) -> String {
+    quote_unless(word, |c| c != '=' && (c.is_ascii_alphanumeric() || "-_./:@%+,".contains(c)))
+}
+
+fn quote_name(word: &str) -> String {
+    quote_unless(word, |c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn quote_unless(word: &str, safe: impl Fn(char) -> bool) -> String {
+    if !word.is_empty() && word.chars().all(safe) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// What this session may run of a workspace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Trust {
+    /// Nothing the workspace names runs.
+    #[default]
+    Untrusted,
+    /// Everything runs, for this session only (`--trust`, an editor's own trust); nothing recorded.
+    Session,
+    /// The command lines the user trusted this workspace with (`chainsmith trust`).
+    Recorded(BTreeSet<String>),
+}
+
+impl Trust {
+    /// The trust of `config`'s workspace: the session's when the CLI or the editor gives it, else
+    /// what the user recorded for its canonical root (nothing when the record cannot be read).
+    pub fn of(config: &Config) -> Trust {
+        if config.trusted {
+            return Trust::Session;
+        }
+        let Ok(root) = canonical_root(&config.root) else { return Trust::Untrusted };
+        match Store::open().and_then(|store| store.read()) {
+            Ok(file) => match file.workspaces.get(&root) {
+                Some(entry) => Trust::Recorded(entry.commands.iter().map(|c| c.command.clone()).collect()),
+                None => Trust::Untrusted,
+            },
+            Err(e) => {
+                tracing::warn!("workspace trust cannot be read, so nothing is trusted: {e}");
+                Trust::Untrusted
+            }
+        }
+    }
+
+    /// Whether the command line `line` may run.
+    pub fn allows(&self, line: &str) -> bool {
+        match self {
+            Trust::Untrusted => false,
+            Trust::Session => true,
+            Trust::Recorded(lines) => lines.contains(line),
+        }
+    }
+
+    /// Why `command` does not run, and how to let it (a diagnostic's or an error's message).
+    pub fn refusal(&self, command: &Command) -> String {
+        let how = "`chainsmith trust` in the workspace, or \"Trust this workspace\" in the editor";
+        let Command { from, command } = command;
+        match self {
+            Trust::Recorded(_) => format!(
+                "{from} would run `{command}`, a command this workspace was not trusted with (it is new or changed), so it does not run; once you have read it, trust the workspace again: {how}"
+            ),
+            _ => format!(
+                "{from} would run `{command}`; this workspace is not trusted, so it does not run; once you have read what it runs, trust it: {how}"
+            ),
+        }
+    }
+}
+
+/// The key of a workspace in trust.json: its canonical root, as text.
+pub fn canonical_root(root: &Path) -> Result<String, String> {
+    let root = if root.as_os_str().is_empty() { Path::new(".") } else { root };
+    let canonical = std::fs::canonicalize(root).map_err(|e| format!("{}: {e}", root.display()))?;
+    canonical
+        .to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{}: a workspace root that is not UTF-8 cannot be trusted", canonical.display()))
+}
+
+/// trust.json: `{"chainsmith": "trust/1", "workspaces": {<canonical root>: {"commands": [{from,
+/// command}]}}}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TrustFile {
+    pub chainsmith: String,
+    #[serde(default)]
+    pub workspaces: BTreeMap<String, Entry>,
+}
+
+/// One trusted workspace: the commands it was trusted with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub commands: Vec<Command>,
+}
+
+/// The user's trust.json.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub path: PathBuf,
+}
+
+impl Store {
+    /// `$XDG_CONFIG_HOME/chainsmith/trust.json` (an absolute XDG_CONFIG_HOME), else
+    /// `$HOME/.config/chainsmith/trust.json`.
+    pub fn open() -> Result<Store, String> {
+        let xdg = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from).filter(|p| p.is_absolute());
+        let home =
+            || std::env::var_os("HOME").map(PathBuf::from).filter(|p| p.is_absolute()).map(|h| h.join(".config"));
+        let dir = xdg.or_else(home).ok_or("neither XDG_CONFIG_HOME nor HOME names the user's config folder")?;
+        Ok(Store { path: dir.join("chainsmith").join("trust.json") })
+    }
+
+    /// The recorded trust; empty when the file does not exist yet.
+    pub fn read(&self) -> Result<TrustFile, String> {
+        let text = match crate::files::read_text(&self.path, 64 << 20) {
+            Ok(text) => text,
+            Err(e) if e.not_found() => return Ok(TrustFile { chainsmith: FORMAT.into(), ..Default::default() }),
+            Err(e) => return Err(format!("{}: {e}", self.path.display())),
+        };
+        let file: TrustFile = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a chainsmith trust file ({e}); fix or remove it", self.path.display()))?;
+        if file.chainsmith != FORMAT {
+            return Err(format!("{}: unknown format `{}` (expected `{FORMAT}`)", self.path.display(), file.chainsmith));
+        }
+        Ok(file)
+    }
+
+    /// Records that the workspace at canonical `root` may run `commands` (and only those): any
+    /// earlier record of it is replaced. No commands: the record is removed.
+    pub fn trust(&self, root: &str, commands: &[Command]) -> Result<(), String> {
+        let mut commands = commands.to_vec();
+        commands.sort_by(|a, b| (&a.from, &a.command).cmp(&(&b.from, &b.command)));
+        commands.dedup();
+        self.update(|file| {
+            if commands.is_empty() {
+                file.workspaces.remove(root);
+            } else {
+                file.workspaces.insert(root.to_string(), Entry { commands });
+            }
+        })
+    }
+
+    /// Forgets the workspace at canonical `root`; whether it was trusted.
+    pub fn revoke(&self, root: &str) -> Result<bool, String> {
+        let mut was = false;
+        self.update(|file| was = file.workspaces.remove(root).is_some())?;
+        Ok(was)
+    }
+
+    /// Reads, changes and writes the file under an exclusive lock (two `chainsmith trust` at once
+    /// keep both records); the new file replaces the old one by a rename, so a reader never sees
+    /// half of it.
+    fn update(&self, change: impl FnOnce(&mut TrustFile)) -> Result<(), String> {
+        let dir = self.path.parent().ok_or("trust.json has no folder")?;
+        let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+        std::fs::DirBuilder::new().recursive(true).create(dir).map_err(io)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(dir.join("trust.json.lock"))
+            .map_err(io)?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a descriptor this function owns; released when `lock` is closed.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        let mut file = self.read()?;
+        file.chainsmith = FORMAT.into();
+        change(&mut file);
+        let mut text = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
+        text.push('\n');
+        let staging = dir.join(format!(".trust.json.{}.tmp", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&staging)
+            .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&staging, &self.path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&staging);
+            return Err(format!("cannot write {}: {e}", self.path.display()));
+        }
+        drop(lock);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mcp(command: &str, args: &[&str], env: &[(&str, &str)]) -> McpConfig {
+        McpConfig {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn command_lines_read_like_a_shell_and_never_collide() {
+        assert_eq!(mcp_line(&mcp("python3", &["-m", "mcp_server_time"], &[])), "python3 -m mcp_server_time");
+        assert_eq!(
+            mcp_line(&mcp("sh", &["-c", "touch PWNED; exec x"], &[("B", "two words"), ("A", "1")])),
+            "A=1 B='two words' sh -c 'touch PWNED; exec x'"
+        );
+        assert_eq!(argv_line(&["it's".into(), "--flag=x".into(), "".into()]), "'it'\\''s' --flag=x ''");
+        // An environment assignment and a program whose name holds `=` differ.
+        let assigned = mcp_line(&mcp("x", &[], &[("a b", "c")]));
+        let program = mcp_line(&mcp("a b=c", &["x"], &[]));
+        assert_eq!(assigned, "'a b'=c x");
+        assert_eq!(program, "'a b=c' x");
+        assert_ne!(mcp_line(&mcp("a=b", &[], &[])), mcp_line(&mcp("", &[], &[("a", "b")])));
+    }
+
+    #[test]
+    fn the_default_interpreter_needs_no_trust() {
+        assert_eq!(Command::python(&RuntimeConfig::default()), None);
+        let venv = RuntimeConfig { python: ".venv/bin/python".into(), ..Default::default() };
+        assert_eq!(Command::python(&venv).unwrap().command, ".venv/bin/python");
+    }
+
+    #[test]
+    fn records_are_bound_to_their_command_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store { path: dir.path().join("chainsmith/trust.json") };
+        assert_eq!(store.read().unwrap().workspaces.len(), 0, "no file: nothing trusted");
+        let time = Command::mcp("time", &mcp("python3", &["-m", "mcp_server_time"], &[]));
+        store.trust("/ws", std::slice::from_ref(&time)).unwrap();
+        store.trust("/other", &[Command::tool("local.wc", &["wc".into()])]).unwrap();
+        let file = store.read().unwrap();
+        assert_eq!(file.workspaces["/ws"].commands, std::slice::from_ref(&time));
+        assert_eq!(file.workspaces.len(), 2, "records of other workspaces are kept");
+        let text = std::fs::read_to_string(&store.path).unwrap();
+        assert!(text.contains("\"chainsmith\": \"trust/1\""), "{text}");
+        assert!(text.contains("\"command\": \"python3 -m mcp_server_time\""), "{text}");
+
+        let recorded = Trust::Recorded(file.workspaces["/ws"].commands.iter().map(|c| c.command.clone()).collect());
+        assert!(recorded.allows("python3 -m mcp_server_time"));
+        assert!(!recorded.allows("python3 -m mcp_server_time --extra"), "a changed line is not trusted");
+        assert!(recorded.refusal(&time).contains("new or changed"));
+        assert!(!Trust::Untrusted.allows("python3 -m mcp_server_time"));
+        assert!(Trust::Session.allows("anything"));
+
+        assert!(store.revoke("/ws").unwrap());
+        assert!(!store.revoke("/ws").unwrap());
+        assert_eq!(store.read().unwrap().workspaces.keys().collect::<Vec<_>>(), ["/other"]);
+        let left: Vec<_> =
+            std::fs::read_dir(dir.path().join("chainsmith")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(left.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")), "{left:?}");
+
+        std::fs::write(&store.path, "{not json").unwrap();
+        assert!(store.read().unwrap_err().contains("not a chainsmith trust file"));
+        assert!(store.trust("/ws", &[time]).is_err(), "a damaged file is not overwritten");
+    }
+
+    #[test]
+    fn confined_commands_see_only_the_minimal_environment() {
+        let mut command = std::process::Command::new("env");
+        let declared: BTreeMap<String, String> = [("DECLARED".to_string(), "yes".to_string())].into();
+        confine(&mut command, &declared);
+        let names: Vec<String> =
+            command.get_envs().filter(|(_, v)| v.is_some()).map(|(k, _)| k.to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| n == "DECLARED" || INHERITED_ENV.contains(&n.as_str())), "{names:?}");
+        assert!(names.contains(&"DECLARED".to_string()));
+    }
+}
