@@ -16,10 +16,13 @@ use crate::text::ByteRange;
 /// which showed up in profiles of the analysis of large programs.
 pub struct Fields {
     pub alias: FieldId,
+    pub alternative: FieldId,
     pub argument: FieldId,
     pub arguments: FieldId,
     pub attribute: FieldId,
     pub body: FieldId,
+    pub condition: FieldId,
+    pub consequence: FieldId,
     pub definition: FieldId,
     pub expression: FieldId,
     pub format_specifier: FieldId,
@@ -33,6 +36,7 @@ pub struct Fields {
     pub parameters: FieldId,
     pub right: FieldId,
     pub subscript: FieldId,
+    pub superclasses: FieldId,
     pub type_conversion: FieldId,
     pub value: FieldId,
 }
@@ -44,10 +48,13 @@ pub fn fields() -> &'static Fields {
         let id = |name: &str| language.field_id_for_name(name).expect("tree-sitter-python has this field");
         Fields {
             alias: id("alias"),
+            alternative: id("alternative"),
             argument: id("argument"),
             arguments: id("arguments"),
             attribute: id("attribute"),
             body: id("body"),
+            condition: id("condition"),
+            consequence: id("consequence"),
             definition: id("definition"),
             expression: id("expression"),
             format_specifier: id("format_specifier"),
@@ -61,6 +68,7 @@ pub fn fields() -> &'static Fields {
             parameters: id("parameters"),
             right: id("right"),
             subscript: id("subscript"),
+            superclasses: id("superclasses"),
             type_conversion: id("type_conversion"),
             value: id("value"),
         }

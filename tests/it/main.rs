@@ -21,6 +21,7 @@ mod lsp_run;
 mod lsp_stdio;
 mod lsp_toolnet;
 mod mcp_servers;
+mod patterns;
 mod probe_cli;
 mod probe_eval;
 mod probe_lsp;

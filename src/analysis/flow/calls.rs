@@ -6,7 +6,6 @@
 use tree_sitter::Node;
 
 use super::args::{ArgSite, GivenArgs};
-use super::values::builtin_result;
 use super::{Ty, Walker};
 use crate::analysis::dialect;
 use crate::analysis::parse::{fields, range_of, text_of};
@@ -114,8 +113,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         if let Some(function) = self.imports.http_functions.get(name).cloned() {
             return self.http_library_call(node, &function, arguments);
         }
-        let args = self.eval_args_collect(arguments);
-        builtin_result(name, &args)
+        self.builtin_call(name, arguments)
     }
 
     /// A call the analysis knows nothing about: only what its parts contain is walked.
@@ -131,6 +129,9 @@ impl<'t, 'c> Walker<'t, 'c> {
     /// Walks a call's arguments; returns what each positional one is (keyword ones are unknown).
     fn eval_args_collect(&mut self, arguments: Option<Node<'t>>) -> Vec<Ty<'c>> {
         let Some(arguments) = arguments else { return Vec::new() };
+        if arguments.kind() == "generator_expression" {
+            return vec![self.expr(arguments)];
+        }
         let mut cursor = arguments.walk();
         let children: Vec<Node<'t>> = arguments.named_children(&mut cursor).collect();
         children

@@ -4,7 +4,7 @@
 
 use tree_sitter::Node;
 
-use super::args::{ArgSite, GivenArgs};
+use super::args::{ArgSite, GivenArgs, literal_json};
 use super::{Ty, Walker};
 use crate::analysis::dialect::{self, FlatUrl};
 use crate::analysis::parse::{fields, range_of, string_value, text_of};
@@ -189,6 +189,11 @@ impl<'t, 'c> Walker<'t, 'c> {
     /// `params={…}` or `json=dict(…)`: each string key is an argument; anything else (a variable,
     /// `**more`) hides arguments, so none can be reported missing.
     fn dict_arguments(&mut self, dict: Node<'t>, location: ParamLocation, given: &mut GivenArgs<'t>) {
+        if dict.kind() == "identifier" {
+            self.expr(dict);
+            self.held_dict_arguments(dict, location, given);
+            return;
+        }
         let Some(pairs) = dict_pairs(dict, self.text) else {
             given.incomplete = true;
             self.expr(dict);
@@ -209,6 +214,32 @@ impl<'t, 'c> Walker<'t, 'c> {
                     self.expr(value);
                 }
             }
+        }
+    }
+}
+
+impl<'t, 'c> Walker<'t, 'c> {
+    /// `params=query` where `query = {…}` was assigned before: its string keys are checked where
+    /// the dict is written, with their literal values. The program may add keys later, so none is
+    /// reported missing; values that are not literals were walked with their statement.
+    fn held_dict_arguments(&mut self, name: Node<'t>, location: ParamLocation, given: &mut GivenArgs<'t>) {
+        given.incomplete = true;
+        let Some(value) = self.assigned_value(text_of(name, self.text), name.start_byte()) else { return };
+        if value.start_byte() > name.start_byte() {
+            return;
+        }
+        let Some(pairs) = dict_pairs(value, self.text) else { return };
+        for (key, key_range, value) in pairs {
+            let Some(key) = key else { continue };
+            let literal = literal_json(value, self.text).is_some();
+            given.sites.push(ArgSite {
+                name: key,
+                name_range: Some(key_range),
+                value: literal.then_some(value),
+                text_value: None,
+                value_range: range_of(value),
+                location: Some(location),
+            });
         }
     }
 }

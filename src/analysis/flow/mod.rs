@@ -6,13 +6,19 @@
 //! - this file: the walker, its entry point, statements, and the expression dispatch;
 //! - `values`: scopes, and how values flow through assignments, subscripts, `.get()`, `for`
 //!   targets and comprehensions (where accesses into responses are checked);
+//! - `builtins`: what `sorted`, `next`, `max`, `map`, `zip`, `enumerate`… make of a response
+//!   value, with the parameter of a `lambda` or `key=` function bound to its elements;
+//! - `guards`: membership guards (`"k" in r`, `r.get("k")`, `except KeyError`) that silence
+//!   `unknown-key`, and comparisons of enum-typed fields with literals;
 //! - `calls`: which tool a call reaches, and the module dialect (`tmdb.search_person(…)`);
 //! - `args`: a call's arguments checked against its tool's parameters (both dialects);
 //! - `http`: the HTTP dialect: a request's endpoint, and its URL, `params=` and `json=` arguments;
 //! - `url`: what string a URL expression spells (literals, f-strings, `+`, names holding strings).
 
 mod args;
+mod builtins;
 mod calls;
+mod guards;
 mod http;
 mod url;
 mod values;
@@ -41,6 +47,18 @@ enum Ty<'c> {
         schema: &'c Value,
         call: usize,
     },
+    /// A list, iterator or view built by the program whose elements are `element` (a part of the
+    /// response of `call`): a comprehension, `map(…)`, `.values()`. Schemas are borrowed from the
+    /// catalog, so "array of `element`" cannot be written as a schema of its own.
+    Items {
+        element: &'c Value,
+        call: usize,
+    },
+    /// An iterable of pairs (`.items()`, `enumerate`, `zip`), with each side's schema when known.
+    Pairs {
+        first: Option<(&'c Value, usize)>,
+        second: Option<(&'c Value, usize)>,
+    },
     /// An HTTP dialect response object; `.json()` gives the tool's response.
     Response {
         call: usize,
@@ -65,6 +83,10 @@ pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog, until
         statement: ByteRange::default(),
         target: None,
         until: until.unwrap_or(usize::MAX),
+        guards: Vec::new(),
+        key_errors_caught: 0,
+        function_returns: HashMap::new(),
+        returns: Vec::new(),
     };
     walker.collect_assignments(root);
     walker.check_imports();
@@ -115,6 +137,14 @@ struct Walker<'t, 'c> {
     target: Option<String>,
     /// Statements starting after this offset are not walked.
     until: usize,
+    /// Keys the program checked before reading them (`if "k" in r:`): no `unknown-key` for them.
+    guards: Vec<guards::Guard>,
+    /// How many `try` blocks around the walk catch `KeyError`: no `unknown-key` inside.
+    key_errors_caught: usize,
+    /// What each local function returns, when that is a value the walk follows.
+    function_returns: HashMap<String, Ty<'c>>,
+    /// For each function being walked, what its first `return` of a followed value gives.
+    returns: Vec<Ty<'c>>,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
@@ -133,12 +163,15 @@ impl<'t, 'c> Walker<'t, 'c> {
     fn block(&mut self, node: Node<'t>) {
         let mut cursor = node.walk();
         let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+        // An `if "k" not in r: continue` guards the rest of its block.
+        let guards_before = self.guards.len();
         for child in children {
             if child.start_byte() > self.until {
                 break;
             }
             self.statement(child);
         }
+        self.guards.truncate(guards_before);
     }
 
     fn statement(&mut self, node: Node<'t>) {
@@ -164,8 +197,24 @@ impl<'t, 'c> Walker<'t, 'c> {
                 self.children(node, &["left", "right"]);
             }
             "with_statement" => self.with_statement(node),
+            "if_statement" => self.if_statement(node),
+            "try_statement" => self.try_statement(node),
+            "return_statement" => {
+                let ty = node.named_child(0).map(|value| self.expr(value)).unwrap_or(Ty::Unknown);
+                if let Some(first) = self.returns.last_mut()
+                    && matches!(first, Ty::Unknown)
+                {
+                    *first = ty;
+                }
+            }
             "function_definition" | "class_definition" => self.definition(node),
             "decorated_definition" => {
+                let mut cursor = node.walk();
+                let decorators: Vec<Node<'t>> =
+                    node.named_children(&mut cursor).filter(|c| c.kind() == "decorator").collect();
+                for decorator in decorators {
+                    self.walk_named_children(decorator);
+                }
                 if let Some(def) = node.child_by_field_id(fields().definition.get()) {
                     self.statement(def);
                 }
@@ -236,23 +285,47 @@ impl<'t, 'c> Walker<'t, 'c> {
         }
     }
 
-    /// A function or class: its body gets its own scope over the enclosing ones.
+    /// A function or class: its body gets its own scope over the enclosing ones. What a function
+    /// returns is remembered for its calls.
     fn definition(&mut self, node: Node<'t>) {
+        // Class bases and keywords are expressions of the enclosing scope.
+        if let Some(bases) = node.child_by_field_id(fields().superclasses.get()) {
+            self.walk_named_children(bases);
+        }
         self.scopes.push(HashMap::new());
         if let Some(params) = node.child_by_field_id(fields().parameters.get()) {
-            // Defaults are evaluated; parameters themselves are unknown.
-            let mut cursor = params.walk();
-            let children: Vec<Node<'t>> = params.named_children(&mut cursor).collect();
-            for p in children {
-                if let Some(v) = p.child_by_field_id(fields().value.get()) {
-                    self.expr(v);
-                }
-            }
+            self.parameters(params);
+        }
+        let is_function = node.kind() == "function_definition";
+        if is_function {
+            self.returns.push(Ty::Unknown);
         }
         if let Some(body) = node.child_by_field_id(fields().body.get()) {
             self.block(body);
         }
         self.scopes.pop();
+        if is_function {
+            let returned = self.returns.pop().unwrap_or(Ty::Unknown);
+            if let Some(name) = node.child_by_field_id(fields().name.get()) {
+                let name = text_of(name, self.text).to_string();
+                self.function_returns.insert(name, returned);
+            }
+        }
+    }
+
+    /// Binds a function's or lambda's parameters in the scope just pushed: defaults are
+    /// evaluated; the parameters are unknown (so they hide the enclosing names they shadow).
+    fn parameters(&mut self, params: Node<'t>) {
+        let mut cursor = params.walk();
+        let children: Vec<Node<'t>> = params.named_children(&mut cursor).collect();
+        for p in children {
+            if let Some(v) = p.child_by_field_id(fields().value.get()) {
+                self.expr(v);
+            }
+            if let Some(name) = parameter_name(p, self.text) {
+                self.bind_name(name, Ty::Unknown);
+            }
+        }
     }
 
     fn expr(&mut self, node: Node<'t>) -> Ty<'c> {
@@ -278,16 +351,14 @@ impl<'t, 'c> Walker<'t, 'c> {
             "call" => self.call(node),
             "subscript" => self.subscript(node),
             "list_comprehension" | "set_comprehension" | "generator_expression" | "dictionary_comprehension" => {
-                self.comprehension(node);
-                Ty::Unknown
+                self.comprehension(node)
             }
-            "conditional_expression" | "boolean_operator" => self.first_known_operand(node),
+            "conditional_expression" => self.conditional(node),
+            "boolean_operator" => self.boolean(node),
+            "comparison_operator" => self.comparison(node),
             "lambda" => {
-                self.scopes.push(HashMap::new());
-                if let Some(body) = node.child_by_field_id(fields().body.get()) {
-                    self.expr(body);
-                }
-                self.scopes.pop();
+                // A lambda as a value is a function, not what its body gives.
+                self.lambda(node, Ty::Unknown);
                 Ty::Unknown
             }
             _ => {
@@ -295,6 +366,20 @@ impl<'t, 'c> Walker<'t, 'c> {
                 Ty::Unknown
             }
         }
+    }
+}
+
+/// The name a parameter binds (`x`, `x=1`, `x: int`, `*args`, `**kw`).
+fn parameter_name<'t>(param: Node, text: &'t str) -> Option<&'t str> {
+    match param.kind() {
+        "identifier" => Some(text_of(param, text)),
+        "default_parameter" | "typed_default_parameter" => {
+            param.child_by_field_id(fields().name.get()).filter(|n| n.kind() == "identifier").map(|n| text_of(n, text))
+        }
+        "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
+            param.named_child(0).and_then(|inner| parameter_name(inner, text))
+        }
+        _ => None,
     }
 }
 

@@ -24,19 +24,6 @@ impl<'c> Ty<'c> {
             None => Ty::Unknown,
         }
     }
-
-    /// What iterating the value yields.
-    fn element(self) -> Ty<'c> {
-        let Ty::Json { schema: s, call } = self else { return Ty::Unknown };
-        // Iterating an object yields its keys, which no schema describes.
-        if !schema::types(s).contains(&"array") {
-            return Ty::Unknown;
-        }
-        match schema::items(s) {
-            Some(item) => Ty::Json { schema: item, call },
-            None => Ty::Unknown,
-        }
-    }
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
@@ -44,20 +31,20 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.scopes.iter().rev().find_map(|s| s.get(name).copied()).unwrap_or(Ty::Unknown)
     }
 
-    fn bind_name(&mut self, name: &str, ty: Ty<'c>) {
+    pub(super) fn bind_name(&mut self, name: &str, ty: Ty<'c>) {
         if let Some(scope) = self.scopes.last_mut() {
             scope.insert(name.to_string(), ty);
         }
     }
 
-    /// Binds an assignment or loop target; tuples of targets get unknown values.
+    /// Binds an assignment or loop target; the parts of a tuple target get unknown values.
     fn bind(&mut self, target: Node<'t>, ty: Ty<'c>) {
         match target.kind() {
             "identifier" => {
                 let name = text_of(target, self.text).to_string();
                 self.bind_name(&name, ty);
             }
-            "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list" => {
+            kind if is_tuple_target(kind) => {
                 let mut cursor = target.walk();
                 let children: Vec<Node> = target.named_children(&mut cursor).collect();
                 for child in children {
@@ -76,11 +63,40 @@ impl<'t, 'c> Walker<'t, 'c> {
         }
     }
 
+    /// Binds a loop target to one element of `iterable`; `k, v` over pairs gets each side.
+    fn bind_element(&mut self, target: Node<'t>, iterable: Ty<'c>) {
+        if let Ty::Pairs { first, second } = iterable
+            && is_tuple_target(target.kind())
+            && target.named_child_count() == 2
+            && let (Some(a), Some(b)) = (target.named_child(0), target.named_child(1))
+        {
+            self.bind(a, Ty::from_part(first));
+            self.bind(b, Ty::from_part(second));
+            return;
+        }
+        self.bind(target, iterable.element());
+    }
+
     /// `name = value`. While the value is walked, `target` names the variable, so that a tool
-    /// call there records where its response goes.
+    /// call there records where its response goes. `a, b = x, y` binds each side.
     pub(super) fn assignment(&mut self, node: Node<'t>) {
         let right = node.child_by_field_id(fields().right.get());
         let left = node.child_by_field_id(fields().left.get());
+        if let (Some(l), Some(r)) = (left, right)
+            && is_tuple_target(l.kind())
+            && matches!(r.kind(), "expression_list" | "tuple")
+            && l.named_child_count() == r.named_child_count()
+        {
+            let mut cursor = r.walk();
+            let values: Vec<Ty<'c>> =
+                r.named_children(&mut cursor).collect::<Vec<_>>().into_iter().map(|v| self.expr(v)).collect();
+            let mut cursor = l.walk();
+            let targets: Vec<Node<'t>> = l.named_children(&mut cursor).collect();
+            for (target, ty) in targets.into_iter().zip(values) {
+                self.bind(target, ty);
+            }
+            return;
+        }
         if let Some(l) = left
             && l.kind() == "identifier"
         {
@@ -107,7 +123,7 @@ impl<'t, 'c> Walker<'t, 'c> {
     pub(super) fn bind_loop_target(&mut self, clause: Node<'t>) {
         let iterable = clause.child_by_field_id(fields().right.get()).map(|r| self.expr(r)).unwrap_or(Ty::Unknown);
         if let Some(left) = clause.child_by_field_id(fields().left.get()) {
-            self.bind(left, iterable.element());
+            self.bind_element(left, iterable);
         }
     }
 
@@ -127,28 +143,40 @@ impl<'t, 'c> Walker<'t, 'c> {
         }
     }
 
-    pub(super) fn comprehension(&mut self, node: Node<'t>) {
+    /// A list, set or dict comprehension or a generator expression: a list of what its element
+    /// expression yields, when that is a part of a response.
+    pub(super) fn comprehension(&mut self, node: Node<'t>) -> Ty<'c> {
         self.scopes.push(HashMap::new());
+        let guards_before = self.guards.len();
         let mut cursor = node.walk();
         let children: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
-        // Clauses bind names the body uses, so they go first, in order.
+        // Clauses bind names the element uses, so they go first, in order; what an `if` checks is
+        // guarded in the clauses after it and in the element.
         for child in &children {
             match child.kind() {
                 "for_in_clause" => self.bind_loop_target(*child),
                 "if_clause" => {
                     if let Some(cond) = child.named_child(0) {
-                        self.expr(cond);
+                        let held = self.condition(cond).1;
+                        self.guards.extend(held);
                     }
                 }
                 _ => {}
             }
         }
+        let mut element = Ty::Unknown;
         for child in children {
-            if !matches!(child.kind(), "for_in_clause" | "if_clause") {
-                self.expr(child);
+            if !matches!(child.kind(), "for_in_clause" | "if_clause" | "comment") {
+                element = self.expr(child);
             }
         }
+        self.guards.truncate(guards_before);
         self.scopes.pop();
+        match (node.kind(), element) {
+            ("dictionary_comprehension", _) => Ty::Unknown,
+            (_, Ty::Json { schema, call }) => Ty::Items { element: schema, call },
+            _ => Ty::Unknown,
+        }
     }
 
     /// `a if c else b`, `a or b`: every operand is walked; the value is the first one known
@@ -180,16 +208,20 @@ impl<'t, 'c> Walker<'t, 'c> {
                 Ty::response_of(self.out.calls.get(call).and_then(|c| c.tool), call)
             }
             (Ty::Json { .. }, "get") => self.get_method(receiver, node, arguments),
-            (Ty::Json { .. }, "copy") => receiver,
-            // `.values()` is an array of the values, but schemas are borrowed from the catalog and
-            // none can be built here: it is the values' schema itself.
-            (Ty::Json { schema: s, call }, "values") => match schema::property(s, "") {
-                KeyLookup::Open(Some(sub)) => Ty::Json { schema: sub, call },
-                _ => {
-                    self.eval_args(arguments);
-                    Ty::Unknown
+            (Ty::Json { .. } | Ty::Items { .. }, "copy") => receiver,
+            // The values of a map-like object (`additionalProperties`) share one schema.
+            (Ty::Json { schema: s, call }, "values" | "items") => {
+                self.eval_args(arguments);
+                let value = match schema::property(s, "") {
+                    KeyLookup::Open(Some(sub)) => Some((sub, call)),
+                    _ => None,
+                };
+                match (method, value) {
+                    ("values", Some((element, call))) => Ty::Items { element, call },
+                    ("items", value @ Some(_)) => Ty::Pairs { first: None, second: value },
+                    _ => Ty::Unknown,
                 }
-            },
+            }
             _ => {
                 self.eval_args(arguments);
                 Ty::Unknown
@@ -223,6 +255,15 @@ impl<'t, 'c> Walker<'t, 'c> {
             self.expr(k);
         }
         let Some(key_node) = key_node else { return Ty::Unknown };
+        // A list the program built: an index gives an element, a slice the same list; there is no
+        // schema of the list itself to record the access against.
+        if let Ty::Items { .. } = container {
+            return match key_node.kind() {
+                "slice" => container,
+                "string" | "concatenated_string" => Ty::Unknown,
+                _ => container.element(),
+            };
+        }
         self.access(container, node, key_node, false)
     }
 
@@ -233,7 +274,17 @@ impl<'t, 'c> Walker<'t, 'c> {
         let key = literal_key(key_node, self.text);
         let key_range = range_of(key_node);
         let result = match &key {
-            Key::Str(k) => self.string_key(s, call, k, key_node),
+            Key::Str(k) => {
+                let container_text = container_source(whole).map(|c| text_of(c, self.text)).unwrap_or("");
+                if self.is_guarded(container_text, k) {
+                    match schema::property(s, k) {
+                        KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => Some(sub),
+                        _ => None,
+                    }
+                } else {
+                    self.string_key(s, call, k, key_node, via_get)
+                }
+            }
             Key::Int(i) => self.integer_index(s, *i, key_node, via_get),
             // A slice of an array is an array of the same items.
             Key::Other if key_node.kind() == "slice" => {
@@ -257,7 +308,14 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     /// What `value["key"]` yields; reports a key the schema lacks, or a value that is no object.
-    fn string_key(&mut self, s: &'c Value, call: usize, key: &str, key_node: Node<'t>) -> Option<&'c Value> {
+    fn string_key(
+        &mut self,
+        s: &'c Value,
+        call: usize,
+        key: &str,
+        key_node: Node<'t>,
+        via_get: bool,
+    ) -> Option<&'c Value> {
         let types = schema::types(s);
         if !types.is_empty() && !types.contains(&"object") {
             let d = self.error(
@@ -272,7 +330,12 @@ impl<'t, 'c> Walker<'t, 'c> {
             KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => Some(sub),
             KeyLookup::Open(None) => None,
             KeyLookup::Missing => {
-                self.report_unknown_key(s, call, key, key_node);
+                // `.get("k")` says the key may be absent: a key the schema has nothing like is
+                // read on purpose; a near miss of a declared one is still a typo.
+                let near_miss = || did_you_mean(key, schema::keys(s).into_iter().map(|(n, _)| n)).is_some();
+                if !via_get || near_miss() {
+                    self.report_unknown_key(s, call, key, key_node);
+                }
                 None
             }
         }
@@ -328,13 +391,18 @@ fn computed_key(s: &Value) -> Option<&Value> {
     }
 }
 
-/// What a builtin called on a value yields. A copy, a view or an iterator of a response value
-/// keeps its schema; so does `next(…)`, though it yields one element.
-pub(super) fn builtin_result<'c>(name: &str, args: &[Ty<'c>]) -> Ty<'c> {
-    match (name, args) {
-        ("list" | "sorted" | "reversed" | "iter" | "tuple" | "next" | "dict", [ty, ..]) => *ty,
-        _ => Ty::Unknown,
+/// The expression a key is read from: `x` in `x["k"]` and in `x.get("k")`.
+fn container_source(access: Node) -> Option<Node> {
+    match access.kind() {
+        "subscript" => access.child_by_field_id(fields().value.get()),
+        "call" => access.child_by_field_id(fields().function.get())?.child_by_field_id(fields().object.get()),
+        _ => None,
     }
+}
+
+/// Target kinds that unpack (`a, b = …`, `for (k, v) in …`).
+fn is_tuple_target(kind: &str) -> bool {
+    matches!(kind, "pattern_list" | "tuple_pattern" | "list_pattern" | "tuple" | "list")
 }
 
 fn literal_key(node: Node, text: &str) -> Key {
