@@ -159,8 +159,8 @@ pub fn complete(
         && offset <= site.range.end
     {
         let typed = &text[path_start..offset];
-        if !typed.contains(['?', '{']) {
-            return endpoint_completions(catalog, &site.toolset, typed, ByteRange::new(path_start, word_end));
+        if !typed.contains('?') {
+            return endpoint_completions(catalog, &site.toolset, typed, path_start, word_end);
         }
     }
     if let Some(call) = analysis.call_at(offset)
@@ -450,30 +450,67 @@ fn key_completions(container: &Value, word: &str, replace: ByteRange, quote: Opt
     Completions { items, is_incomplete: false }
 }
 
-fn endpoint_completions(catalog: &Catalog, toolset: &str, typed: &str, replace: ByteRange) -> Completions {
+/// The endpoints whose path continues what is typed after the base URL. Typed segments that
+/// fill a path parameter (`/repos/{OWNER}/{REPO}/pu`, `/movie/550/`) match the template's
+/// `{param}`; the segment being typed is completed with the rest of the template, so the
+/// program's own segments stay as written. Each path is offered once, with its methods.
+fn endpoint_completions(
+    catalog: &Catalog,
+    toolset: &str,
+    typed: &str,
+    path_start: usize,
+    word_end: usize,
+) -> Completions {
     let Some(ts) = catalog.toolset(toolset) else { return Completions::default() };
-    let mut items: Vec<Completion> = ts
-        .tools
-        .iter()
-        .filter_map(|t| match &t.transport {
-            Transport::Http { method, path } if path.starts_with(typed) || typed.is_empty() => Some(Completion {
-                label: path.clone(),
-                kind: CompletionKind::Endpoint,
-                detail: format!("{} · {}", method.to_ascii_uppercase(), t.name),
-                insert_text: path.clone(),
-                is_snippet: false,
-                replace,
-                sort_text: path.clone(),
-                documentation: None,
-                tool_id: Some(t.id()),
-            }),
-            _ => None,
+    let (filled, partial) = match typed.rsplit_once('/') {
+        Some((filled, partial)) => (Some(filled), partial),
+        None => (None, typed),
+    };
+    let filled: Vec<&str> = filled.map(|f| f.split('/').skip(1).collect()).unwrap_or_default();
+    let replace = ByteRange::new(path_start + typed.len() - partial.len(), word_end);
+    let mut by_path: Vec<(String, String, Vec<String>, Vec<String>)> = Vec::new();
+    for tool in &ts.tools {
+        let Transport::Http { method, path } = &tool.transport else { continue };
+        let template: Vec<&str> = path.split('/').skip(1).collect();
+        let Some(rest) = template.get(filled.len()..) else { continue };
+        let fits = template.iter().zip(&filled).all(|(t, f)| t == f || is_template_param(t) || f.contains('{'));
+        let Some(next) = rest.first() else { continue };
+        // A parameter segment is offered as a placeholder only before anything is typed there.
+        if !fits || !(next.starts_with(partial) || (partial.is_empty() && is_template_param(next))) {
+            continue;
+        }
+        // Before the first slash, the path is inserted whole (with its leading `/`).
+        let insert = if typed.contains('/') { rest.join("/") } else { path.clone() };
+        match by_path.iter_mut().find(|(p, ..)| p == path) {
+            Some((_, _, methods, tools)) => {
+                methods.push(method.to_ascii_uppercase());
+                tools.push(tool.name.clone());
+            }
+            None => by_path.push((path.clone(), insert, vec![method.to_ascii_uppercase()], vec![tool.name.clone()])),
+        }
+    }
+    let mut items: Vec<Completion> = by_path
+        .into_iter()
+        .map(|(path, insert_text, methods, tools)| Completion {
+            label: path.clone(),
+            kind: CompletionKind::Endpoint,
+            detail: format!("{} · {}", methods.join(", "), tools.join(", ")),
+            insert_text,
+            is_snippet: false,
+            replace,
+            sort_text: path,
+            documentation: None,
+            tool_id: Some(format!("{toolset}.{}", tools[0])),
         })
         .collect();
     let is_incomplete = items.len() > MAX_COMPLETIONS;
     items.sort_by(|a, b| a.sort_text.cmp(&b.sort_text));
     items.truncate(MAX_COMPLETIONS);
     Completions { items, is_incomplete }
+}
+
+fn is_template_param(segment: &str) -> bool {
+    segment.starts_with('{') && segment.ends_with('}')
 }
 
 fn param_type(p: &Param) -> String {

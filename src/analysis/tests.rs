@@ -265,6 +265,34 @@ mod ide {
     }
 
     #[test]
+    fn endpoints_after_filled_path_segments_once_per_path() {
+        let base = "import requests\npid = 1\n";
+        let (labels, items) =
+            labels_at(&format!("{base}requests.get(f\"https://films.example/3/person/{{pid}}/mo|\")"));
+        assert_eq!(labels, vec!["/person/{person_id}/movie_credits"]);
+        assert_eq!(items[0].insert_text, "movie_credits", "the program's own segments stay");
+        assert_eq!(items[0].detail, "GET · person_movie_credits");
+        let (labels, items) = labels_at(&format!("{base}requests.get(\"https://films.example/3/pe|\")"));
+        assert_eq!(labels, vec!["/person/popular", "/person/{person_id}", "/person/{person_id}/movie_credits"]);
+        assert_eq!(items[1].insert_text, "person/{person_id}");
+        let (labels, _) = labels_at(&format!("{base}requests.get(f\"https://films.example/3/person/{{pid}}/|\")"));
+        assert_eq!(labels, vec!["/person/{person_id}/movie_credits"]);
+        let (labels, _) = labels_at(&format!("{base}requests.get(\"https://films.example/3/person/12|\")"));
+        assert_eq!(labels, Vec::<String>::new(), "a value being typed into a parameter segment gets no template");
+    }
+
+    #[test]
+    fn keys_on_a_half_typed_line_after_another_broken_line() {
+        let base = "from chainsmith.tools import films\nx = films.search_person(query=\"a\")\n";
+        for broken in ["y = x[\"resu\n", "y = films.search_person(query=\n", "for p in x[\"results\"]\n", "y = (x\n"] {
+            let (labels, _) = labels_at(&format!("{base}{broken}print(x[\"|"));
+            assert_eq!(labels, vec!["page", "results"], "after {broken:?}");
+        }
+        let in_loop = format!("{base}for p in x[\"results\"]:\n    y = p[\"na\n    print(p[\"|");
+        assert_eq!(labels_at(&in_loop).0, vec!["id", "name", "known_for"]);
+    }
+
+    #[test]
     fn response_keys_at_any_depth_on_half_typed_lines() {
         let base = "from chainsmith.tools import films\nx = films.search_person(query=\"a\")\n";
         let (labels, items) = labels_at(&format!("{base}print(x[\"|"));
