@@ -157,19 +157,24 @@ fn main() {
         assert!(result.is_array(), "no inlay hint answer: {result}");
         hints.push(t);
     }
+    // One character typed and then removed, each edit a full re-diagnosis of the 1,000-line
+    // chain, timed until its diagnostics arrive: at the end of a call line (the program stays
+    // valid), and at its start (an unexpected indent: the parser's error recovery runs).
     let mut rediagnosis = Vec::new();
+    let mut rediagnosis_indent = Vec::new();
     for &line_no in call_lines.iter().take(200) {
-        // One character typed at the end of a comment-free line, then removed: each edit is a
-        // full re-diagnosis of the 1,000-line chain, timed until its diagnostics arrive.
-        for (text, start, end) in [(" ", 0, 0), ("", 0, 1)] {
-            version += 1;
-            let t0 = Instant::now();
-            lsp.notify("textDocument/didChange", json!({
-                "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [{"range": {"start": {"line": line_no, "character": start}, "end": {"line": line_no, "character": end}}, "text": text}]
-            }));
-            lsp.wait_diagnostics(&uri, version);
-            rediagnosis.push(t0.elapsed());
+        let end_of_line = lines[line_no].len();
+        for (at, times) in [(end_of_line, &mut rediagnosis), (0, &mut rediagnosis_indent)] {
+            for (text, start, end) in [(" ", at, at), ("", at, at + 1)] {
+                version += 1;
+                let t0 = Instant::now();
+                lsp.notify("textDocument/didChange", json!({
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"range": {"start": {"line": line_no, "character": start}, "end": {"line": line_no, "character": end}}, "text": text}]
+                }));
+                lsp.wait_diagnostics(&uri, version);
+                times.push(t0.elapsed());
+            }
         }
     }
     lsp.shutdown();
@@ -179,6 +184,7 @@ fn main() {
     report("hover on a tool call", &mut hover);
     report("inlay hints for 60 lines", &mut hints);
     report("re-diagnosis after a one-character edit", &mut rediagnosis);
+    report("re-diagnosis after indenting a line (a syntax error)", &mut rediagnosis_indent);
     github(&binary);
 }
 

@@ -87,6 +87,7 @@ pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog, until
         key_errors_caught: 0,
         function_returns: HashMap::new(),
         returns: Vec::new(),
+        nesting_checked: false,
     };
     walker.collect_assignments(root);
     walker.check_imports();
@@ -145,6 +146,8 @@ struct Walker<'t, 'c> {
     function_returns: HashMap<String, Ty<'c>>,
     /// For each function being walked, what its first `return` of a followed value gives.
     returns: Vec<Ty<'c>>,
+    /// Whether an enclosing statement was found shallow enough for the whole walk.
+    nesting_checked: bool,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
@@ -176,10 +179,15 @@ impl<'t, 'c> Walker<'t, 'c> {
 
     fn statement(&mut self, node: Node<'t>) {
         // The walk recurses through expressions and blocks: a statement nested past what any
-        // real program needs (Python itself stops near 100 levels) is reported, not walked.
-        if nesting_exceeds(node, MAX_NESTING) {
-            self.report_too_deep(node);
-            return;
+        // real program needs (Python itself stops near 100 levels) is reported, not walked. The
+        // statements inside one that passed are shallower still, so only the outermost is measured.
+        let measured_here = !self.nesting_checked;
+        if measured_here {
+            if nesting_exceeds(node, MAX_NESTING) {
+                self.report_too_deep(node);
+                return;
+            }
+            self.nesting_checked = true;
         }
         let previous = (self.statement, self.target.take());
         self.statement = range_of(node);
@@ -224,6 +232,9 @@ impl<'t, 'c> Walker<'t, 'c> {
             _ => self.children(node, &[]),
         }
         (self.statement, self.target) = previous;
+        if measured_here {
+            self.nesting_checked = false;
+        }
     }
 
     fn report_too_deep(&mut self, node: Node<'t>) {
