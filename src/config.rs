@@ -140,12 +140,33 @@ pub struct RuntimeConfig {
     pub python: String,
     pub timeout_s: u64,
     pub max_tool_calls: u32,
+    /// How runs are confined (see `runtime::sandbox`).
+    pub sandbox: SandboxMode,
+    /// Folders (relative to the workspace root) a confined run may write beneath, besides its
+    /// scratch folder.
+    pub writable: Vec<String>,
 }
 
 impl Default for RuntimeConfig {
     fn default() -> Self {
-        RuntimeConfig { python: "python3".into(), timeout_s: 60, max_tool_calls: 200 }
+        RuntimeConfig {
+            python: "python3".into(),
+            timeout_s: 60,
+            max_tool_calls: 200,
+            sandbox: SandboxMode::BestEffort,
+            writable: Vec::new(),
+        }
     }
+}
+
+/// `[runtime] sandbox`: every layer or no run (`strict`), what the system grants (`best-effort`),
+/// or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    Strict,
+    BestEffort,
+    Off,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -5,13 +5,15 @@
 //! HTTP-dialect `requests` / `httpx` request to a toolset's base URL — travels to the [`host`] over a
 //! Unix domain socket; the host executes it ([`http`], MCP over [`crate::mcp`], local commands), enforces
 //! the run's limits and records the [`trace`]. A failed run is turned into located diagnostics by
-//! [`attribute`]; `chainsmith stubs` writes type stubs for the toolset modules ([`stubs`]).
+//! [`attribute`]; `chainsmith stubs` writes type stubs for the toolset modules ([`stubs`]). The
+//! program itself runs confined ([`sandbox`]): its tools are its only way out.
 
 pub mod attribute;
 pub mod host;
 pub mod http;
 pub mod package;
 pub mod run;
+pub mod sandbox;
 pub mod stubs;
 pub mod trace;
 

@@ -1,5 +1,6 @@
-//! One run: the interpreter in its own process group, its output streamed and capped, the host
-//! serving its tool calls, the limits watched, and the trace written at the end.
+//! One run: the interpreter in its own process group and [sandbox](super::sandbox), its output
+//! streamed and capped, the host serving its tool calls, the limits watched, and the trace
+//! written at the end.
 //!
 //! The program's process group is killed when the run ends (normally too, so background processes
 //! it left behind do not outlive it), when a limit is reached and when the run is cancelled. The
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::attribute::{self, Failure};
 use super::host::{Host, HostSetup, McpPool};
+use super::sandbox::Sandbox;
 use super::trace::{self, Replay, Secrets, Trace, TraceError};
 use super::{Cancel, RunObserver, RunOutcome, RunRequest, Stop, Stream, package};
 
@@ -192,9 +194,27 @@ fn execute(
     }));
     let accept = host.serve(listener);
 
+    let mut writable = vec![work.0.clone()];
+    writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
+    let sandbox = match Sandbox::prepare(request.config.runtime.sandbox, &writable) {
+        Ok(sandbox) => sandbox,
+        Err(why) => {
+            host.close(&socket);
+            let _ = accept.join();
+            return Err(why);
+        }
+    };
+    if !sandbox.missing.is_empty() {
+        warn_once(&sandbox.missing);
+    }
     let python = interpreter(&request.config.runtime.python, &request.root);
     let mut command = Command::new(&python);
+    // What the program sees of chainsmith's environment: the basics, never its secrets.
+    crate::trust::confine(&mut command, []);
     command
+        .env("TMPDIR", &work.0)
+        .env("CHAINSMITH_SANDBOX", &sandbox.summary)
+        .env("CHAINSMITH_WRITABLE", sandbox.writable_list())
         .arg(package.join(package::BOOT_SCRIPT))
         .current_dir(program.parent().unwrap_or(Path::new("/")))
         .env("PYTHONPATH", python_path(&package))
@@ -208,6 +228,7 @@ fn execute(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    sandbox.apply(&mut command);
     if let Some(source) = &request.source {
         let copy = work.0.join("source.py");
         std::fs::write(&copy, source).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
@@ -312,6 +333,17 @@ fn execute(
     outcome.trace.error = error;
     outcome.trace.calls = calls;
     Ok(())
+}
+
+/// Says once per process which sandbox layers this system refuses (`best-effort` runs without them).
+fn warn_once(missing: &[String]) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "chainsmith sandbox: running without {} ([runtime] sandbox = \"best-effort\")",
+            missing.join("; ")
+        );
+    });
 }
 
 fn python_path(package: &Path) -> std::ffi::OsString {

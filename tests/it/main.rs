@@ -27,6 +27,7 @@ mod probe_eval;
 mod probe_lsp;
 mod retrieve_cli;
 mod runtime;
+mod sandbox;
 #[path = "../support/mod.rs"]
 mod support;
 mod trust;

@@ -33,7 +33,7 @@ fn module_dialect_chain_with_auth_trace_and_redaction() {
     let server = TmdbServer::start(&["--api-key", KEY]);
     let ws = workspace(&server.base_url(), true, "");
     let program = format!(
-        "{SOFIA}import os\ncompanies = tmdb.search_company(query=os.environ[\"TMDB_TEST_KEY\"])\nprint(\"key:\", os.environ[\"TMDB_TEST_KEY\"])\n"
+        "{SOFIA}import os\nprint(\"env:\", os.environ.get(\"TMDB_TEST_KEY\"))\nKEY = \"{KEY}\"\ncompanies = tmdb.search_company(query=KEY)\nprint(\"key:\", KEY)\n"
     );
     write(ws.path(), "p.py", &program);
     let out = chainsmith(ws.path(), &["run", "p.py", "--trace-json", "out/trace.json"], &[("TMDB_TEST_KEY", KEY)]);
@@ -41,6 +41,7 @@ fn module_dialect_chain_with_auth_trace_and_redaction() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("Bradley Cooper directed 0 movies"), "{stdout}");
     assert!(stdout.contains("key: [redacted]"), "{stdout}");
+    assert!(stdout.contains("env: None"), "the program never sees chainsmith's secrets: {stdout}");
     assert!(stderr.contains("#1 tmdb.search_person(query=\"Sofia Coppola\")  ✓ 200"), "{stderr}");
     assert!(stderr.contains("#2 tmdb.person_movie_credits(person_id=51329)  ✓ 200"), "{stderr}");
     assert!(stderr.contains("#3 tmdb.search_company(query=\"[redacted]\")  ✓ 200"), "{stderr}");
@@ -65,7 +66,7 @@ fn module_dialect_chain_with_auth_trace_and_redaction() {
         [
             (json!(1), json!("tmdb.search_person"), json!(200), json!(3)),
             (json!(2), json!("tmdb.person_movie_credits"), json!(200), json!(5)),
-            (json!(3), json!("tmdb.search_company"), json!(200), json!(9)),
+            (json!(3), json!("tmdb.search_company"), json!(200), json!(11)),
         ]
     );
     assert_eq!(calls[1]["arguments"], json!({"person_id": 51329}));
@@ -89,7 +90,7 @@ fn a_secret_in_any_encoding_or_across_output_pieces_is_never_printed() {
     let server = TmdbServer::start(&[]);
     let ws = workspace(&server.base_url(), true, "");
     let program = r#"import base64, os, sys, urllib.parse
-k = os.environ["TMDB_TEST_KEY"]
+k = "K3y+Secr/et=&4711"
 print("quoted", urllib.parse.quote(k, safe=""))
 print("form", urllib.parse.quote_plus(k))
 print("basic", base64.b64encode(k.encode()).decode())
@@ -151,7 +152,7 @@ import httpx
 import requests
 
 BASE = "{base}"
-KEY = os.environ["TMDB_TEST_KEY"]
+KEY = "{key}"
 
 found = requests.get(f"{{BASE}}/search/movie", params={{"api_key": KEY, "query": "The Dark Knight"}}).json()
 movie = found["results"][0]
@@ -160,20 +161,27 @@ with requests.Session() as s:
 lead = min(credits["cast"], key=lambda c: c["order"])
 person = httpx.get(f"{{BASE}}/person/{{lead['id']}}").json()
 print(movie["title"], "|", lead["name"], "|", person["name"])
-seen = requests.get("http://127.0.0.1:{port}/__requests").json()
-print("not routed:", len(seen))
+try:
+    requests.get("http://127.0.0.1:{port}/__requests")
+except Exception as e:
+    print("not a toolset:", type(e).__name__, "chainsmith sandbox" in str(e))
 missing = requests.get(f"{{BASE}}/person/404", params={{"api_key": KEY}})
 print("status", missing.status_code, missing.json()["status_code"])
 "#,
         base = server.base_url(),
-        port = server.port
+        port = server.port,
+        key = KEY
     );
     write(ws.path(), "h.py", &program);
     let out = chainsmith(ws.path(), &["run", "h.py"], &[("TMDB_TEST_KEY", KEY)]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("The Avengers | Edward Norton | Brad Pitt"), "{stdout}");
-    assert!(stdout.contains("not routed: 3"), "{stdout}");
+    assert!(
+        stdout.contains("not a toolset: ConnectionError True"),
+        "a URL that is no toolset's is not reached from the sandbox: {stdout}"
+    );
+    assert_eq!(server.requests().as_array().unwrap().len(), 4, "the host made the program's four tool requests");
     assert!(stdout.contains("status 404 34"), "{stdout}");
     let trace = read_json(&saved_traces(ws.path())[0]);
     let calls = trace["calls"].as_array().unwrap();

@@ -254,7 +254,8 @@ fn command_tools_and_a_workspace_interpreter_run_only_when_trusted() {
     std::fs::write(&python, "#!/bin/sh\ntouch INTERPRETED\nexec python3 \"$@\"\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::write(dir.path().join("chainsmith.toml"), "[runtime]\npython = \"./bin/python\"\n").unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), "[runtime]\npython = \"./bin/python\"\nwritable = [\".\"]\n")
+        .unwrap();
     std::fs::write(dir.path().join("p.py"), "print('hello')\n").unwrap();
     let ws = Workspace { dir, config: tempfile::tempdir().unwrap() };
     let out = ws.chainsmith(&["run", "p.py"]);

@@ -31,6 +31,9 @@ def _main():
     from chainsmith import _host, _http
 
     _http.install()
+    sandbox = os.environ.get("CHAINSMITH_SANDBOX")
+    if sandbox:
+        _name_the_sandbox(sandbox)
 
     main = types.ModuleType("__main__")
     main.__file__ = program
@@ -48,6 +51,44 @@ def _main():
     except BaseException as exc:  # noqa: B902 - every failure is reported, then printed
         _report(_host, exc)
         sys.exit(1)
+
+
+def _name_the_sandbox(summary):
+    """The kernel blocks the network; this says who did it: a connection that is not to the
+    host's Unix socket (tools and toolsets' base URLs go there) fails with an error naming the
+    sandbox instead of a bare "Network is unreachable"."""
+    import socket
+
+    def hook(event, args):
+        if event == "socket.connect" and getattr(args[0], "family", None) != socket.AF_UNIX:
+            raise PermissionError(
+                f"chainsmith sandbox: this program has no network ({summary}); "
+                f"call tools through chainsmith, or set [runtime] sandbox = \"off\""
+            )
+        if event == "socket.getaddrinfo":
+            raise PermissionError(
+                f"chainsmith sandbox: this program has no network, no name lookup of {args[0]!r} ({summary})"
+            )
+
+    writable = [p for p in os.environ.get("CHAINSMITH_WRITABLE", "").split(os.pathsep) if p]
+    writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def open_hook(event, args):
+        if event != "open" or not writable or not isinstance(args[0], str):
+            return
+        path, mode, flags = args
+        wants_write = any(c in (mode or "") for c in "wax+") or bool((flags or 0) & writes)
+        if not wants_write:
+            return
+        full = os.path.realpath(path)
+        if not any(full == w or full.startswith(w.rstrip(os.sep) + os.sep) for w in writable):
+            raise PermissionError(
+                f"chainsmith sandbox: this program may not write {path!r} ({summary}); "
+                f"list the folder in [runtime] writable to allow it"
+            )
+
+    sys.addaudithook(hook)
+    sys.addaudithook(open_hook)
 
 
 def _report(_host, exc):

@@ -1,0 +1,293 @@
+//! Confined runs: the program an LLM or a workspace wrote runs with no network, no secrets, writes
+//! only in its scratch folder (and the paths `[runtime] writable` names), and every process it
+//! starts dies with the run.
+//!
+//! Tools need none of that: each call travels to the host over a Unix socket whose path the
+//! program is given, and the host (outside the sandbox) reaches the network. On Linux, kernel
+//! features do the confining:
+//! - user, network and PID namespaces (`unshare`): the new network namespace has no interface but
+//!   a downed loopback, so no connection leaves the program; the program is the init of its own
+//!   PID namespace, so when it ends or is killed the kernel kills every process it started, a
+//!   `setsid` daemon included. An intermediate process outside the namespace waits for it,
+//!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
+//! - Landlock (the `landlock` crate): reads anywhere, writes only beneath the allowed folders, no
+//!   TCP connect or bind (a second wall when namespaces are refused).
+//!
+//! `[runtime] sandbox`: `"best-effort"` (the default) uses what the kernel grants and says once
+//! what it could not; `"strict"` refuses to run without every layer; `"off"` runs unconfined.
+//! The environment is the minimal one of [`crate::trust::confine`] in every mode.
+//!
+//! Everything the child does between `fork` and `exec` is a plain system call on buffers made
+//! before the fork: the server is multi-threaded, so the child must not allocate or lock.
+
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    path_beneath_rules,
+};
+
+use crate::config::SandboxMode;
+
+/// The Landlock ABI asked for: filesystem rules with truncate and device ioctls, TCP rules.
+const LANDLOCK_ABI: ABI = ABI::V5;
+
+/// What a run's sandbox will apply, prepared before the program is started.
+pub struct Sandbox {
+    namespaces: Option<IdMaps>,
+    landlock: Option<OwnedFd>,
+    /// What the kernel refused, in words (best-effort mode runs without it).
+    pub missing: Vec<String>,
+    /// One line for the program's environment (`CHAINSMITH_SANDBOX`), naming what applies, so
+    /// a blocked action can say it was the sandbox.
+    pub summary: String,
+    writable: Vec<PathBuf>,
+}
+
+/// `uid_map`/`gid_map` lines mapping the user to itself inside the user namespace, so files keep
+/// their owners.
+struct IdMaps {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl Sandbox {
+    /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first).
+    /// In strict mode a missing layer is an error.
+    pub fn prepare(mode: SandboxMode, writable: &[PathBuf]) -> Result<Sandbox, String> {
+        if mode == SandboxMode::Off {
+            return Ok(Sandbox {
+                namespaces: None,
+                landlock: None,
+                missing: Vec::new(),
+                summary: String::new(),
+                writable: Vec::new(),
+            });
+        }
+        let mut writable = writable.to_vec();
+        // What any program may write: the null device, terminals, shared memory.
+        writable.extend(["/dev/null", "/dev/tty", "/dev/shm", "/dev/pts"].map(PathBuf::from));
+        writable.retain(|p| p.exists());
+        let mut missing = Vec::new();
+        let namespaces = match namespaces_refused() {
+            None => {
+                // SAFETY: getuid/getgid cannot fail and touch no memory.
+                let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+                Some(IdMaps {
+                    uid_map: format!("{uid} {uid} 1").into_bytes(),
+                    gid_map: format!("{gid} {gid} 1").into_bytes(),
+                })
+            }
+            Some(why) => {
+                missing.push(format!("namespaces ({why}): the network and the program's processes are not isolated"));
+                None
+            }
+        };
+        let landlock = match landlock_ruleset(mode, &writable) {
+            Ok(fd) => fd,
+            Err(why) => {
+                missing.push(format!("Landlock ({why}): writes outside the scratch folder are not blocked"));
+                None
+            }
+        };
+        if landlock.is_none() && !missing.iter().any(|m| m.starts_with("Landlock")) {
+            missing.push(
+                "Landlock (not supported by this kernel): writes outside the scratch folder are not blocked".into(),
+            );
+        }
+        if mode == SandboxMode::Strict && !missing.is_empty() {
+            return Err(format!(
+                "[runtime] sandbox = \"strict\", but this system refuses part of it: {}",
+                missing.join("; ")
+            ));
+        }
+        let mut applies = Vec::new();
+        if namespaces.is_some() || landlock.is_some() {
+            applies.push("no network (tools are reached through chainsmith)");
+        }
+        if landlock.is_some() {
+            applies.push("writes only in the scratch folder and [runtime] writable");
+        }
+        if namespaces.is_some() {
+            applies.push("every process ends with the run");
+        }
+        Ok(Sandbox { namespaces, landlock, missing, summary: applies.join("; "), writable })
+    }
+
+    /// The folders the program may write beneath, as a `PATH`-style list for the program's own
+    /// check (empty when writes are not confined).
+    pub fn writable_list(&self) -> std::ffi::OsString {
+        if self.landlock.is_none() {
+            return Default::default();
+        }
+        let canonical = self.writable.iter().filter_map(|p| p.canonicalize().ok());
+        std::env::join_paths(canonical).unwrap_or_default()
+    }
+
+    /// Whether any layer applies.
+    pub fn is_active(&self) -> bool {
+        self.namespaces.is_some() || self.landlock.is_some()
+    }
+
+    /// Makes `command` start inside the sandbox.
+    pub fn apply(&self, command: &mut Command) {
+        if !self.is_active() {
+            return;
+        }
+        let maps = self.namespaces.as_ref().map(|m| (m.uid_map.clone(), m.gid_map.clone()));
+        let landlock = self.landlock.as_ref().map(|fd| fd.as_raw_fd());
+        // SAFETY: the closure runs in the forked child before exec and only makes system calls
+        // on memory prepared here (see the module documentation).
+        unsafe {
+            command.pre_exec(move || {
+                if let Some((uid_map, gid_map)) = &maps {
+                    enter_namespaces(uid_map, gid_map)?;
+                }
+                if let Some(fd) = landlock {
+                    restrict_self(fd)?;
+                }
+                Ok(())
+            });
+        }
+    }
+}
+
+/// Why namespaces cannot be used here, found once by starting `true` in them.
+fn namespaces_refused() -> Option<String> {
+    static REFUSED: OnceLock<Option<String>> = OnceLock::new();
+    REFUSED
+        .get_or_init(|| {
+            let mut probe = Command::new("true");
+            probe.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
+            // SAFETY: unshare is a plain system call.
+            unsafe {
+                probe.pre_exec(|| {
+                    if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            match probe.status() {
+                Ok(status) if status.success() => None,
+                Ok(status) => Some(format!("a test process ended with {status}")),
+                Err(e) => Some(e.to_string()),
+            }
+        })
+        .clone()
+}
+
+/// The Landlock ruleset of a run: read and execute anywhere, everything beneath `writable`, no TCP.
+fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<OwnedFd>, String> {
+    let level = if mode == SandboxMode::Strict { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
+    let all = AccessFs::from_all(LANDLOCK_ABI);
+    let read = AccessFs::from_read(LANDLOCK_ABI);
+    let ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(all)
+        .and_then(|r| r.handle_access(AccessNet::from_all(LANDLOCK_ABI)))
+        .and_then(|r| r.create())
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
+        .map_err(|e| e.to_string())?;
+    let fd: Option<OwnedFd> = ruleset.into();
+    Ok(fd)
+}
+
+/// The child of the intermediate process, for forwarding signals to it.
+static CONFINED_CHILD: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn forward_signal(signal: libc::c_int) {
+    let child = CONFINED_CHILD.load(Ordering::Relaxed);
+    if child > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe {
+            libc::kill(child, signal);
+        }
+    }
+}
+
+/// In the forked child: new user, network and PID namespaces; then a fork whose child is the
+/// namespace's init and goes on to exec the program, while this process waits for it and exits as
+/// it did (it never returns).
+fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()> {
+    // SAFETY: system calls on stack data and the buffers prepared before the fork.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        write_proc(c"/proc/self/setgroups", b"deny")?;
+        write_proc(c"/proc/self/uid_map", uid_map)?;
+        write_proc(c"/proc/self/gid_map", gid_map)?;
+        let child = libc::fork();
+        if child < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if child == 0 {
+            // The namespace's init: killed when the intermediate process dies, however it dies
+            // (its parent is outside the namespace, so `getppid` cannot tell; should the
+            // intermediate die before this line, it died by the group kill that also reaches here).
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            return Ok(());
+        }
+        // The intermediate process holds no descriptor but stdio, so the parent sees the exec
+        // succeed (its status pipe closes) and the program's pipes end with the program.
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        CONFINED_CHILD.store(child, Ordering::Relaxed);
+        for signal in [libc::SIGUSR1, libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::signal(signal, forward_signal as *const () as libc::sighandler_t);
+        }
+        let mut status = 0;
+        loop {
+            let rc = libc::waitpid(child, &mut status, 0);
+            if rc == child {
+                break;
+            }
+            if rc < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(1);
+            }
+        }
+        if libc::WIFEXITED(status) {
+            libc::_exit(libc::WEXITSTATUS(status));
+        }
+        let signal = libc::WTERMSIG(status);
+        libc::signal(signal, libc::SIG_DFL);
+        libc::kill(libc::getpid(), signal);
+        libc::_exit(128 + signal);
+    }
+}
+
+fn write_proc(path: &CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: open/write/close on a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        libc::close(fd);
+        if written != data.len() as isize {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn restrict_self(ruleset: i32) -> std::io::Result<()> {
+    // SAFETY: prctl and the Landlock system call take plain integers.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, ruleset, 0u32) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
