@@ -145,6 +145,8 @@ pub struct RuntimeConfig {
     /// Folders (relative to the workspace root) a confined run may write beneath, besides its
     /// scratch folder.
     pub writable: Vec<String>,
+    /// The address space a confined program may use, in MiB.
+    pub max_memory_mb: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -155,6 +157,7 @@ impl Default for RuntimeConfig {
             max_tool_calls: 200,
             sandbox: SandboxMode::BestEffort,
             writable: Vec::new(),
+            max_memory_mb: 4096,
         }
     }
 }

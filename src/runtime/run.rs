@@ -196,14 +196,15 @@ fn execute(
 
     let mut writable = vec![work.0.clone()];
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
-    let sandbox = match Sandbox::prepare(request.config.runtime.sandbox, &writable) {
-        Ok(sandbox) => sandbox,
-        Err(why) => {
-            host.close(&socket);
-            let _ = accept.join();
-            return Err(why);
-        }
-    };
+    let sandbox =
+        match Sandbox::prepare(request.config.runtime.sandbox, &writable, request.config.runtime.max_memory_mb) {
+            Ok(sandbox) => sandbox,
+            Err(why) => {
+                host.close(&socket);
+                let _ = accept.join();
+                return Err(why);
+            }
+        };
     if !sandbox.missing.is_empty() {
         warn_once(&sandbox.missing);
     }

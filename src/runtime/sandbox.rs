@@ -11,7 +11,9 @@
 //!   `setsid` daemon included. An intermediate process outside the namespace waits for it,
 //!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere, writes only beneath the allowed folders, no
-//!   TCP connect or bind (a second wall when namespaces are refused).
+//!   TCP connect or bind (a second wall when namespaces are refused);
+//! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
+//!   (`MemoryError`) instead of taking the machine's memory.
 //!
 //! `[runtime] sandbox`: `"best-effort"` (the default) uses what the kernel grants and says once
 //! what it could not; `"strict"` refuses to run without every layer; `"off"` runs unconfined.
@@ -41,6 +43,8 @@ const LANDLOCK_ABI: ABI = ABI::V5;
 /// What a run's sandbox will apply, prepared before the program is started.
 pub struct Sandbox {
     namespaces: Option<IdMaps>,
+    /// `RLIMIT_AS` in bytes.
+    memory: Option<u64>,
     landlock: Option<OwnedFd>,
     /// What the kernel refused, in words (best-effort mode runs without it).
     pub missing: Vec<String>,
@@ -60,10 +64,11 @@ struct IdMaps {
 impl Sandbox {
     /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first).
     /// In strict mode a missing layer is an error.
-    pub fn prepare(mode: SandboxMode, writable: &[PathBuf]) -> Result<Sandbox, String> {
+    pub fn prepare(mode: SandboxMode, writable: &[PathBuf], max_memory_mb: u64) -> Result<Sandbox, String> {
         if mode == SandboxMode::Off {
             return Ok(Sandbox {
                 namespaces: None,
+                memory: None,
                 landlock: None,
                 missing: Vec::new(),
                 summary: String::new(),
@@ -117,7 +122,15 @@ impl Sandbox {
         if namespaces.is_some() {
             applies.push("every process ends with the run");
         }
-        Ok(Sandbox { namespaces, landlock, missing, summary: applies.join("; "), writable })
+        applies.push("memory capped");
+        Ok(Sandbox {
+            namespaces,
+            memory: Some(max_memory_mb.saturating_mul(1 << 20)),
+            landlock,
+            missing,
+            summary: applies.join("; "),
+            writable,
+        })
     }
 
     /// The folders the program may write beneath, as a `PATH`-style list for the program's own
@@ -132,7 +145,7 @@ impl Sandbox {
 
     /// Whether any layer applies.
     pub fn is_active(&self) -> bool {
-        self.namespaces.is_some() || self.landlock.is_some()
+        self.namespaces.is_some() || self.landlock.is_some() || self.memory.is_some()
     }
 
     /// Makes `command` start inside the sandbox.
@@ -142,12 +155,19 @@ impl Sandbox {
         }
         let maps = self.namespaces.as_ref().map(|m| (m.uid_map.clone(), m.gid_map.clone()));
         let landlock = self.landlock.as_ref().map(|fd| fd.as_raw_fd());
+        let memory = self.memory;
         // SAFETY: the closure runs in the forked child before exec and only makes system calls
         // on memory prepared here (see the module documentation).
         unsafe {
             command.pre_exec(move || {
                 if let Some((uid_map, gid_map)) = &maps {
                     enter_namespaces(uid_map, gid_map)?;
+                }
+                if let Some(bytes) = memory {
+                    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+                    if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
                 }
                 if let Some(fd) = landlock {
                     restrict_self(fd)?;

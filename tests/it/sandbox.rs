@@ -65,7 +65,7 @@ fn a_confined_program_reaches_its_tools_and_nothing_else() {
 }
 
 #[test]
-fn sandbox_off_runs_unconfined_and_strict_runs_here() {
+fn sandbox_off_runs_unconfined_memory_is_capped_and_strict_runs_here() {
     let server = TmdbServer::start(&[]);
     let ws = workspace(&server.base_url(), false, "[runtime]\nsandbox = \"off\"\n");
     let marker = format!("chainsmith-unconfined-daemon-{}", std::process::id());
@@ -80,6 +80,14 @@ fn sandbox_off_runs_unconfined_and_strict_runs_here() {
         // SAFETY: kill takes plain integers.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
+
+    // The address space is capped: a large allocation fails in the program, the run goes on.
+    let ws = workspace(&server.base_url(), false, "[runtime]\nmax_memory_mb = 256\n");
+    let program =
+        "try:\n    b = bytearray(512 << 20)\n    print('allocated')\nexcept MemoryError:\n    print('MemoryError')\n";
+    std::fs::write(ws.path().join("m.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "m.py"], &[]);
+    assert_eq!(text(&out.stdout), "MemoryError\n", "{}", text(&out.stderr));
 
     // This machine grants every layer, so strict runs (elsewhere it refuses, saying why).
     let ws = workspace(&server.base_url(), false, "[runtime]\nsandbox = \"strict\"\n");
