@@ -42,6 +42,35 @@ fn split_camel(word: &str) -> Vec<String> {
     names::snake_case(word).split('_').filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
+/// The separate requests in a task text: its sentences (ended by `.`, `?`, `!` or `;` and a space),
+/// each split again at `, and` and ` and also `. A request that asks for several things ("Find X.
+/// Also, fetch Y.") is retrieved need by need; a one-request text is one part.
+pub fn requests_in(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let ends_sentence =
+            matches!(b, b'.' | b'?' | b'!' | b';') && bytes.get(i + 1).is_none_or(|n| n.is_ascii_whitespace());
+        if ends_sentence {
+            parts.push(&text[start..=i]);
+            start = i + 1;
+        }
+    }
+    parts.push(&text[start..]);
+    let mut requests = Vec::new();
+    for sentence in parts {
+        let mut rest = sentence;
+        while let Some((at, sep)) = [", and ", " and also "].iter().filter_map(|sep| Some((rest.find(sep)?, sep))).min()
+        {
+            requests.push(&rest[..at]);
+            rest = &rest[at + sep.len()..];
+        }
+        requests.push(rest);
+    }
+    requests.into_iter().map(str::trim).filter(|r| !tokens(r, true).is_empty()).collect()
+}
+
 /// A light stemmer folding plurals and `y`/`ie` endings onto one stem: `movies`/`movie` → `movi`,
 /// `companies`/`company` → `compani`, `credits` → `credit`.
 pub fn fold(word: &str) -> String {
@@ -148,6 +177,24 @@ impl Bm25 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_task_splits_into_its_requests() {
+        let text = "I'm planning a trip to Paris. Can you find hotels near the Louvre? Also, fetch the weather \
+                    for 3.5 days, and convert 100 USD to EUR; thanks";
+        assert_eq!(
+            super::requests_in(text),
+            vec![
+                "I'm planning a trip to Paris.",
+                "Can you find hotels near the Louvre?",
+                "Also, fetch the weather for 3.5 days",
+                "convert 100 USD to EUR;",
+                "thanks",
+            ]
+        );
+        assert_eq!(super::requests_in("the credits of Titanic"), vec!["the credits of Titanic"]);
+    }
+
     use super::*;
 
     #[test]

@@ -45,6 +45,10 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
             ("+ identifier/path tokens", Options { split_identifiers: true, ..Options::PLAIN }),
             ("+ field weights", Options { split_identifiers: true, field_weights: true, ..Options::PLAIN }),
             ("+ tool-level aggregation", Options::BEST),
+            (
+                "+ query decomposition (reciprocal rank fusion; off by default)",
+                Options { decompose: true, ..Options::BEST },
+            ),
         ];
         let mut print = |name: &str, s: retrieve::Scores| -> std::io::Result<()> {
             writeln!(out, "[{name}]")?;
@@ -68,7 +72,7 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
     };
     let k = k.unwrap_or(config.generate.candidates);
     let index = CatalogIndex::new(&catalog);
-    for (tool, score) in index.search_tools(&catalog, &index.query(task), k) {
+    for (tool, score) in index.search_tools(&catalog, task, k) {
         let first_line = tool.description.lines().next().unwrap_or("");
         let short: String = first_line.chars().take(80).collect();
         writeln!(out, "{score:7.3}  {}  {short}", tool.id())?;

@@ -139,8 +139,7 @@ fn add_scores(s: &mut Scores, ranked: &[String], gold: &[String]) {
 pub fn evaluate(index: &CatalogIndex, queries: &[Query]) -> Scores {
     let mut s = Scores { queries: queries.len(), ..Default::default() };
     for q in queries {
-        let ranked: Vec<String> =
-            index.search(&index.query(&q.text), 20).into_iter().map(|(id, _)| id.to_string()).collect();
+        let ranked: Vec<String> = index.search_task(&q.text, 20).into_iter().map(|(id, _)| id.to_string()).collect();
         add_scores(&mut s, &ranked, &q.gold);
     }
     s.average()
@@ -168,7 +167,7 @@ pub fn evaluate_with_graph(
         }
         for (_, q) in queries.iter().enumerate().filter(|(i, _)| i % folds == fold) {
             let hits: Vec<(String, f64)> =
-                index.search(&index.query(&q.text), 20).into_iter().map(|(id, s)| (id.to_string(), s)).collect();
+                index.search_task(&q.text, 20).into_iter().map(|(id, s)| (id.to_string(), s)).collect();
             let ranked: Vec<String> = expand(hits, &graph, 3, 2).into_iter().map(|(id, _)| id).collect();
             add_scores(&mut s, &ranked, &q.gold);
         }

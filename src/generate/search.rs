@@ -185,7 +185,7 @@ pub fn candidates(
 ) -> (Vec<String>, Option<BTreeSet<String>>) {
     if selected.is_empty() {
         let hits: Vec<(String, f64)> =
-            index.search(&index.query(task), k).into_iter().map(|(id, s)| (id.to_string(), s)).collect();
+            index.search_task(task, k).into_iter().map(|(id, s)| (id.to_string(), s)).collect();
         // ToolNet expansion: the graph neighbours of the best hits (as `retrieve --eval` measures it).
         let ids = match graph {
             Some(graph) => retrieve::expand(hits, graph, 3, 2)
@@ -209,7 +209,7 @@ pub fn candidates(
         }
     }
     let mut ids: Vec<String> = selected.iter().filter(|id| allowed.contains(*id)).cloned().collect();
-    for (id, _) in index.search(&index.query(task), index.len()) {
+    for (id, _) in index.search_task(task, index.len()) {
         if allowed.contains(id) && !ids.iter().any(|i| i == id) {
             ids.push(id.to_string());
         }
