@@ -34,7 +34,7 @@ fn candidates(catalog: &Catalog) -> Vec<&Tool> {
     let mut tools =
         vec![catalog.tool("tmdb", "search_person").unwrap(), catalog.tool("tmdb", "person_movie_credits").unwrap()];
     let index = CatalogIndex::new(catalog);
-    for (tool, _) in index.search_tools(catalog, &index.query(TASK), 20) {
+    for (tool, _) in index.search_tools(catalog, TASK, 20) {
         if tools.len() < 20 && !tools.iter().any(|t| t.name == tool.name) {
             tools.push(tool);
         }
