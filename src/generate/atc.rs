@@ -36,14 +36,23 @@ pub enum GenerateError {
     Cancelled,
 }
 
-/// A statically valid program and the conversation that produced it.
+/// The program a conversation produced (statically valid unless `problems` says otherwise) and the
+/// conversation itself.
 #[derive(Debug, Clone)]
 pub struct Draft {
     pub program: String,
     pub messages: Vec<Message>,
     /// Problems the model was told about along the way, in order.
     pub feedback: Vec<Vec<String>>,
+    /// The static problems the program still has: empty for a valid one; else the static loop
+    /// gave up on the model fixing them and hands back its best program, to run and revise.
+    pub problems: Vec<String>,
 }
+
+/// How many programs with static problems one conversation may send before its best one is run
+/// anyway: a small model that cannot fix a problem from its description usually repeats it, and
+/// a run (whose failure is attributed to one call) tells it more than the same list again.
+pub const MAX_STATIC_ROUNDS: usize = 3;
 
 /// The static problems of a program: syntax errors and error diagnostics, one line each.
 pub fn static_problems(program: &str, catalog: &Catalog) -> Vec<String> {
@@ -202,11 +211,19 @@ pub async fn converse_logged(
     let mut feedback = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     let mut temperature = 0.2;
+    // The program with the fewest problems so far, with them.
+    let mut best: Option<(String, Vec<String>)> = None;
     loop {
         if cancelled() {
             return Err(GenerateError::Cancelled);
         }
-        budget.check(&client.meter)?;
+        if let Err(out_of_budget) = budget.check(&client.meter) {
+            // Better a program with known problems than none: the user can see and fix it.
+            return match best {
+                Some((program, problems)) => Ok(Draft { program, messages, feedback, problems }),
+                None => Err(out_of_budget),
+            };
+        }
         let reply = client.chat(&messages, &llm::Options { temperature: Some(temperature), max_tokens: None }).await?;
         messages.push(Message::assistant(reply.content.clone()));
         let Some(found) = extract::extract(&reply.content) else {
@@ -218,7 +235,7 @@ pub async fn converse_logged(
         let raw = static_problems(&found.code, catalog);
         checked.push(raw.len());
         if !feedback_enabled {
-            return Ok(Draft { program: found.code, messages, feedback });
+            return Ok(Draft { program: found.code, messages, feedback, problems: raw });
         }
         let program = if raw.is_empty() { found.code.clone() } else { apply_quick_fixes(&found.code, catalog) };
         let mut problems = if program == found.code { raw } else { static_problems(&program, catalog) };
@@ -230,7 +247,15 @@ pub async fn converse_logged(
             if program != found.code {
                 checked.push(0);
             }
-            return Ok(Draft { program, messages, feedback });
+            return Ok(Draft { program, messages, feedback, problems });
+        }
+        if best.as_ref().is_none_or(|(_, fewest)| problems.len() < fewest.len()) {
+            best = Some((program.clone(), problems.clone()));
+        }
+        if seen.len() + 1 >= MAX_STATIC_ROUNDS {
+            feedback.push(problems);
+            let (program, problems) = best.expect("set above");
+            return Ok(Draft { program, messages, feedback, problems });
         }
         let normalized: String = found.code.split_whitespace().collect::<Vec<_>>().join(" ");
         let request = if seen.contains(&normalized) {
