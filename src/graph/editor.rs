@@ -28,11 +28,13 @@ pub fn display_name<'a>(id: &'a str, beside: &str) -> &'a str {
     }
 }
 
+/// `person_movie_credits 62% · person 21%`: the share of the programs and runs in which each tool
+/// came next (a bare `62` read as a count or a score to the people who tried it).
 fn joined(items: &[(String, u32)], beside: &str) -> String {
-    items.iter().map(|(id, w)| format!("{} {w}", display_name(id, beside))).collect::<Vec<_>>().join(" · ")
+    items.iter().map(|(id, w)| format!("{} {w}%", display_name(id, beside))).collect::<Vec<_>>().join(" · ")
 }
 
-/// The inlay hint after a call of `tool`: `→ person_movie_credits 62 · person 21`.
+/// The inlay hint after a call of `tool`: `→ person_movie_credits 62% · person 21%`.
 /// `None` when the graph knows no successor.
 pub fn hint_label(graph: &ToolGraph, tool: &str, k: usize) -> Option<String> {
     let top = successors(graph, tool, k);
@@ -40,7 +42,7 @@ pub fn hint_label(graph: &ToolGraph, tool: &str, k: usize) -> Option<String> {
 }
 
 /// The "what next" hint after a program's last call (`last`; [`START`] for a program without
-/// calls): `next → person 62 · movie 21`. [`END`] is left out: the question is which tool to add.
+/// calls): `next → person 62% · movie 21%`. [`END`] is left out: the question is which tool to add.
 pub fn what_next_label(graph: &ToolGraph, last: Option<&str>, k: usize) -> Option<String> {
     let from = last.unwrap_or(START);
     let top: Vec<(String, u32)> = graph
@@ -212,12 +214,12 @@ mod tests {
         );
         assert_eq!(
             hint_label(&g, "tmdb.search_person", 3).unwrap(),
-            "→ person_movie_credits 60 · other.lookup 20 · person 20"
+            "→ person_movie_credits 60% · other.lookup 20% · person 20%"
         );
-        assert_eq!(hint_label(&g, "tmdb.person_movie_credits", 3).unwrap(), "→ end 100");
+        assert_eq!(hint_label(&g, "tmdb.person_movie_credits", 3).unwrap(), "→ end 100%");
         assert_eq!(hint_label(&g, "tmdb.unknown", 3), None);
         assert_eq!(what_next_label(&g, Some("tmdb.person_movie_credits"), 3), None, "only `end` follows");
-        assert_eq!(what_next_label(&g, None, 3).unwrap(), "next → search_person 100");
+        assert_eq!(what_next_label(&g, None, 3).unwrap(), "next → search_person 100%");
     }
 
     #[test]

@@ -34,7 +34,18 @@ fn successors_rank_completion_and_show_inline() {
     // After the program's last call, `found = tmdb.search_person(…)`: what next, from the other
     // chains (which went on to person_movie_credits); the broken mistakes/ programs teach nothing.
     let hints = client.hints(&uri);
-    assert_eq!(hints, vec![(3, "next → person_movie_credits 100".to_string())]);
+    assert_eq!(hints, vec![(3, "next → person_movie_credits 100%".to_string())]);
+
+    // A tool called twice gets its successors once, at its first call; the last call, what next.
+    let twice = client.open(
+        "twice.py",
+        "from chainsmith.tools import tmdb\n\na = tmdb.search_person(query=\"a\")\nb = tmdb.search_person(query=\"b\")\nc = tmdb.search_person(query=\"c\")\n",
+    );
+    let hints = client.hints(&twice);
+    assert_eq!(
+        hints,
+        vec![(2, "→ person_movie_credits 100%".to_string()), (4, "next → person_movie_credits 100%".to_string())]
+    );
 
     // `tmdb.` on the next line: person_movie_credits first, its weight in the detail.
     let mut items = client.completion_items(&uri, pos(4, 17));

@@ -307,6 +307,16 @@ local main = function()
     check(chainsmith.statusline(bufnr):match("^54 tools") ~= nil, chainsmith.statusline(bufnr))
   end)
 
+  step(":checkhealth chainsmith reports on the user's buffer, not its own report", function()
+    vim.cmd("checkhealth chainsmith")
+    local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("bwipeout!")
+    vim.api.nvim_set_current_buf(bufnr)
+    check(report:find("attached (client " .. client.id, 1, true) ~= nil, report)
+    check(report:find("is in the chainsmith workspace", 1, true) ~= nil, report)
+    check(report:find("no chainsmith server attached", 1, true) == nil, report)
+  end)
+
   step("diagnostics: every planted mistake is reported at its line, with its code", function()
     local planted = {}
     for i, line in ipairs(vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)) do

@@ -64,7 +64,8 @@ export function resolveServerPath(setting: string | undefined, env: Environment)
     ok: false,
     message:
       "chainsmith was not found on PATH. Install it (cargo install --path . in the chainsmith repository) " +
-      "or set chainsmith.path to the executable.",
+      "or set chainsmith.path to the executable (in a remote window — Remote-SSH, WSL, a container, " +
+      "code-server — in the Remote settings: chainsmith.path is a machine setting).",
   };
 }
 

@@ -1,6 +1,6 @@
 //! `textDocument/inlayHint`: the last run's result at each call (`✓ 200 · 84 ms`, `✗ 404`), shown
 //! until the document is edited; and ToolNet's likely successors after each call statement
-//! (`→ person_movie_credits 62 · person 21`) and "what next" after the last one.
+//! (`→ person_movie_credits 62% · person 21%`, once per tool) and "what next" after the last one.
 
 use tower_lsp_server::lsp_types as lsp;
 
@@ -41,14 +41,19 @@ fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::In
     let calls: Vec<_> = analysis.calls.iter().filter(|c| c.tool.is_some()).collect();
     let mut hints = Vec::new();
     let mut seen_statements = Vec::new();
+    let mut seen_tools = Vec::new();
     for (i, call) in calls.iter().enumerate() {
         let Some(tool) = call.tool else { continue };
         let at = line_end(text, call.statement_range.end);
-        if seen_statements.contains(&at) || !(wanted.start <= at && at <= wanted.end) {
+        let last = i + 1 == calls.len();
+        // The successors of a tool are the same after each of its calls: said once, at the first.
+        let repeated = seen_tools.contains(&tool.id());
+        seen_tools.push(tool.id());
+        if seen_statements.contains(&at) || (repeated && !last) || !(wanted.start <= at && at <= wanted.end) {
             continue;
         }
         seen_statements.push(at);
-        let label = if i + 1 == calls.len() {
+        let label = if last {
             editor::what_next_label(&graph, Some(&tool.id()), editor::DEFAULT_TOP)
         } else {
             editor::hint_label(&graph, &tool.id(), editor::DEFAULT_TOP)
@@ -60,7 +65,7 @@ fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::In
             kind: None,
             text_edits: None,
             tooltip: Some(lsp::InlayHintTooltip::String(
-                "ToolNet: tools that followed this one in the workspace's programs, runs and imported trajectories (weights 0–100)".into(),
+                "ToolNet: the tools that came next after this one in the workspace's programs, runs and imported trajectories, with the share of the times each did".into(),
             )),
             padding_left: Some(true),
             padding_right: None,

@@ -24,21 +24,41 @@ function M.check()
       "or pass cmd = { '/path/to/chainsmith', 'lsp' } to require('chainsmith').setup()",
     })
   end
-  local root = chainsmith.find_root(vim.api.nvim_buf_get_name(0))
-  if root then
-    ok("the current buffer is in the chainsmith workspace " .. root)
-  else
-    warn("the current buffer is not inside a folder with chainsmith.toml or protocols/")
+  -- :checkhealth shows its report in a buffer of its own: the buffer to check is the file the user
+  -- was in, the most recently used one holding a file.
+  local bufnr = M.user_buffer()
+  if not bufnr then
+    warn("no file buffer is open: open a program of the workspace and run :checkhealth chainsmith again")
+    return
   end
-  local clients = chainsmith.clients(0)
-  if #clients > 0 then
-    ok(("attached (client %d)%s"):format(clients[1].id, chainsmith.statusline(0) ~= "" and (": " .. chainsmith.statusline(0)) or ""))
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local root = chainsmith.find_root(name)
+  if root then
+    ok(("%s is in the chainsmith workspace %s"):format(vim.fn.fnamemodify(name, ":~:."), root))
   else
-    warn("no chainsmith server attached to the current buffer")
+    warn(("%s is not inside a folder with chainsmith.toml or protocols/"):format(vim.fn.fnamemodify(name, ":~:.")))
+  end
+  local clients = chainsmith.clients(bufnr)
+  if #clients > 0 then
+    local status = chainsmith.statusline(bufnr)
+    ok(("attached (client %d)%s"):format(clients[1].id, status ~= "" and (": " .. status) or ""))
+  else
+    warn(("no chainsmith server attached to %s"):format(vim.fn.fnamemodify(name, ":t")))
   end
   if config.inlay_hints and not vim.lsp.inlay_hint then
     warn("inlay hints need Neovim 0.10 or newer")
   end
+end
+
+--- The most recently used buffer holding a file (not the health report, help or a scratch buffer).
+function M.user_buffer()
+  local best, last = nil, -1
+  for _, info in ipairs(vim.fn.getbufinfo({ buflisted = 1 })) do
+    if vim.bo[info.bufnr].buftype == "" and info.name ~= "" and (info.lastused or 0) > last then
+      best, last = info.bufnr, info.lastused or 0
+    end
+  end
+  return best
 end
 
 return M
