@@ -5,6 +5,7 @@
 mod check_cli;
 mod editors;
 mod eval_cli;
+mod fuzz;
 mod generate_cli;
 mod generate_draft;
 mod generate_lsp;
