@@ -124,8 +124,7 @@ pub fn complete(
         return toolset_completions(catalog, word, replace);
     }
     if let Some(before_dot) = before_word.strip_suffix('.') {
-        let object_start =
-            before_dot.rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.')).map(|i| i + 1).unwrap_or(0);
+        let object_start = trailing_run(before_dot, |c| c.is_alphanumeric() || c == '_' || c == '.');
         let object = &before_dot[object_start..];
         if object == "chainsmith.tools" {
             return toolset_completions(catalog, word, replace);
@@ -171,7 +170,7 @@ pub fn complete(
     {
         if before_word.ends_with('=') && !before_word.ends_with("==") {
             let name = before_word[..before_word.len() - 1].trim_end();
-            let name = &name[name.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map(|i| i + 1).unwrap_or(0)..];
+            let name = &name[trailing_run(name, |c| c.is_alphanumeric() || c == '_')..];
             if let Some(param) = tool.param(name) {
                 return enum_completions(param, replace);
             }
@@ -195,6 +194,12 @@ pub fn complete(
     Completions::default()
 }
 
+/// Where the run of `keep` characters that ends `s` starts (a char boundary, whatever the
+/// character before it is).
+fn trailing_run(s: &str, keep: impl Fn(char) -> bool) -> usize {
+    s.char_indices().rev().find(|(_, c)| !keep(*c)).map_or(0, |(i, c)| i + c.len_utf8())
+}
+
 fn floor_char(text: &str, mut offset: usize) -> usize {
     while offset > 0 && !text.is_char_boundary(offset) {
         offset -= 1;
@@ -206,7 +211,7 @@ fn floor_char(text: &str, mut offset: usize) -> usize {
 fn keyword_before_string(before_word: &str) -> Option<&str> {
     let s = before_word.strip_suffix(['"', '\''])?.trim_end();
     let s = s.strip_suffix('=')?.trim_end();
-    let start = s.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map(|i| i + 1).unwrap_or(0);
+    let start = trailing_run(s, |c| c.is_alphanumeric() || c == '_');
     let name = &s[start..];
     (!name.is_empty()).then_some(name)
 }

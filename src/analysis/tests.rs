@@ -265,6 +265,17 @@ mod ide {
     }
 
     #[test]
+    fn completion_after_a_non_ascii_character() {
+        // Found by the fuzzer: a multi-byte character just before the word or the object.
+        for program in
+            ["KEY =\u{fffd}os.|", "x = \u{e9}films.|", "films.search_person(query=\u{fffd}|", "print(\u{fffd}x[\"|"]
+        {
+            labels_at(program);
+        }
+        assert_eq!(labels_at("import chainsmith.tools.films as f\n\u{e9} = f.sea|").0, vec!["search_person"]);
+    }
+
+    #[test]
     fn endpoints_after_filled_path_segments_once_per_path() {
         let base = "import requests\npid = 1\n";
         let (labels, items) =
