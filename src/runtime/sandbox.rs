@@ -258,7 +258,12 @@ fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()> {
         }
         // The intermediate process holds no descriptor but stdio, so the parent sees the exec
         // succeed (its status pipe closes) and the program's pipes end with the program.
-        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+            // Kernels before 5.9: close them one by one.
+            for fd in 3..1024 {
+                libc::close(fd);
+            }
+        }
         CONFINED_CHILD.store(child, Ordering::Relaxed);
         for signal in [libc::SIGUSR1, libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             libc::signal(signal, forward_signal as *const () as libc::sighandler_t);

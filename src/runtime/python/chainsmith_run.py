@@ -87,8 +87,10 @@ def _name_the_sandbox(summary):
                 f"list the folder in [runtime] writable to allow it"
             )
 
-    sys.addaudithook(hook)
-    sys.addaudithook(open_hook)
+    if "no network" in summary:
+        sys.addaudithook(hook)
+    if writable:
+        sys.addaudithook(open_hook)
 
 
 def _report(_host, exc):
