@@ -12,6 +12,7 @@ use super::parse::fields;
 use super::{Analysis, Dialect, Key, analyze, analyze_until, parse};
 use crate::config::DiagnosticsConfig;
 use crate::text::ByteRange;
+use crate::toolset::schema::Refs;
 use crate::toolset::{Catalog, Param, Tool, Transport, schema};
 
 /// Completion lists are cut here; the client asks again as the user types (`isIncomplete`).
@@ -143,14 +144,14 @@ pub fn complete(
     if let Some(quote) = key_hint {
         // Inside `x["par|` (or `.get("par|`): the keys of x's schema.
         if let Some(access) = analysis.access_at(offset) {
-            return key_completions(access.container, word, ByteRange::new(word_start, word_end), quote);
+            return key_completions(catalog, access.container, word, ByteRange::new(word_start, word_end), quote);
         }
     }
     if before_word.ends_with('[')
         && !before_word.ends_with("[[")
         && let Some(access) = analysis.access_at(offset)
     {
-        return key_completions(access.container, word, replace, None);
+        return key_completions(catalog, access.container, word, replace, None);
     }
     if let Some(site) = analysis.urls.iter().find(|u| u.range.start < offset && offset <= u.range.end)
         && let Some(path_start) = site.path_start
@@ -172,7 +173,7 @@ pub fn complete(
             let name = before_word[..before_word.len() - 1].trim_end();
             let name = &name[trailing_run(name, |c| c.is_alphanumeric() || c == '_')..];
             if let Some(param) = tool.param(name) {
-                return enum_completions(param, replace);
+                return enum_completions(catalog, param, replace);
             }
             return Completions::default();
         }
@@ -180,7 +181,7 @@ pub fn complete(
             && let Some(name) = keyword_before_string(before_word)
             && let Some(param) = tool.param(name)
         {
-            let mut c = enum_completions(param, replace);
+            let mut c = enum_completions(catalog, param, replace);
             for item in &mut c.items {
                 item.insert_text = item.insert_text.trim_matches(quote.unwrap_or('"')).to_string();
             }
@@ -188,7 +189,7 @@ pub fn complete(
         }
         if before_word.ends_with('(') || before_word.ends_with(',') {
             let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
-            return argument_completions(tool, &given, word, replace);
+            return argument_completions(catalog, tool, &given, word, replace);
         }
     }
     Completions::default()
@@ -371,7 +372,7 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
             Completion {
                 label: tool.name.clone(),
                 kind: CompletionKind::Tool,
-                detail: signature_line(tool),
+                detail: signature_line(catalog, tool),
                 insert_text: snippet,
                 is_snippet: true,
                 replace,
@@ -384,7 +385,7 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
     Completions { items, is_incomplete }
 }
 
-fn argument_completions(tool: &Tool, given: &[&str], word: &str, replace: ByteRange) -> Completions {
+fn argument_completions(refs: &dyn Refs, tool: &Tool, given: &[&str], word: &str, replace: ByteRange) -> Completions {
     let items = tool
         .params
         .iter()
@@ -392,20 +393,20 @@ fn argument_completions(tool: &Tool, given: &[&str], word: &str, replace: ByteRa
         .map(|p| Completion {
             label: format!("{}=", p.name),
             kind: CompletionKind::Argument,
-            detail: format!("{}{}", param_type(p), if p.required { " (required)" } else { "" }),
+            detail: format!("{}{}", param_type(refs, p), if p.required { " (required)" } else { "" }),
             insert_text: format!("{}=", p.name),
             is_snippet: false,
             replace,
             sort_text: format!("{}_{}", if p.required { 0 } else { 1 }, p.name),
-            documentation: Some(param_markdown(p)),
+            documentation: Some(param_markdown(refs, p)),
             tool_id: None,
         })
         .collect();
     Completions { items, is_incomplete: false }
 }
 
-fn enum_completions(param: &Param, replace: ByteRange) -> Completions {
-    let Some(values) = schema::enum_values(&param.schema) else { return Completions::default() };
+fn enum_completions(refs: &dyn Refs, param: &Param, replace: ByteRange) -> Completions {
+    let Some(values) = schema::enum_values(refs, &param.schema) else { return Completions::default() };
     let items = values
         .iter()
         .enumerate()
@@ -427,20 +428,26 @@ fn enum_completions(param: &Param, replace: ByteRange) -> Completions {
     Completions { items, is_incomplete: false }
 }
 
-fn key_completions(container: &Value, word: &str, replace: ByteRange, quote: Option<char>) -> Completions {
-    let object = if schema::types(container).contains(&"object") || schema::types(container).is_empty() {
+fn key_completions(
+    refs: &dyn Refs,
+    container: &Value,
+    word: &str,
+    replace: ByteRange,
+    quote: Option<char>,
+) -> Completions {
+    let object = if schema::types(refs, container).contains(&"object") || schema::types(refs, container).is_empty() {
         container
     } else {
         return Completions::default();
     };
-    let items = schema::keys(object)
+    let items = schema::keys(refs, object)
         .into_iter()
         .enumerate()
         .filter(|(_, (k, _))| matches_word(k, word))
         .map(|(i, (key, sub))| Completion {
             label: key.to_string(),
             kind: CompletionKind::Key,
-            detail: schema::summary(sub),
+            detail: schema::summary(refs, sub),
             insert_text: match quote {
                 Some(_) => key.to_string(),
                 None => format!("\"{key}\""),
@@ -448,7 +455,7 @@ fn key_completions(container: &Value, word: &str, replace: ByteRange, quote: Opt
             is_snippet: false,
             replace,
             sort_text: format!("{i:04}"),
-            documentation: schema::description(sub).map(str::to_string),
+            documentation: schema::description(refs, sub).map(str::to_string),
             tool_id: None,
         })
         .collect();
@@ -518,20 +525,20 @@ fn is_template_param(segment: &str) -> bool {
     segment.starts_with('{') && segment.ends_with('}')
 }
 
-fn param_type(p: &Param) -> String {
-    let mut t = schema::summary(&p.schema);
-    if let Some(values) = schema::enum_values(&p.schema) {
+fn param_type(refs: &dyn Refs, p: &Param) -> String {
+    let mut t = schema::summary(refs, &p.schema);
+    if let Some(values) = schema::enum_values(refs, &p.schema) {
         let shown: Vec<String> = values.iter().take(6).map(Value::to_string).collect();
         t = format!("{} ({})", t, shown.join(" | "));
     }
     t
 }
 
-fn param_markdown(p: &Param) -> String {
+fn param_markdown(refs: &dyn Refs, p: &Param) -> String {
     let mut out = format!(
         "`{}`: {} — {}{}",
         p.name,
-        param_type(p),
+        param_type(refs, p),
         p.location.as_str(),
         if p.required { ", required" } else { "" }
     );
@@ -549,11 +556,11 @@ fn param_markdown(p: &Param) -> String {
 }
 
 /// `(query, page?) → object {page, results, …}`
-pub fn signature_line(tool: &Tool) -> String {
+pub fn signature_line(refs: &dyn Refs, tool: &Tool) -> String {
     let params: Vec<String> =
         tool.params.iter().map(|p| if p.required { p.name.clone() } else { format!("{}?", p.name) }).collect();
     let response = match &tool.response {
-        Some(r) => schema::summary(r),
+        Some(r) => schema::summary(refs, r),
         None => "unknown".into(),
     };
     format!("({}) → {response}", params.join(", "))
@@ -561,10 +568,10 @@ pub fn signature_line(tool: &Tool) -> String {
 
 /// Full markdown documentation of a tool (`completionItem/resolve`, hover).
 pub fn tool_markdown(catalog: &Catalog, tool_id: &str) -> Option<String> {
-    catalog.find(tool_id).ok().map(describe_tool)
+    catalog.find(tool_id).ok().map(|tool| describe_tool(catalog, tool))
 }
 
-pub fn describe_tool(tool: &Tool) -> String {
+pub fn describe_tool(refs: &dyn Refs, tool: &Tool) -> String {
     let mut out = format!("**{}**", tool.id());
     if let Some(endpoint) = tool.endpoint() {
         out.push_str(&format!(" · `{endpoint}`"));
@@ -590,7 +597,7 @@ pub fn describe_tool(tool: &Tool) -> String {
                 "- `{}`{}: {} ({}){}\n",
                 p.name,
                 if p.required { "" } else { "?" },
-                param_type(p),
+                param_type(refs, p),
                 p.location.as_str(),
                 if desc.is_empty() { String::new() } else { format!(" — {desc}") }
             ));
@@ -598,8 +605,8 @@ pub fn describe_tool(tool: &Tool) -> String {
     }
     match &tool.response {
         Some(r) => {
-            out.push_str(&format!("\n**Response**: {}\n", schema::summary(r)));
-            let lines = schema::outline(r, 24);
+            out.push_str(&format!("\n**Response**: {}\n", schema::summary(refs, r)));
+            let lines = schema::outline(refs, r, 24);
             if !lines.is_empty() {
                 out.push_str("```\n");
                 out.push_str(&lines.join("\n"));
@@ -633,6 +640,7 @@ pub fn hover(
 /// [`hover`] from an analysis of the program already made (the whole program's answers the same
 /// as one stopping at `offset`: the walk only goes forward).
 pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Option<Hover> {
+    let refs: &dyn Refs = catalog;
     if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
         let ts = catalog.toolset(&import.toolset)?;
         let mut md = format!("**toolset {}** · {} tools · {}", ts.name, ts.tools.len(), ts.kind.as_str());
@@ -653,11 +661,11 @@ pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Op
         let tool = analysis.calls.get(access.call).map(|c| c.name.clone()).unwrap_or_default();
         let md = match access.result {
             Some(sub) => {
-                let mut md = format!("**{label}**: {} — from `{tool}`", schema::summary(sub));
-                if let Some(d) = schema::description(sub) {
+                let mut md = format!("**{label}**: {} — from `{tool}`", schema::summary(refs, sub));
+                if let Some(d) = schema::description(refs, sub) {
                     md.push_str(&format!("\n\n{d}"));
                 }
-                let lines = schema::outline(sub, 16);
+                let lines = schema::outline(refs, sub, 16);
                 if !lines.is_empty() {
                     md.push_str(&format!("\n```\n{}\n```", lines.join("\n")));
                 }
@@ -674,12 +682,12 @@ pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Op
     if let Some(arg) = call.args.iter().find(|a| a.name_range.is_some_and(|r| r.contains(offset))) {
         let param = tool.params.iter().find(|p| p.name == arg.name || p.wire_name == arg.name)?;
         return Some(Hover {
-            markdown: param_markdown(param),
+            markdown: param_markdown(refs, param),
             range: arg.name_range.unwrap_or_default(),
             tool_id: None,
         });
     }
-    Some(Hover { markdown: describe_tool(tool), range: call.name_range, tool_id: Some(tool.id()) })
+    Some(Hover { markdown: describe_tool(refs, tool), range: call.name_range, tool_id: Some(tool.id()) })
 }
 
 pub fn signature_help(
@@ -690,6 +698,7 @@ pub fn signature_help(
     catalog: &Catalog,
     config: &DiagnosticsConfig,
 ) -> Option<SignatureHelp> {
+    let refs: &dyn Refs = catalog;
     let line_start = text[..offset.min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
     let (patched, _) = patch_line(text, tree, line_start, floor_char(text, offset.min(text.len())));
     let analysis = analyze_until(file, &patched.text, &patched.tree, catalog, config, Some(offset));
@@ -708,13 +717,16 @@ pub fn signature_help(
         }
         let start = label.len();
         let name = if wire { &p.wire_name } else { &p.name };
-        label.push_str(&format!("{name}: {}", schema::summary(&p.schema)));
+        label.push_str(&format!("{name}: {}", schema::summary(refs, &p.schema)));
         if !p.required {
             label.push_str(" = …");
         }
-        parameters.push((ByteRange::new(start, label.len()), param_markdown(p)));
+        parameters.push((ByteRange::new(start, label.len()), param_markdown(refs, p)));
     }
-    label.push_str(&format!(") → {}", tool.response.as_ref().map(schema::summary).unwrap_or_else(|| "unknown".into())));
+    label.push_str(&format!(
+        ") → {}",
+        tool.response.as_ref().map(|r| schema::summary(refs, r)).unwrap_or_else(|| "unknown".into())
+    ));
     let current = call
         .args
         .iter()

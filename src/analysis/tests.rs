@@ -223,7 +223,7 @@ fn calls_record_arguments_targets_and_lines() {
     let at = program.find("\"id\"").unwrap() + 1;
     let access = analysis.access_at(at).unwrap();
     assert_eq!(access.key, super::Key::Str("id".into()));
-    assert_eq!(crate::toolset::schema::types(access.result.unwrap()), vec!["integer"]);
+    assert_eq!(crate::toolset::schema::types(&catalog, access.result.unwrap()), vec!["integer"]);
 }
 
 mod ide {

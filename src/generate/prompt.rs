@@ -21,9 +21,9 @@ pub fn render_tool(tool: &Tool, outline_lines: usize) -> String {
     let params: Vec<String> = tool
         .params
         .iter()
-        .map(|p| format!("{}{}: {}", p.name, if p.required { "" } else { "?" }, schema::summary(&p.schema)))
+        .map(|p| format!("{}{}: {}", p.name, if p.required { "" } else { "?" }, schema::summary(tool, &p.schema)))
         .collect();
-    let returns = tool.response.as_ref().map(schema::summary).unwrap_or_else(|| "unknown JSON".into());
+    let returns = tool.response.as_ref().map(|r| schema::summary(tool, r)).unwrap_or_else(|| "unknown JSON".into());
     let mut out = format!("{}.{}({}) -> {}\n", tool.toolset, tool.name, params.join(", "), returns);
     let description = tool.description.split_whitespace().collect::<Vec<_>>().join(" ");
     if !description.is_empty() {
@@ -32,7 +32,7 @@ pub fn render_tool(tool: &Tool, outline_lines: usize) -> String {
     }
     for p in &tool.params {
         let mut note = p.description.split_whitespace().collect::<Vec<_>>().join(" ");
-        if let Some(values) = schema::enum_values(&p.schema) {
+        if let Some(values) = schema::enum_values(tool, &p.schema) {
             let shown: Vec<String> = values.iter().take(8).map(|v| v.to_string()).collect();
             note = format!("{note} one of {}", shown.join(", ")).trim().to_string();
         }
@@ -42,7 +42,7 @@ pub fn render_tool(tool: &Tool, outline_lines: usize) -> String {
         }
     }
     if let Some(response) = &tool.response {
-        let lines = schema::outline(response, outline_lines);
+        let lines = schema::outline(tool, response, outline_lines);
         if !lines.is_empty() {
             out.push_str("  returns:\n");
             for l in lines {

@@ -33,6 +33,7 @@ use crate::config::ToolnetConfig;
 use crate::textsearch;
 use crate::toolset::Catalog;
 use crate::toolset::index::{CatalogIndex, Query};
+use crate::toolset::schema::{self, Refs};
 
 /// Back-off fills a node's candidate list up to this many.
 pub const BACKOFF_FILL: usize = 3;
@@ -245,7 +246,7 @@ pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
         let mut words: HashSet<String> = tokens(&x.name).into_iter().collect();
         let mut keys = HashSet::new();
         if let Some(schema) = &x.response {
-            collect_keys(schema, &mut keys, 0);
+            collect_keys(x, schema, &mut keys, 0);
         }
         for k in &keys {
             words.extend(tokens(k));
@@ -264,30 +265,16 @@ pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
 }
 
 /// Every property name in a JSON Schema (a few levels deep).
-fn collect_keys(schema: &serde_json::Value, keys: &mut HashSet<String>, depth: usize) {
+fn collect_keys(refs: &dyn Refs, schema: &serde_json::Value, keys: &mut HashSet<String>, depth: usize) {
     if depth > 6 {
         return;
     }
-    match schema {
-        serde_json::Value::Object(map) => {
-            if let Some(serde_json::Value::Object(props)) = map.get("properties") {
-                for (k, v) in props {
-                    keys.insert(k.clone());
-                    collect_keys(v, keys, depth + 1);
-                }
-            }
-            for key in ["items", "allOf", "anyOf", "oneOf", "additionalProperties"] {
-                if let Some(v) = map.get(key) {
-                    collect_keys(v, keys, depth + 1);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => {
-            for v in items {
-                collect_keys(v, keys, depth + 1);
-            }
-        }
-        _ => {}
+    for (k, v) in schema::keys(refs, schema) {
+        keys.insert(k.to_string());
+        collect_keys(refs, v, keys, depth + 1);
+    }
+    if let Some(items) = schema::items(refs, schema) {
+        collect_keys(refs, items, keys, depth + 1);
     }
 }
 

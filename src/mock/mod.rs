@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use serde_json::{Map, Value, json};
 
 use crate::toolset::endpoint::{self, Matched, Segment};
-use crate::toolset::schema;
+use crate::toolset::schema::{self, Refs};
 use crate::toolset::{Catalog, ParamLocation, Tool, Transport};
 
 /// A running mock; stops when dropped.
@@ -146,7 +146,7 @@ fn respond(state: &State, method: &str, url: &str) -> (u16, Value) {
         match given {
             Some(text) => {
                 let value = typed(tool, &param.wire_name, text);
-                if let Err(why) = schema::check_literal(&param.schema, &value) {
+                if let Err(why) = schema::check_literal(tool, &param.schema, &value) {
                     return error(400, format!("query parameter `{}`: {why}", param.wire_name));
                 }
                 arguments.insert(param.wire_name.clone(), value);
@@ -160,7 +160,7 @@ fn respond(state: &State, method: &str, url: &str) -> (u16, Value) {
     let seed =
         hash(&format!("{}|{}|{}", state.session.load(Ordering::SeqCst), tool.id(), Value::Object(arguments.clone())));
     let mut body = example_response(tool)
-        .or_else(|| tool.response.as_ref().map(|s| generate(s, seed, 0)))
+        .or_else(|| tool.response.as_ref().map(|s| generate(tool, s, seed, 0)))
         .unwrap_or_else(|| json!({}));
     echo_ids(&mut body, &matched.path_params, &segments);
     (200, body)
@@ -173,7 +173,7 @@ fn error(status: u16, message: String) -> (u16, Value) {
 /// A path or query value typed by its parameter's schema (`"550"` → 550 for an integer).
 fn typed(tool: &Tool, wire_name: &str, text: &str) -> Value {
     let param_schema = tool.params.iter().find(|p| p.wire_name == wire_name).map(|p| &p.schema);
-    let types = param_schema.map(schema::types).unwrap_or_default();
+    let types = param_schema.map(|s| schema::types(tool, s)).unwrap_or_default();
     if types.contains(&"integer")
         && let Ok(n) = text.parse::<i64>()
     {
@@ -214,11 +214,14 @@ fn echo_ids(body: &mut Value, path_params: &[(String, usize)], segments: &[Segme
 /// Data fitting `schema`: the first enum value or example where the schema gives one, else a
 /// value of its type; arrays get two items; objects get every declared property. Deterministic
 /// in `seed`.
-pub fn generate(schema: &Value, seed: u64, depth: usize) -> Value {
+pub fn generate(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize) -> Value {
     if depth > 8 {
         return Value::Null;
     }
-    if let Some(values) = schema::enum_values(schema)
+    if let Some(target) = schema::follow(refs, schema) {
+        return generate(refs, target, seed, depth + 1);
+    }
+    if let Some(values) = schema::enum_values(refs, schema)
         && let Some(first) = values.get((seed as usize) % values.len().max(1))
     {
         return first.clone();
@@ -231,18 +234,18 @@ pub fn generate(schema: &Value, seed: u64, depth: usize) -> Value {
             if combinator == "allOf" {
                 let mut merged = Map::new();
                 for option in options {
-                    if let Value::Object(part) = generate(option, seed, depth + 1) {
+                    if let Value::Object(part) = generate(refs, option, seed, depth + 1) {
                         merged.extend(part);
                     }
                 }
                 return Value::Object(merged);
             }
             if let Some(first) = options.first() {
-                return generate(first, seed, depth + 1);
+                return generate(refs, first, seed, depth + 1);
             }
         }
     }
-    let types = schema::types(schema);
+    let types = schema::types(refs, schema);
     let kind = types.iter().copied().find(|t| *t != "null").unwrap_or(if schema.get("properties").is_some() {
         "object"
     } else {
@@ -251,19 +254,20 @@ pub fn generate(schema: &Value, seed: u64, depth: usize) -> Value {
     match kind {
         "object" => {
             let mut object = Map::new();
-            for (i, (key, property)) in schema::keys(schema).into_iter().enumerate() {
+            for (i, (key, property)) in schema::keys(refs, schema).into_iter().enumerate() {
                 let value = if key == "id" || key.ends_with("_id") {
                     json!(1 + (hash(&format!("{seed}|{key}")) % 100_000) as i64)
                 } else {
-                    generate(property, seed.wrapping_add(i as u64 + 1), depth + 1)
+                    generate(refs, property, seed.wrapping_add(i as u64 + 1), depth + 1)
                 };
                 object.insert(key.to_string(), value);
             }
             Value::Object(object)
         }
         "array" => {
-            let items = schema::items(schema).cloned().unwrap_or(json!({}));
-            Value::Array((0..2).map(|i| generate(&items, seed.wrapping_add(31 * (i + 1)), depth + 1)).collect())
+            let any = json!({});
+            let items = schema::items(refs, schema).unwrap_or(&any);
+            Value::Array((0..2).map(|i| generate(refs, items, seed.wrapping_add(31 * (i + 1)), depth + 1)).collect())
         }
         "integer" => json!(1 + (seed % 1000) as i64),
         "number" => json!(((seed % 1000) as f64) / 10.0),

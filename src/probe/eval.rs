@@ -8,29 +8,30 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{decode, infer};
+use crate::toolset::schema::{NoRefs, Refs};
 use crate::toolset::{doc, openapi, schema, toolbench};
 
 /// Key paths of a schema (`results[].id`) with the non-null types each admits.
-pub fn key_paths(schema_value: &Value) -> BTreeMap<String, BTreeSet<&'static str>> {
+pub fn key_paths(refs: &dyn Refs, schema_value: &Value) -> BTreeMap<String, BTreeSet<&'static str>> {
     let mut out = BTreeMap::new();
-    walk(schema_value, String::new(), &mut out, 0);
+    walk(refs, schema_value, String::new(), &mut out, 0);
     out
 }
 
-fn walk(s: &Value, path: String, out: &mut BTreeMap<String, BTreeSet<&'static str>>, depth: usize) {
+fn walk(refs: &dyn Refs, s: &Value, path: String, out: &mut BTreeMap<String, BTreeSet<&'static str>>, depth: usize) {
     if depth > 12 {
         return;
     }
-    let types: BTreeSet<&'static str> = schema::types(s).into_iter().filter(|t| *t != "null").collect();
+    let types: BTreeSet<&'static str> = schema::types(refs, s).into_iter().filter(|t| *t != "null").collect();
     if !path.is_empty() {
         out.insert(path.clone(), types.clone());
     }
-    for (k, sub) in schema::keys(s) {
+    for (k, sub) in schema::keys(refs, s) {
         let p = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
-        walk(sub, p, out, depth + 1);
+        walk(refs, sub, p, out, depth + 1);
     }
-    if let Some(items) = schema::items(s) {
-        walk(items, format!("{path}[]"), out, depth + 1);
+    if let Some(items) = schema::items(refs, s) {
+        walk(refs, items, format!("{path}[]"), out, depth + 1);
     }
 }
 
@@ -48,9 +49,10 @@ pub struct Agreement {
 }
 
 impl Agreement {
-    pub fn add(&mut self, inferred: &Value, declared: &Value) {
-        let a = key_paths(inferred);
-        let b = key_paths(declared);
+    /// `refs`: where the declared schema's references lead (an inferred schema has none).
+    pub fn add(&mut self, inferred: &Value, refs: &dyn Refs, declared: &Value) {
+        let a = key_paths(&NoRefs, inferred);
+        let b = key_paths(refs, declared);
         self.pairs += 1;
         self.inferred_paths += a.len();
         self.declared_paths += b.len();
@@ -106,7 +108,7 @@ pub fn openapi_examples(file: &Path) -> anyhow::Result<(Agreement, usize)> {
         let examples: Vec<&Value> = tool.examples.iter().filter_map(|e| e.response.as_ref()).collect();
         let (Some(declared), false) = (&tool.response, examples.is_empty()) else { continue };
         operations += 1;
-        agreement.add(&infer::infer(examples), declared);
+        agreement.add(&infer::infer(examples), tool, declared);
     }
     Ok((agreement, operations))
 }
@@ -195,7 +197,7 @@ pub fn toolbench_answers(answers_dir: &Path, query_files: &[&Path]) -> anyhow::R
         });
         if let Some(schema) = schema {
             report.compared += 1;
-            report.agreement.add(&infer::infer(samples.iter()), schema);
+            report.agreement.add(&infer::infer(samples.iter()), &NoRefs, schema);
         }
     }
     Ok(report)

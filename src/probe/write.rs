@@ -255,6 +255,7 @@ mod tests {
             base_url: None,
             auth: None,
             tools: vec![],
+            schemas: Default::default(),
             unlisted: None,
         };
         let path = overlay_path(dir.path(), "ts");

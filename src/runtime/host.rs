@@ -651,7 +651,7 @@ impl Host {
                     let param =
                         m.tool.params.iter().find(|p| p.location == ParamLocation::Path && &p.wire_name == name);
                     let key = param.map(|p| p.name.clone()).unwrap_or_else(|| name.clone());
-                    arguments.insert(key, typed(param.map(|p| &p.schema), &value));
+                    arguments.insert(key, typed(&*toolset.schemas, param.map(|p| &p.schema), &value));
                 }
                 Some(m.tool)
             }
@@ -664,7 +664,7 @@ impl Host {
             let param =
                 tool.and_then(|t| t.params.iter().find(|p| p.location == ParamLocation::Query && p.wire_name == name));
             let key = param.map(|p| p.name.clone()).unwrap_or_else(|| name.to_string());
-            let value = typed(param.map(|p| &p.schema), &value);
+            let value = typed(&*toolset.schemas, param.map(|p| &p.schema), &value);
             match arguments.get_mut(&key) {
                 Some(Value::Array(items)) => items.push(value),
                 Some(existing) => *existing = Value::Array(vec![existing.clone(), value]),
@@ -676,7 +676,7 @@ impl Host {
         if let Some(tool) = tool {
             for param in tool.params.iter().filter(|p| p.location == ParamLocation::Header) {
                 if let Some((_, v)) = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(&param.wire_name)) {
-                    arguments.insert(param.name.clone(), typed(Some(&param.schema), v));
+                    arguments.insert(param.name.clone(), typed(&*toolset.schemas, Some(&param.schema), v));
                 }
             }
         }
@@ -730,9 +730,9 @@ fn line_of(message: &Value) -> Option<u32> {
 
 /// A text value from a URL or header as the parameter's schema types it (integers, numbers,
 /// booleans), so both dialects trace the same arguments.
-fn typed(schema: Option<&Value>, text: &str) -> Value {
-    let kind = schema.and_then(|s| s.get("type")).and_then(Value::as_str);
-    match kind {
+fn typed(refs: &dyn crate::toolset::schema::Refs, schema: Option<&Value>, text: &str) -> Value {
+    let types = schema.map(|s| crate::toolset::schema::types(refs, s)).unwrap_or_default();
+    match types.iter().copied().find(|t| *t != "null") {
         Some("integer") => text.parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(text.into())),
         Some("number") => match text.parse::<i64>() {
             Ok(i) => Value::from(i),
@@ -760,10 +760,10 @@ mod tests {
     fn url_text_is_decoded_and_typed() {
         assert_eq!(percent_decode("a%20b%2Fc"), "a b/c");
         assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(typed(Some(&json!({"type": "integer"})), "1769"), json!(1769));
-        assert_eq!(typed(Some(&json!({"type": "number"})), "7.5"), json!(7.5));
-        assert_eq!(typed(Some(&json!({"type": "boolean"})), "true"), json!(true));
-        assert_eq!(typed(Some(&json!({"type": "integer"})), "abc"), json!("abc"));
-        assert_eq!(typed(None, "x"), json!("x"));
+        assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "integer"})), "1769"), json!(1769));
+        assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "number"})), "7.5"), json!(7.5));
+        assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "boolean"})), "true"), json!(true));
+        assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "integer"})), "abc"), json!("abc"));
+        assert_eq!(typed(&crate::toolset::schema::NoRefs, None, "x"), json!("x"));
     }
 }

@@ -1,12 +1,13 @@
 //! `.pyi` stubs for the toolset modules, so any type checker (pyright, mypy) checks a chain the way
 //! chainsmith does: keyword-only parameters, `Literal` enums, `TypedDict` responses (functional
-//! syntax when a key is not an identifier), `Any` where the schema is unknown.
+//! syntax when a key is not an identifier), `Any` where the schema is unknown. A named schema of the
+//! protocol becomes one `TypedDict` (or alias) of its name, so recursive schemas are recursive types.
 //!
 //! A key is `NotRequired` when its object schema lists `required` keys and it is not one of them; an
 //! object schema without a `required` list (as most API specs write responses) is taken to describe
 //! keys that are present.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use crate::names::is_identifier;
+use crate::toolset::schema::{self, Refs};
 use crate::toolset::{Catalog, Tool, Toolset};
 
 /// Python keywords and soft keywords a `TypedDict` class body cannot use as keys.
@@ -65,7 +67,7 @@ pub fn write(catalog: &Catalog, out: &Path) -> Result<Vec<PathBuf>> {
 
 /// The stub of one toolset module.
 pub fn toolset_stub(toolset: &Toolset) -> String {
-    let mut emitter = Emitter::default();
+    let mut emitter = Emitter { refs: &*toolset.schemas, ..Emitter::new() };
     let mut functions = String::new();
     for tool in &toolset.tools {
         functions.push_str(&emitter.function(tool));
@@ -86,10 +88,27 @@ pub fn toolset_stub(toolset: &Toolset) -> String {
     out
 }
 
-#[derive(Default)]
-struct Emitter {
+struct Emitter<'r> {
+    refs: &'r dyn Refs,
     definitions: Vec<String>,
     taken: HashSet<String>,
+    /// The Python name of each named schema met so far (a reference met again uses it).
+    by_ref: HashMap<String, String>,
+    /// Names given to named schemas whose definition is being written: the object of that name
+    /// takes it instead of a fresh one.
+    reserved: HashSet<String>,
+}
+
+impl Emitter<'static> {
+    fn new() -> Self {
+        Emitter {
+            refs: &schema::NoRefs,
+            definitions: Vec::new(),
+            taken: HashSet::new(),
+            by_ref: HashMap::new(),
+            reserved: HashSet::new(),
+        }
+    }
 }
 
 fn camel(text: &str) -> String {
@@ -134,7 +153,7 @@ fn python_literal(value: &Value) -> Option<String> {
     }
 }
 
-impl Emitter {
+impl Emitter<'_> {
     fn function(&mut self, tool: &Tool) -> String {
         let base = camel(&tool.name);
         let mut params = Vec::new();
@@ -158,6 +177,22 @@ impl Emitter {
             None => out.push_str(" ...\n\n"),
         }
         out
+    }
+
+    /// A named schema: its own `TypedDict` (or an alias when it is no object), written once.
+    fn reference(&mut self, reference: &str) -> String {
+        if let Some(name) = self.by_ref.get(reference) {
+            return name.clone();
+        }
+        let Some(target) = self.refs.target(reference) else { return "Any".into() };
+        let name = self.unique(&camel(schema::ref_name(reference)));
+        self.by_ref.insert(reference.to_string(), name.clone());
+        self.reserved.insert(name.clone());
+        let ty = self.ty(target, &name, 0);
+        if self.reserved.remove(&name) {
+            self.definitions.push(format!("{name} = {ty}\n"));
+        }
+        name
     }
 
     fn unique(&mut self, hint: &str) -> String {
@@ -190,6 +225,9 @@ impl Emitter {
     }
 
     fn base_ty(&mut self, obj: &serde_json::Map<String, Value>, hint: &str, depth: usize) -> String {
+        if let Some(reference) = obj.get("$ref").and_then(Value::as_str) {
+            return self.reference(reference);
+        }
         if let Some(value) = obj.get("const")
             && let Some(literal) = python_literal(value)
         {
@@ -229,6 +267,7 @@ impl Emitter {
             let mut merged = serde_json::Map::new();
             let mut required = Vec::new();
             for part in parts {
+                let part = schema::follow(self.refs, part).unwrap_or(part);
                 let Some(props) = part.get("properties").and_then(Value::as_object) else { return "Any".into() };
                 merged.extend(props.clone());
                 if let Some(Value::Array(r)) = part.get("required") {
@@ -292,7 +331,7 @@ impl Emitter {
         };
         let required: Option<Vec<&str>> =
             obj.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect());
-        let name = self.unique(hint);
+        let name = if self.reserved.remove(hint) { hint.to_string() } else { self.unique(hint) };
         let mut fields = Vec::new();
         for (key, schema) in properties {
             let ty = self.ty(schema, &format!("{name}{}", camel(key)), depth + 1);

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
+use super::schema::NoRefs;
 use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::config::McpConfig;
 use crate::diagnostic::Diagnostic;
@@ -109,6 +110,7 @@ fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: By
             api: None,
             operation_id: None,
         },
+        schemas: Default::default(),
     }
 }
 
@@ -138,7 +140,7 @@ fn params(input: &Value) -> Vec<Param> {
             wire_name: wire.clone(),
             location: ParamLocation::Argument,
             required: required.contains(wire.as_str()),
-            description: schema::description(schema)
+            description: schema::description(&NoRefs, schema)
                 .or_else(|| schema.get("title").and_then(Value::as_str))
                 .unwrap_or_default()
                 .to_string(),
@@ -165,7 +167,7 @@ pub fn describes_structure(schema: &Value) -> bool {
     if let Some(properties) = map.get("properties").and_then(Value::as_object)
         && !properties.is_empty()
     {
-        let only_text = properties.len() == 1 && properties.values().all(|p| schema::types(p) == ["string"]);
+        let only_text = properties.len() == 1 && properties.values().all(|p| schema::types(&NoRefs, p) == ["string"]);
         return !only_text;
     }
     if map.get("additionalProperties").and_then(Value::as_object).is_some_and(|a| !a.is_empty()) {
@@ -174,7 +176,7 @@ pub fn describes_structure(schema: &Value) -> bool {
     if map.get("items").is_some() || map.get("prefixItems").is_some() {
         return true;
     }
-    let types = schema::types(schema);
+    let types = schema::types(&NoRefs, schema);
     types.contains(&"array")
 }
 

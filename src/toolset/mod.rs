@@ -163,6 +163,15 @@ pub struct Tool {
     /// Hints the protocol gives about the tool's behaviour: MCP `annotations` as the server sent
     /// them (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`, `title`).
     pub annotations: Option<Value>,
+    /// The named schemas its `$ref`s lead to (shared by every tool of its protocol file).
+    pub schemas: Arc<schema::Schemas>,
+}
+
+/// A tool answers the references in its own schemas.
+impl schema::Refs for Tool {
+    fn target(&self, reference: &str) -> Option<&Value> {
+        self.schemas.target(reference)
+    }
 }
 
 impl Tool {
@@ -218,6 +227,8 @@ pub struct Toolset {
     pub base_url: Option<String>,
     pub auth: Option<Auth>,
     pub tools: Vec<Tool>,
+    /// The named schemas its tools' `$ref`s lead to.
+    pub schemas: Arc<schema::Schemas>,
     /// Why the toolset's tools are not known (an MCP server of an untrusted workspace, or one that
     /// did not start): the module is importable and calls into it are not checked, since a tool
     /// name cannot be told wrong when the list is missing.
@@ -228,6 +239,8 @@ pub struct Toolset {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub tools: Vec<Tool>,
+    /// The named schemas the tools' `$ref`s lead to.
+    pub schemas: Arc<schema::Schemas>,
     pub diagnostics: Vec<Diagnostic>,
     pub base_url: Option<String>,
     pub auth: Option<Auth>,
@@ -252,6 +265,15 @@ pub struct Catalog {
     /// What this workspace may run, as it was when the catalog was loaded (the runtime asks it
     /// before starting a command tool or the interpreter).
     pub trust: crate::trust::Trust,
+}
+
+/// A reference key starts with its toolset's name (`toolset/file#pointer`): the lookup goes to that
+/// toolset's store.
+impl schema::Refs for Catalog {
+    fn target(&self, reference: &str) -> Option<&Value> {
+        let (toolset, _) = reference.split_once('/')?;
+        self.toolset(toolset)?.schemas.target(reference)
+    }
 }
 
 impl Catalog {
@@ -350,6 +372,7 @@ pub(crate) mod test_support {
             base_url: base_url.map(str::to_string).or(loaded.base_url),
             auth: loaded.auth,
             tools: loaded.tools,
+            schemas: loaded.schemas,
             unlisted: None,
         };
         Catalog::new(vec![toolset], vec![])

@@ -28,6 +28,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::doc::{Node, NodeKind};
+use super::schema::NoRefs;
 use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::diagnostic::{Diagnostic, Severity, did_you_mean};
 use crate::names;
@@ -452,6 +453,7 @@ impl<'a> Cx<'a> {
                 api: None,
                 operation_id: None,
             },
+            schemas: Default::default(),
         })
     }
 
@@ -666,7 +668,7 @@ impl<'a> Cx<'a> {
         let mut literal = |field: &str| -> Option<Value> {
             let node = spec.get(field)?;
             let value = node.to_json();
-            if let Err(why) = schema::check_literal(&schema, &value) {
+            if let Err(why) = schema::check_literal(&NoRefs, &schema, &value) {
                 self.warning(
                     node.range,
                     "invalid-field",
@@ -958,10 +960,10 @@ mod tests {
         assert!(!count.required);
         assert_eq!(count.default, Some(json!(5)));
         let response = geocode.response.as_ref().unwrap();
-        let KeyLookup::Declared(results) = schema::property(response, "results") else { panic!("{response}") };
-        let item = schema::items(results).unwrap();
+        let KeyLookup::Declared(results) = schema::property(&NoRefs, response, "results") else { panic!("{response}") };
+        let item = schema::items(&NoRefs, results).unwrap();
         for key in ["name", "latitude", "longitude", "country"] {
-            assert!(matches!(schema::property(item, key), KeyLookup::Declared(_)), "{key}");
+            assert!(matches!(schema::property(&NoRefs, item, key), KeyLookup::Declared(_)), "{key}");
         }
         assert_eq!(slice(&text, geocode.source.name_range), "\"geocode\"");
         assert!(slice(&text, geocode.source.range).starts_with('{'));
@@ -976,9 +978,12 @@ mod tests {
         assert_eq!(forecast.param("days").unwrap().schema["maximum"], json!(16));
         assert!(forecast.param("latitude").unwrap().required && forecast.param("longitude").unwrap().required);
         // `$ref: #/$defs/...` is resolved.
-        let daily = schema::property(forecast.response.as_ref().unwrap(), "daily");
+        let daily = schema::property(&NoRefs, forecast.response.as_ref().unwrap(), "daily");
         let KeyLookup::Declared(daily) = daily else { panic!() };
-        assert!(matches!(schema::property(schema::items(daily).unwrap(), "temperature_max"), KeyLookup::Declared(_)));
+        assert!(matches!(
+            schema::property(&NoRefs, schema::items(&NoRefs, daily).unwrap(), "temperature_max"),
+            KeyLookup::Declared(_)
+        ));
         assert!(!forecast.response.as_ref().unwrap().to_string().contains("$ref"));
 
         let current = &loaded.tools[2];

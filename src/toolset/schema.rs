@@ -1,14 +1,90 @@
-//! Reading JSON Schemas (with `$ref`s already resolved by the loaders): the effective types of a
-//! schema, what a key or an index yields, and whether a literal fits — the questions the analysis
-//! asks of every response access and every argument.
+//! JSON Schemas as a graph: each named schema of a protocol is stored once, `$ref`s stay references
+//! and are followed lazily by the questions the analysis asks of every response access and every
+//! argument (the effective types of a schema, what a key or an index yields, whether a literal
+//! fits). Recursive schemas are natural here: nothing is inlined, so nothing is cut.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 
-/// The JSON types a schema admits, after `nullable`, `type` arrays and `anyOf`/`oneOf`/`allOf`.
-/// Empty means "anything" (no constraint known).
-pub fn types(schema: &Value) -> Vec<&'static str> {
+/// Where a `$ref` leads. The loaders rewrite every reference they keep to a key of the catalog's
+/// schema store (`toolset/file#/pointer`), so one lookup answers it.
+pub trait Refs {
+    /// The schema a reference names, when it is known.
+    fn target(&self, reference: &str) -> Option<&Value>;
+}
+
+/// For schemas that hold no references (written inline, probed, or from an MCP server).
+pub struct NoRefs;
+
+impl Refs for NoRefs {
+    fn target(&self, _reference: &str) -> Option<&Value> {
+        None
+    }
+}
+
+/// The named schemas of one toolset, each parsed once, keyed as the references to them are written.
+#[derive(Debug, Default, Clone)]
+pub struct Schemas {
+    named: HashMap<String, Value>,
+}
+
+impl Schemas {
+    pub fn insert(&mut self, key: String, schema: Value) {
+        self.named.insert(key, schema);
+    }
+    pub fn contains(&self, key: &str) -> bool {
+        self.named.contains_key(key)
+    }
+    pub fn remove(&mut self, key: &str) {
+        self.named.remove(key);
+    }
+    pub fn len(&self) -> usize {
+        self.named.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.named.is_empty()
+    }
+    /// Takes in another file's schemas (their keys name their file, so none collide).
+    pub fn extend(&mut self, other: Schemas) {
+        self.named.extend(other.named);
+    }
+}
+
+impl Refs for Schemas {
+    fn target(&self, reference: &str) -> Option<&Value> {
+        self.named.get(reference)
+    }
+}
+
+/// The reference a schema node makes, if it makes one.
+pub fn reference(schema: &Value) -> Option<&str> {
+    schema.get("$ref").and_then(Value::as_str)
+}
+
+/// Where a node's `$ref` leads, following chains of references; `None` when it makes none or the
+/// reference is unknown.
+pub fn follow<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a Value> {
+    let mut node = refs.target(reference(schema)?)?;
+    for _ in 0..32 {
+        match reference(node).and_then(|r| refs.target(r)) {
+            Some(next) => node = next,
+            None => return Some(node),
+        }
+    }
+    None
+}
+
+/// The name a referenced schema goes by (`Customer` for `…#/components/schemas/Customer`).
+pub fn ref_name(reference: &str) -> &str {
+    reference.rsplit('/').next().unwrap_or(reference)
+}
+
+/// The JSON types a schema admits, after `nullable`, `type` arrays, `$ref` and
+/// `anyOf`/`oneOf`/`allOf`. Empty means "anything" (no constraint known).
+pub fn types(refs: &dyn Refs, schema: &Value) -> Vec<&'static str> {
     let mut out = Vec::new();
-    collect_types(schema, &mut out, 0);
+    collect_types(refs, schema, &mut out, 0);
     out
 }
 
@@ -31,7 +107,7 @@ fn static_type(t: &str) -> Option<&'static str> {
     })
 }
 
-fn collect_types(schema: &Value, out: &mut Vec<&'static str>, depth: usize) {
+fn collect_types(refs: &dyn Refs, schema: &Value, out: &mut Vec<&'static str>, depth: usize) {
     if depth > 16 {
         return;
     }
@@ -55,7 +131,7 @@ fn collect_types(schema: &Value, out: &mut Vec<&'static str>, depth: usize) {
             let mut alt_types = Vec::new();
             for alt in alts {
                 let mut t = Vec::new();
-                collect_types(alt, &mut t, depth + 1);
+                collect_types(refs, alt, &mut t, depth + 1);
                 if t.is_empty() {
                     // One unconstrained alternative makes the whole union unconstrained.
                     out.truncate(before);
@@ -70,8 +146,11 @@ fn collect_types(schema: &Value, out: &mut Vec<&'static str>, depth: usize) {
     }
     if let Some(Value::Array(parts)) = obj.get("allOf") {
         for part in parts {
-            collect_types(part, out, depth + 1);
+            collect_types(refs, part, out, depth + 1);
         }
+    }
+    if let Some(target) = follow(refs, schema) {
+        collect_types(refs, target, out, depth + 1);
     }
     if out.len() == before {
         if obj.contains_key("properties") || obj.contains_key("additionalProperties") {
@@ -101,12 +180,18 @@ pub fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// The sub-schemas that together describe `schema` (itself plus `allOf`/`anyOf`/`oneOf` parts).
-fn parts(schema: &Value) -> Vec<&Value> {
+/// The sub-schemas that together describe `schema` (itself, where its `$ref` leads, and its
+/// `allOf`/`anyOf`/`oneOf` parts).
+fn parts<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<&'a Value> {
     let mut out = vec![schema];
     let mut i = 0;
     while i < out.len() && out.len() < 64 {
         let s = out[i];
+        if let Some(target) = follow(refs, s)
+            && !out.iter().any(|seen| std::ptr::eq(*seen, target))
+        {
+            out.push(target);
+        }
         for key in ["allOf", "anyOf", "oneOf"] {
             if let Some(Value::Array(alts)) = s.get(key) {
                 out.extend(alts.iter());
@@ -128,10 +213,10 @@ pub enum KeyLookup<'a> {
     Missing,
 }
 
-pub fn property<'a>(schema: &'a Value, key: &str) -> KeyLookup<'a> {
+pub fn property<'a>(refs: &'a dyn Refs, schema: &'a Value, key: &str) -> KeyLookup<'a> {
     let mut declares_keys = false;
     let mut open: Option<Option<&Value>> = None;
-    for part in parts(schema) {
+    for part in parts(refs, schema) {
         if let Some(Value::Object(props)) = part.get("properties") {
             declares_keys = true;
             if let Some(s) = props.get(key) {
@@ -157,9 +242,9 @@ pub fn property<'a>(schema: &'a Value, key: &str) -> KeyLookup<'a> {
 }
 
 /// The declared keys of an object schema, in declaration order, with their schemas.
-pub fn keys(schema: &Value) -> Vec<(&str, &Value)> {
+pub fn keys<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<(&'a str, &'a Value)> {
     let mut out: Vec<(&str, &Value)> = Vec::new();
-    for part in parts(schema) {
+    for part in parts(refs, schema) {
         if let Some(Value::Object(props)) = part.get("properties") {
             for (k, v) in props {
                 if !out.iter().any(|(name, _)| name == k) {
@@ -172,20 +257,20 @@ pub fn keys(schema: &Value) -> Vec<(&str, &Value)> {
 }
 
 /// The item schema of an array schema (`{}` semantics when absent: `None`).
-pub fn items(schema: &Value) -> Option<&Value> {
-    parts(schema).into_iter().find_map(|p| match p.get("items") {
+pub fn items<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a Value> {
+    parts(refs, schema).into_iter().find_map(|p| match p.get("items") {
         Some(v @ Value::Object(_)) => Some(v),
         Some(Value::Array(tuple)) => tuple.first(),
         _ => None,
     })
 }
 
-pub fn description(schema: &Value) -> Option<&str> {
-    parts(schema).into_iter().find_map(|p| p.get("description").and_then(Value::as_str)).filter(|d| !d.is_empty())
+pub fn description<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a str> {
+    parts(refs, schema).into_iter().find_map(|p| p.get("description").and_then(Value::as_str)).filter(|d| !d.is_empty())
 }
 
-pub fn enum_values(schema: &Value) -> Option<&Vec<Value>> {
-    parts(schema).into_iter().find_map(|p| p.get("enum").and_then(Value::as_array))
+pub fn enum_values<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a Vec<Value>> {
+    parts(refs, schema).into_iter().find_map(|p| p.get("enum").and_then(Value::as_array))
 }
 
 /// Does a value of JSON type `actual` fit a schema admitting `expected` types?
@@ -196,15 +281,15 @@ pub fn type_fits(actual: &str, expected: &[&str]) -> bool {
 
 /// Checks a literal value against a parameter schema: its type and its enum.
 /// Returns a message for the user when it does not fit.
-pub fn check_literal(schema: &Value, value: &Value) -> Result<(), String> {
-    let expected = types(schema);
+pub fn check_literal(refs: &dyn Refs, schema: &Value, value: &Value) -> Result<(), String> {
+    let expected = types(refs, schema);
     let actual = json_type(value);
     if !type_fits(actual, &expected) {
         // Query strings carry numbers as text; a numeric string is still a string literal, so keep
         // the error: the protocol's type is what the tool validates.
         return Err(format!("expected {}, found {} {}", expected.join(" | "), actual, short(value)));
     }
-    if let Some(values) = enum_values(schema)
+    if let Some(values) = enum_values(refs, schema)
         && !values.is_empty()
         && !values.contains(value)
     {
@@ -220,12 +305,12 @@ fn short(value: &Value) -> String {
 }
 
 /// A one-line type summary: `object {id, name, …}`, `array of object {…}`, `string (date)`.
-pub fn summary(schema: &Value) -> String {
-    summary_at(schema, 0)
+pub fn summary(refs: &dyn Refs, schema: &Value) -> String {
+    summary_at(refs, schema, 0)
 }
 
-fn summary_at(schema: &Value, depth: usize) -> String {
-    let ts = types(schema);
+fn summary_at(refs: &dyn Refs, schema: &Value, depth: usize) -> String {
+    let ts = types(refs, schema);
     if ts.is_empty() {
         return "any".into();
     }
@@ -233,7 +318,7 @@ fn summary_at(schema: &Value, depth: usize) -> String {
         .iter()
         .map(|t| match *t {
             "object" => {
-                let ks = keys(schema);
+                let ks = keys(refs, schema);
                 if ks.is_empty() || depth > 0 {
                     "object".to_string()
                 } else {
@@ -242,11 +327,11 @@ fn summary_at(schema: &Value, depth: usize) -> String {
                     format!("object {{{}{more}}}", names.join(", "))
                 }
             }
-            "array" => match items(schema) {
-                Some(item) if depth < 2 => format!("array of {}", summary_at(item, depth + 1)),
+            "array" => match items(refs, schema) {
+                Some(item) if depth < 2 => format!("array of {}", summary_at(refs, item, depth + 1)),
                 _ => "array".into(),
             },
-            "string" => match schema.get("format").and_then(Value::as_str) {
+            "string" => match parts(refs, schema).into_iter().find_map(|p| p.get("format").and_then(Value::as_str)) {
                 Some(f) => format!("string ({f})"),
                 None => "string".into(),
             },
@@ -257,26 +342,26 @@ fn summary_at(schema: &Value, depth: usize) -> String {
 }
 
 /// A multi-line outline of a schema's keys, for hover: `results: array of object` …
-pub fn outline(schema: &Value, max_lines: usize) -> Vec<String> {
+pub fn outline(refs: &dyn Refs, schema: &Value, max_lines: usize) -> Vec<String> {
     let mut lines = Vec::new();
-    outline_into(schema, "", &mut lines, max_lines, 0);
+    outline_into(refs, schema, "", &mut lines, max_lines, 0);
     lines
 }
 
-fn outline_into(schema: &Value, indent: &str, lines: &mut Vec<String>, max: usize, depth: usize) {
+fn outline_into(refs: &dyn Refs, schema: &Value, indent: &str, lines: &mut Vec<String>, max: usize, depth: usize) {
     if depth > 3 {
         return;
     }
-    let target = if types(schema).contains(&"array") { items(schema).unwrap_or(schema) } else { schema };
-    for (key, sub) in keys(target) {
+    let target = if types(refs, schema).contains(&"array") { items(refs, schema).unwrap_or(schema) } else { schema };
+    for (key, sub) in keys(refs, target) {
         if lines.len() >= max {
             lines.push(format!("{indent}…"));
             return;
         }
-        lines.push(format!("{indent}{key}: {}", summary_at(sub, 1)));
-        let sub_is_nested = !keys(sub).is_empty() || items(sub).is_some_and(|i| !keys(i).is_empty());
+        lines.push(format!("{indent}{key}: {}", summary_at(refs, sub, 1)));
+        let sub_is_nested = !keys(refs, sub).is_empty() || items(refs, sub).is_some_and(|i| !keys(refs, i).is_empty());
         if sub_is_nested {
-            outline_into(sub, &format!("{indent}  "), lines, max, depth + 1);
+            outline_into(refs, sub, &format!("{indent}  "), lines, max, depth + 1);
         }
     }
 }
@@ -290,29 +375,55 @@ mod tests {
     fn lookups_through_compositions() {
         let s = json!({"allOf": [{"type": "object", "properties": {"id": {"type": "integer"}}},
                                  {"properties": {"name": {"type": "string", "nullable": true}}}]});
-        assert_eq!(types(&s), vec!["object"]);
-        assert!(matches!(property(&s, "id"), KeyLookup::Declared(_)));
-        let KeyLookup::Declared(name) = property(&s, "name") else { panic!() };
-        assert_eq!(types(name), vec!["string", "null"]);
-        assert_eq!(property(&s, "nope"), KeyLookup::Missing);
-        assert_eq!(property(&json!({"type": "object"}), "x"), KeyLookup::Open(None));
-        assert_eq!(keys(&s).len(), 2);
+        assert_eq!(types(&NoRefs, &s), vec!["object"]);
+        assert!(matches!(property(&NoRefs, &s, "id"), KeyLookup::Declared(_)));
+        let KeyLookup::Declared(name) = property(&NoRefs, &s, "name") else { panic!() };
+        assert_eq!(types(&NoRefs, name), vec!["string", "null"]);
+        assert_eq!(property(&NoRefs, &s, "nope"), KeyLookup::Missing);
+        assert_eq!(property(&NoRefs, &json!({"type": "object"}), "x"), KeyLookup::Open(None));
+        assert_eq!(keys(&NoRefs, &s).len(), 2);
     }
 
     #[test]
     fn literals() {
         let s = json!({"type": "string", "enum": ["day", "week"]});
-        assert!(check_literal(&s, &json!("day")).is_ok());
-        assert!(check_literal(&s, &json!("month")).unwrap_err().contains("not one of"));
-        assert!(check_literal(&json!({"type": "number"}), &json!(3)).is_ok());
-        assert!(check_literal(&json!({"type": "integer"}), &json!("3")).is_err());
-        assert!(check_literal(&json!({}), &json!("x")).is_ok());
+        assert!(check_literal(&NoRefs, &s, &json!("day")).is_ok());
+        assert!(check_literal(&NoRefs, &s, &json!("month")).unwrap_err().contains("not one of"));
+        assert!(check_literal(&NoRefs, &json!({"type": "number"}), &json!(3)).is_ok());
+        assert!(check_literal(&NoRefs, &json!({"type": "integer"}), &json!("3")).is_err());
+        assert!(check_literal(&NoRefs, &json!({}), &json!("x")).is_ok());
     }
 
     #[test]
     fn summaries() {
         let s = json!({"type": "object", "properties": {"results": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}}}}}});
-        assert_eq!(summary(&s), "object {results}");
-        assert_eq!(outline(&s, 10), vec!["results: array of object", "  id: integer"]);
+        assert_eq!(summary(&NoRefs, &s), "object {results}");
+        assert_eq!(outline(&NoRefs, &s, 10), vec!["results: array of object", "  id: integer"]);
+    }
+
+    #[test]
+    fn references_are_followed_lazily_and_recursion_is_natural() {
+        let mut store = Schemas::default();
+        store.insert(
+            "t/f#/components/schemas/Node".into(),
+            json!({"type": "object", "properties": {
+                "name": {"type": "string"},
+                "parent": {"$ref": "t/f#/components/schemas/Node", "nullable": true},
+                "children": {"type": "array", "items": {"$ref": "t/f#/components/schemas/Node"}}}}),
+        );
+        store.insert("t/f#/components/schemas/Alias".into(), json!({"$ref": "t/f#/components/schemas/Node"}));
+        let root = json!({"$ref": "t/f#/components/schemas/Alias"});
+        assert_eq!(types(&store, &root), vec!["object"]);
+        let KeyLookup::Declared(children) = property(&store, &root, "children") else { panic!() };
+        let child = items(&store, children).unwrap();
+        let KeyLookup::Declared(parent) = property(&store, child, "parent") else { panic!() };
+        assert_eq!(types(&store, parent), vec!["object", "null"]);
+        assert_eq!(property(&store, parent, "nmae"), KeyLookup::Missing);
+        assert_eq!(summary(&store, &root), "object {name, parent, children}");
+        let lines = outline(&store, &root, 1000);
+        assert_eq!(lines[..3], ["name: string", "parent: object | null", "  name: string"]);
+        assert!(lines.len() < 100, "depth-bounded, not endless: {}", lines.len());
+        // An unknown reference constrains nothing.
+        assert_eq!(property(&store, &json!({"$ref": "t/f#/nope"}), "x"), KeyLookup::Open(None));
     }
 }

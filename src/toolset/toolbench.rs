@@ -319,6 +319,7 @@ impl<'a> Loader<'a> {
                 api: Some(api.to_string()),
                 operation_id: None,
             },
+            schemas: Default::default(),
         });
     }
 
@@ -453,6 +454,7 @@ impl<'a> Loader<'a> {
                 api,
                 operation_id: None,
             },
+            schemas: Default::default(),
         });
     }
 }

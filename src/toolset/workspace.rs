@@ -135,6 +135,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                         base_url: None,
                         auth: None,
                         tools: loaded.tools,
+                        schemas: Default::default(),
                         unlisted,
                     });
                     continue;
@@ -182,6 +183,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                     base_url: ts.base_url.clone(),
                     auth: ts.auth.as_ref().map(auth_from_config),
                     tools: vec![],
+                    schemas: Default::default(),
                     unlisted: None,
                 });
             }
@@ -287,11 +289,15 @@ fn merge_into(
             base_url: loaded.base_url,
             auth: loaded.auth,
             tools: loaded.tools,
+            schemas: loaded.schemas,
             unlisted: None,
         });
         return;
     };
     existing.files.push(file);
+    if !loaded.schemas.is_empty() {
+        std::sync::Arc::make_mut(&mut existing.schemas).extend((*loaded.schemas).clone());
+    }
     let known: std::collections::HashSet<String> = existing.tools.iter().map(|t| t.name.clone()).collect();
     existing.tools.extend(loaded.tools.into_iter().filter(|t| !known.contains(&t.name)));
     if existing.base_url.is_none() {

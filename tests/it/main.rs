@@ -26,6 +26,7 @@ mod patterns;
 mod probe_cli;
 mod probe_eval;
 mod probe_lsp;
+mod real_specs;
 mod retrieve_cli;
 mod runtime;
 mod sandbox;

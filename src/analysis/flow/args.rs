@@ -90,7 +90,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 self.check_flowed_value(param, s, site.value_range);
             }
         } else if let Some((text, range)) = &site.text_value {
-            let value = coerce_text(text, &param.schema);
+            let value = coerce_text(self.catalog, text, &param.schema);
             self.check_literal_value(param, &value, *range, true);
         }
     }
@@ -162,7 +162,7 @@ impl<'t, 'c> Walker<'t, 'c> {
 
     /// A literal's type and enum. A type mismatch is `wrong-type`, told apart from `not-in-enum`.
     fn check_literal_value(&mut self, param: &Param, value: &Value, range: ByteRange, from_text: bool) {
-        let expected = schema::types(&param.schema);
+        let expected = schema::types(self.catalog, &param.schema);
         let actual = schema::json_type(value);
         if !schema::type_fits(actual, &expected) {
             // URL text is a string on the wire; only complain when it cannot be read as the type.
@@ -177,7 +177,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             self.diag(d);
             return;
         }
-        if let Err(message) = schema::check_literal(&param.schema, value) {
+        if let Err(message) = schema::check_literal(self.catalog, &param.schema, value) {
             let d = self.error(range, "not-in-enum", format!("`{}`: {message}", param.name));
             self.diag(d);
         }
@@ -185,8 +185,8 @@ impl<'t, 'c> Walker<'t, 'c> {
 
     /// A value taken from a response, checked by type only: what it holds is known at run time.
     fn check_flowed_value(&mut self, param: &Param, value_schema: &Value, range: ByteRange) {
-        let expected = schema::types(&param.schema);
-        let actual = schema::types(value_schema);
+        let expected = schema::types(self.catalog, &param.schema);
+        let actual = schema::types(self.catalog, value_schema);
         if expected.is_empty() || actual.is_empty() {
             return;
         }
@@ -203,7 +203,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                     "`{}` expects {}, but this response field is {}",
                     param.name,
                     expected.join(" | "),
-                    schema::summary(value_schema)
+                    schema::summary(self.catalog, value_schema)
                 ),
             );
             self.diag(d);
@@ -272,8 +272,8 @@ pub fn literal_json(node: Node, text: &str) -> Option<Value> {
 }
 
 /// A value written as URL text, read as the parameter's type when it parses as one.
-fn coerce_text(text: &str, param_schema: &Value) -> Value {
-    let types = schema::types(param_schema);
+fn coerce_text(refs: &dyn schema::Refs, text: &str, param_schema: &Value) -> Value {
+    let types = schema::types(refs, param_schema);
     if types.contains(&"integer")
         && let Ok(i) = text.parse::<i64>()
     {

@@ -9,19 +9,19 @@ use tree_sitter::Node;
 
 use super::{Ty, Walker};
 use crate::analysis::parse::{fields, text_of};
-use crate::toolset::schema;
+use crate::toolset::schema::{self, Refs};
 
 impl<'c> Ty<'c> {
     /// What iterating the value yields, one element (a pair of an iterable of pairs is unknown:
     /// only tuple targets unpack it, see [`Walker::bind_element`]).
-    pub(super) fn element(self) -> Ty<'c> {
+    pub(super) fn element(self, refs: &'c dyn Refs) -> Ty<'c> {
         match self {
             Ty::Json { schema: s, call } => {
                 // Iterating an object yields its keys, which no schema describes.
-                if !schema::types(s).contains(&"array") {
+                if !schema::types(refs, s).contains(&"array") {
                     return Ty::Unknown;
                 }
-                match schema::items(s) {
+                match schema::items(refs, s) {
                     Some(item) => Ty::Json { schema: item, call },
                     None => Ty::Unknown,
                 }
@@ -33,9 +33,9 @@ impl<'c> Ty<'c> {
 
     /// The value as an iterable of the same elements (`list(x)`, `sorted(x)`, `iter(x)`): an array
     /// stays itself; an object, which iterates its keys, is unknown.
-    fn iterable(self) -> Ty<'c> {
+    fn iterable(self, refs: &'c dyn Refs) -> Ty<'c> {
         match self {
-            Ty::Json { schema: s, .. } if schema::types(s) == ["array"] => self,
+            Ty::Json { schema: s, .. } if schema::types(refs, s) == ["array"] => self,
             Ty::Items { .. } | Ty::Pairs { .. } => self,
             _ => Ty::Unknown,
         }
@@ -81,7 +81,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         let values: Vec<Ty<'c>> =
             positional.iter().map(|&p| if p.kind() == "lambda" { Ty::Unknown } else { self.expr(p) }).collect();
         let iterated = if matches!(name, "map" | "filter") { 1 } else { 0 };
-        let element = values.get(iterated).copied().unwrap_or(Ty::Unknown).element();
+        let element = values.get(iterated).copied().unwrap_or(Ty::Unknown).element(self.catalog);
         let mut mapped = Ty::Unknown;
         for &p in positional.iter().filter(|p| p.kind() == "lambda") {
             mapped = self.lambda(p, element);
@@ -100,18 +100,18 @@ impl<'t, 'c> Walker<'t, 'c> {
         }
         let first = values.first().copied().unwrap_or(Ty::Unknown);
         match name {
-            "list" | "tuple" | "sorted" | "reversed" | "iter" | "set" | "frozenset" => first.iterable(),
-            "filter" => values.get(1).copied().unwrap_or(Ty::Unknown).iterable(),
-            "next" => first.element(),
+            "list" | "tuple" | "sorted" | "reversed" | "iter" | "set" | "frozenset" => first.iterable(self.catalog),
+            "filter" => values.get(1).copied().unwrap_or(Ty::Unknown).iterable(self.catalog),
+            "next" => first.element(self.catalog),
             // `max(a, b)` compares its arguments, which are no response elements.
-            "min" | "max" if positional.len() == 1 => first.element(),
+            "min" | "max" if positional.len() == 1 => first.element(self.catalog),
             "dict" => match first {
-                Ty::Json { schema: s, .. } if schema::types(s) == ["object"] => first,
+                Ty::Json { schema: s, .. } if schema::types(self.catalog, s) == ["object"] => first,
                 _ => Ty::Unknown,
             },
-            "enumerate" => Ty::Pairs { first: None, second: first.element().part() },
+            "enumerate" => Ty::Pairs { first: None, second: first.element(self.catalog).part() },
             "zip" if positional.len() == 2 => {
-                Ty::Pairs { first: first.element().part(), second: values[1].element().part() }
+                Ty::Pairs { first: first.element(self.catalog).part(), second: values[1].element(self.catalog).part() }
             }
             "map" => match mapped {
                 Ty::Json { schema, call } => Ty::Items { element: schema, call },

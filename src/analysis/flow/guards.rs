@@ -170,7 +170,7 @@ impl<'t, 'c> Walker<'t, 'c> {
 
     fn check_enum_literal(&mut self, field: Ty<'c>, literal: Node<'t>) {
         let Ty::Json { schema: s, .. } = field else { return };
-        let Some(allowed) = schema::enum_values(s).filter(|v| !v.is_empty()) else { return };
+        let Some(allowed) = schema::enum_values(self.catalog, s).filter(|v| !v.is_empty()) else { return };
         let Some(value) = literal_json(literal, self.text) else { return };
         if value.is_null() || allowed.contains(&value) {
             return;

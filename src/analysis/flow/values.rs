@@ -74,7 +74,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             self.bind(b, Ty::from_part(second));
             return;
         }
-        self.bind(target, iterable.element());
+        self.bind(target, iterable.element(self.catalog));
     }
 
     /// `name = value`. While the value is walked, `target` names the variable, so that a tool
@@ -212,7 +212,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             // The values of a map-like object (`additionalProperties`) share one schema.
             (Ty::Json { schema: s, call }, "values" | "items") => {
                 self.eval_args(arguments);
-                let value = match schema::property(s, "") {
+                let value = match schema::property(self.catalog, s, "") {
                     KeyLookup::Open(Some(sub)) => Some((sub, call)),
                     _ => None,
                 };
@@ -261,7 +261,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             return match key_node.kind() {
                 "slice" => container,
                 "string" | "concatenated_string" => Ty::Unknown,
-                _ => container.element(),
+                _ => container.element(self.catalog),
             };
         }
         self.access(container, node, key_node, false)
@@ -277,7 +277,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             Key::Str(k) => {
                 let container_text = container_source(whole).map(|c| text_of(c, self.text)).unwrap_or("");
                 if self.is_guarded(container_text, k) {
-                    match schema::property(s, k) {
+                    match schema::property(self.catalog, s, k) {
                         KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => Some(sub),
                         _ => None,
                     }
@@ -298,7 +298,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 });
                 return container;
             }
-            Key::Other => computed_key(s),
+            Key::Other => computed_key(self.catalog, s),
         };
         self.out.accesses.push(Access { range: range_of(whole), key_range, key, container: s, result, call });
         match result {
@@ -316,7 +316,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         key_node: Node<'t>,
         via_get: bool,
     ) -> Option<&'c Value> {
-        let types = schema::types(s);
+        let types = schema::types(self.catalog, s);
         if !types.is_empty() && !types.contains(&"object") {
             let d = self.error(
                 range_of(key_node),
@@ -326,13 +326,14 @@ impl<'t, 'c> Walker<'t, 'c> {
             self.diag(d);
             return None;
         }
-        match schema::property(s, key) {
+        match schema::property(self.catalog, s, key) {
             KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => Some(sub),
             KeyLookup::Open(None) => None,
             KeyLookup::Missing => {
                 // `.get("k")` says the key may be absent: a key the schema has nothing like is
                 // read on purpose; a near miss of a declared one is still a typo.
-                let near_miss = || did_you_mean(key, schema::keys(s).into_iter().map(|(n, _)| n)).is_some();
+                let near_miss =
+                    || did_you_mean(key, schema::keys(self.catalog, s).into_iter().map(|(n, _)| n)).is_some();
                 if !via_get || near_miss() {
                     self.report_unknown_key(s, call, key, key_node);
                 }
@@ -343,7 +344,7 @@ impl<'t, 'c> Walker<'t, 'c> {
 
     fn report_unknown_key(&mut self, s: &'c Value, call: usize, key: &str, key_node: Node<'t>) {
         let key_range = range_of(key_node);
-        let names: Vec<&str> = schema::keys(s).into_iter().map(|(n, _)| n).collect();
+        let names: Vec<&str> = schema::keys(self.catalog, s).into_iter().map(|(n, _)| n).collect();
         let tool = self.out.calls.get(call).map(|c| c.name.clone()).unwrap_or_default();
         let mut d =
             self.warning(key_range, "unknown-key", format!("key \"{key}\" is not in the response schema of `{tool}`"));
@@ -365,7 +366,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         if via_get {
             return None;
         }
-        let types = schema::types(s);
+        let types = schema::types(self.catalog, s);
         if !types.is_empty() && !types.contains(&"array") {
             let d = self.error(
                 range_of(key_node),
@@ -375,17 +376,17 @@ impl<'t, 'c> Walker<'t, 'c> {
             self.diag(d);
             return None;
         }
-        schema::items(s)
+        schema::items(self.catalog, s)
     }
 }
 
 /// What `value[k]` yields for a key computed at run time: an array's item, or an open object's
 /// value.
-fn computed_key(s: &Value) -> Option<&Value> {
-    if schema::types(s) == ["array"] {
-        return schema::items(s);
+fn computed_key<'c>(refs: &'c dyn schema::Refs, s: &'c Value) -> Option<&'c Value> {
+    if schema::types(refs, s) == ["array"] {
+        return schema::items(refs, s);
     }
-    match schema::property(s, "") {
+    match schema::property(refs, s, "") {
         KeyLookup::Open(Some(sub)) => Some(sub),
         _ => None,
     }
