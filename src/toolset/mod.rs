@@ -13,6 +13,7 @@ pub mod native;
 pub mod openapi;
 pub mod overlay;
 pub mod schema;
+pub mod swagger;
 pub mod toolbench;
 pub mod workspace;
 

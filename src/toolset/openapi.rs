@@ -1,4 +1,5 @@
-//! The OpenAPI 3.0 / 3.1 loader: turns every operation under `paths` into a [`Tool`].
+//! The OpenAPI 3.0 / 3.1 loader (and Swagger 2.0, through [`swagger::upgrade`]): turns every
+//! operation under `paths` into a [`Tool`].
 //!
 //! It reads the position-keeping [`Node`] tree, so every tool knows the byte range of its operation
 //! (go-to-definition) and every problem is a [`Diagnostic`] on its own text. Local `$ref`s
@@ -18,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 use super::doc::{Node, NodeKind};
 use super::schema::{self, Schemas};
+use super::swagger;
 use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
 use crate::diagnostic::Diagnostic;
 use crate::names;
@@ -41,6 +43,13 @@ const IGNORED_HEADERS: [&str; 3] = ["accept", "content-type", "authorization"];
 /// Loads the tools of one OpenAPI document. `doc` is `text` already parsed; `file` is the path that
 /// diagnostics and [`Source::file`] carry; `toolset` is the module name each tool belongs to.
 pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
+    if swagger::is_swagger2(doc) {
+        return load_document(&swagger::upgrade(doc), file, toolset);
+    }
+    load_document(doc, file, toolset)
+}
+
+fn load_document(doc: &Node, file: &Path, toolset: &str) -> Loaded {
     let mut loaded = Loaded::default();
     if !supported_version(doc, file, &mut loaded.diagnostics) {
         return loaded;
@@ -127,8 +136,8 @@ fn supported_version(doc: &Node, file: &Path, diagnostics: &mut Vec<Diagnostic>)
             at,
             "unsupported-openapi",
             format!(
-                "Swagger `{}` (OpenAPI 2) is not supported, so no tools are loaded from this file; \
-                 convert it to OpenAPI 3 (for example with swagger2openapi)",
+                "Swagger `{}` is not supported, so no tools are loaded from this file; chainsmith reads \
+                 Swagger 2.0 and OpenAPI 3.0 / 3.1",
                 scalar_text(node)
             ),
         ));
@@ -1319,14 +1328,125 @@ paths:
     }
 
     #[test]
-    fn swagger_two_is_unsupported() {
-        let text = "swagger: \"2.0\"\ninfo: {title: Old}\npaths:\n  /x:\n    get:\n      responses: {}\n";
+    fn swagger_one_is_unsupported() {
+        let text = "swagger: \"1.2\"\ninfo: {title: Old}\npaths:\n  /x:\n    get:\n      responses: {}\n";
         let loaded = load_text(text, Syntax::Yaml);
         assert!(loaded.tools.is_empty());
         assert_eq!(loaded.diagnostics.len(), 1);
         let d = &loaded.diagnostics[0];
         assert_eq!((d.code, d.severity), ("unsupported-openapi", Severity::Error));
         assert_eq!(slice(text, d.range), "swagger");
+        assert!(d.message.contains("Swagger 2.0"), "{}", d.message);
+    }
+
+    const PETSTORE_2: &str = r##"swagger: "2.0"
+info: {title: Petstore, description: Pets for sale.}
+host: petstore.example.com
+basePath: /v2
+schemes: [http, https]
+consumes: [application/json]
+produces: [application/json]
+securityDefinitions:
+  api_key: {type: apiKey, name: api_key, in: header}
+parameters:
+  limit: {name: limit, in: query, type: integer, format: int32, default: 20}
+paths:
+  /pet/{petId}:
+    parameters:
+      - {name: petId, in: path, required: true, type: integer, format: int64}
+    get:
+      operationId: getPetById
+      summary: Find a pet by id
+      responses:
+        "200":
+          description: the pet
+          schema: {$ref: "#/definitions/Pet"}
+          examples:
+            application/json: {id: 7, name: Rex, status: sold}
+        "404": {description: not found}
+    post:
+      operationId: updatePetWithForm
+      consumes: [application/x-www-form-urlencoded]
+      parameters:
+        - {name: name, in: formData, type: string, description: New name.}
+        - {name: status, in: formData, required: true, type: string, enum: [available, sold]}
+      responses:
+        "405": {description: invalid input}
+  /pet:
+    post:
+      operationId: addPet
+      parameters:
+        - {name: body, in: body, required: true, schema: {$ref: "#/definitions/Pet"}}
+      responses:
+        "200": {description: ok, schema: {$ref: "#/definitions/Pet"}}
+  /pet/findByStatus:
+    get:
+      parameters:
+        - {name: status, in: query, required: true, type: array, items: {type: string, enum: [available, sold]}, collectionFormat: multi}
+        - {$ref: "#/parameters/limit"}
+      responses:
+        "200": {description: ok, schema: {type: array, items: {$ref: "#/definitions/Pet"}}}
+  /store/order:
+    get:
+      responses:
+        "200": {description: ok, schema: {$ref: "#/definitions/Order"}}
+definitions:
+  Pet:
+    type: object
+    required: [name]
+    properties:
+      id: {type: integer, format: int64, readOnly: true}
+      name: {type: string}
+      status: {type: string, enum: [available, sold]}
+      friends: {type: array, items: {$ref: "#/definitions/Pet"}}
+"##;
+
+    #[test]
+    fn swagger_two_is_read_directly() {
+        let loaded = load_text(PETSTORE_2, Syntax::Yaml);
+        assert_eq!(loaded.base_url.as_deref(), Some("https://petstore.example.com/v2"));
+        assert_eq!(loaded.auth, Some(Auth { header: Some("api_key".into()), ..Default::default() }));
+        assert_eq!(loaded.description, "Petstore. Pets for sale.");
+
+        let get = tool(&loaded, "pet");
+        assert_eq!(get.endpoint().as_deref(), Some("GET /pet/{petId}"));
+        let pet_id = get.param("pet_id").unwrap();
+        assert_eq!((pet_id.location, pet_id.required), (ParamLocation::Path, true));
+        assert_eq!(schema::types(get, &pet_id.schema), ["integer"]);
+        let response = get.response.as_ref().unwrap();
+        assert!(matches!(schema::property(get, response, "status"), KeyLookup::Declared(_)));
+        assert_eq!(schema::property(get, response, "nmae"), KeyLookup::Missing);
+        let KeyLookup::Declared(friends) = schema::property(get, response, "friends") else { panic!() };
+        assert!(matches!(schema::property(get, schema::items(get, friends).unwrap(), "name"), KeyLookup::Declared(_)));
+        assert_eq!(get.examples[0].response, Some(json!({"id": 7, "name": "Rex", "status": "sold"})));
+        assert_eq!(get.statuses, ["200", "404"]);
+        assert_eq!(slice(PETSTORE_2, get.source.name_range), "get", "definitions point into the 2.0 file");
+
+        let form = tool(&loaded, "post_pet_by_pet_id");
+        let status = form.param("status").unwrap();
+        assert_eq!((status.location, status.required), (ParamLocation::Body, true));
+        assert!(schema::check_literal(form, &status.schema, &json!("lost")).is_err());
+        assert!(!form.param("name").unwrap().required);
+        assert_eq!(form.param("name").unwrap().description, "New name.");
+        assert!(form.response.is_none(), "no 2xx response: unknown");
+
+        let add = tool(&loaded, "post_pet");
+        let name = add.param("name").expect("body members are parameters");
+        assert_eq!((name.location, name.required), (ParamLocation::Body, true));
+        assert!(add.param("id").is_none(), "read-only members are not sent");
+
+        let find = tool(&loaded, "pet_find_by_status");
+        let status = find.param("status").unwrap();
+        assert_eq!((status.location, status.required), (ParamLocation::Query, true));
+        assert_eq!(schema::types(find, &status.schema), ["array"]);
+        let limit = find.param("limit").expect("a shared parameter behind `$ref`");
+        assert_eq!((limit.default.clone(), schema::types(find, &limit.schema)), (Some(json!(20)), vec!["integer"]));
+
+        // A broken `$ref` disables only its operation, located in the 2.0 text.
+        assert!(loaded.tools.iter().all(|t| t.name != "store_order"));
+        let [d] = loaded.diagnostics.as_slice() else { panic!("{:?}", loaded.diagnostics) };
+        assert_eq!(d.code, "unresolved-ref");
+        assert_eq!(slice(PETSTORE_2, d.range), "\"#/definitions/Order\"");
     }
 
     #[test]
