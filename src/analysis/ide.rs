@@ -44,6 +44,9 @@ pub struct Completion {
     pub documentation: Option<String>,
     /// `toolset.name` of a tool item, for lazy documentation.
     pub tool_id: Option<String>,
+    /// The other name the item answers to (a tool's `operationId` alias): shown beside the label,
+    /// and what the client filters by when the typed word matched it.
+    pub alias: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -331,6 +334,7 @@ fn toolset_completions(catalog: &Catalog, word: &str, replace: ByteRange) -> Com
             sort_text: t.name.clone(),
             documentation: (!t.description.is_empty()).then(|| t.description.clone()),
             tool_id: None,
+            alias: None,
         })
         .collect();
     Completions { items, is_incomplete: false }
@@ -346,7 +350,8 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
     }
     let lower = word.to_ascii_lowercase();
     // Names starting with the word first, then names containing it, each in name order; the
-    // first ones come from the catalog's name order without looking at the rest.
+    // first ones come from the catalog's name order without looking at the rest. Then tools
+    // whose alias (`operationId`) contains the word.
     let mut matched: Vec<(u8, &Tool)> =
         catalog.tools_with_prefix(toolset, &lower).take(MAX_COMPLETIONS + 1).map(|t| (0, t)).collect();
     if matched.len() <= MAX_COMPLETIONS && !lower.is_empty() {
@@ -355,6 +360,13 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
             .filter(|t| !t.name.starts_with(&lower) && t.name.contains(&lower))
             .take(MAX_COMPLETIONS + 1 - matched.len());
         matched.extend(containing.map(|t| (1, t)));
+    }
+    if matched.len() <= MAX_COMPLETIONS && !lower.is_empty() {
+        let by_alias = catalog
+            .tools_by_name(toolset)
+            .filter(|t| !t.name.contains(&lower) && catalog.alias_of(t).is_some_and(|a| a.contains(&lower)))
+            .take(MAX_COMPLETIONS + 1 - matched.len());
+        matched.extend(by_alias.map(|t| (2, t)));
     }
     let is_incomplete = matched.len() > MAX_COMPLETIONS;
     matched.truncate(MAX_COMPLETIONS);
@@ -379,6 +391,7 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
                 sort_text: format!("{rank}_{}", tool.name),
                 documentation: None,
                 tool_id: Some(tool.id()),
+                alias: catalog.alias_of(tool).map(str::to_string),
             }
         })
         .collect();
@@ -400,6 +413,7 @@ fn argument_completions(refs: &dyn Refs, tool: &Tool, given: &[&str], word: &str
             sort_text: format!("{}_{}", if p.required { 0 } else { 1 }, p.name),
             documentation: Some(param_markdown(refs, p)),
             tool_id: None,
+            alias: None,
         })
         .collect();
     Completions { items, is_incomplete: false }
@@ -422,6 +436,7 @@ fn enum_completions(refs: &dyn Refs, param: &Param, replace: ByteRange) -> Compl
                 sort_text: format!("{i:04}"),
                 documentation: None,
                 tool_id: None,
+                alias: None,
             }
         })
         .collect();
@@ -457,6 +472,7 @@ fn key_completions(
             sort_text: format!("{i:04}"),
             documentation: schema::description(refs, sub).map(str::to_string),
             tool_id: None,
+            alias: None,
         })
         .collect();
     Completions { items, is_incomplete: false }
@@ -513,6 +529,7 @@ fn endpoint_completions(
             sort_text: path,
             documentation: None,
             tool_id: Some(format!("{toolset}.{}", tools[0])),
+            alias: None,
         })
         .collect();
     let is_incomplete = items.len() > MAX_COMPLETIONS;

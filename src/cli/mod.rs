@@ -155,7 +155,7 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
     Ok(if has_error { 1 } else { 0 })
 }
 
-pub fn tool_json(tool: &Tool) -> serde_json::Value {
+pub fn tool_json(catalog: &Catalog, tool: &Tool) -> serde_json::Value {
     let mut source = json!({
         "kind": tool.source.kind.as_str(),
         "file": tool.source.file.display().to_string(),
@@ -181,6 +181,7 @@ pub fn tool_json(tool: &Tool) -> serde_json::Value {
         "required": tool.required().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         "optional": tool.optional().map(|p| p.name.as_str()).collect::<Vec<_>>(),
         "response_known": tool.response.is_some(),
+        "aliases": catalog.alias_of(tool).into_iter().collect::<Vec<_>>(),
     })
 }
 
@@ -191,7 +192,7 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if json_format {
-        let items: Vec<serde_json::Value> = catalog.tools().map(tool_json).collect();
+        let items: Vec<serde_json::Value> = catalog.tools().map(|tool| tool_json(&catalog, tool)).collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
     } else {
         for toolset in &catalog.toolsets {

@@ -268,13 +268,14 @@ impl Host {
     fn hello(&self) -> Value {
         let mut toolsets = Map::new();
         for toolset in &self.catalog.toolsets {
-            let tools: Map<String, Value> = toolset
-                .tools
-                .iter()
-                .map(|t| {
-                    (t.name.clone(), Value::Array(t.params.iter().map(|p| Value::String(p.name.clone())).collect()))
-                })
-                .collect();
+            let mut tools = Map::new();
+            for tool in &toolset.tools {
+                let params = Value::Array(tool.params.iter().map(|p| Value::String(p.name.clone())).collect());
+                if let Some(alias) = self.catalog.alias_of(tool) {
+                    tools.insert(alias.to_string(), params.clone());
+                }
+                tools.insert(tool.name.clone(), params);
+            }
             toolsets.insert(toolset.name.clone(), json!({"base_url": toolset.base_url, "tools": tools}));
         }
         json!({"toolsets": toolsets})
@@ -336,6 +337,8 @@ impl Host {
 
     fn module_call(&self, message: &Value) -> Value {
         let id = message.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
+        // A call by alias (`operationId`) is traced under the tool's own id, as ToolNet learns it.
+        let id = self.tool_of(&id).map(|(_, tool)| tool.id()).unwrap_or(id);
         let arguments = message.get("arguments").cloned().unwrap_or_else(|| json!({}));
         let arguments = if arguments.is_object() { arguments } else { json!({}) };
         let line = line_of(message);
@@ -376,7 +379,7 @@ impl Host {
                 toolset.unlisted.as_deref().unwrap_or_default()
             )),
             None => {
-                let hint = crate::diagnostic::did_you_mean(name, toolset.tools.iter().map(|t| t.name.as_str()))
+                let hint = crate::diagnostic::did_you_mean(name, self.catalog.names_and_aliases(toolset_name))
                     .map(|close| format!("; did you mean `{close}`?"))
                     .unwrap_or_default();
                 Err(format!("toolset `{toolset_name}` has no tool `{name}`{hint}"))

@@ -119,6 +119,11 @@ pub fn completion_item(
             new_text,
         })),
         data: item.tool_id.clone().map(serde_json::Value::String),
+        label_details: item
+            .alias
+            .as_ref()
+            .map(|alias| lsp::CompletionItemLabelDetails { detail: None, description: Some(alias.clone()) }),
+        filter_text: item.alias.as_ref().map(|alias| format!("{} {alias}", item.label)),
         ..Default::default()
     }
 }

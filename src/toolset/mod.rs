@@ -261,6 +261,10 @@ pub struct Catalog {
     by_bare_name: HashMap<String, Vec<(usize, usize)>>,
     /// Per toolset, its tools' indices in name order (completion takes a prefix's range of it).
     name_order: Vec<Vec<usize>>,
+    /// (toolset index, alias) → tool index: an OpenAPI `operationId`, snake-cased, resolves too.
+    by_alias: HashMap<(usize, String), usize>,
+    /// (toolset index, tool index) → its alias.
+    aliases: HashMap<(usize, usize), String>,
     /// The text of every protocol file read, for positions (definitions, diagnostics).
     pub texts: workspace::Texts,
     /// What this workspace may run, as it was when the catalog was loaded (the runtime asks it
@@ -292,7 +296,48 @@ impl Catalog {
             order.sort_by(|&a, &b| ts.tools[a].name.cmp(&ts.tools[b].name));
             catalog.name_order.push(order);
         }
+        for ti in 0..catalog.toolsets.len() {
+            catalog.index_aliases(ti);
+        }
         catalog
+    }
+
+    /// A tool's snake-cased `operationId` is its alias (GitHub's `pulls/list` → `pulls_list` for
+    /// `repos_pulls_by_owner_and_repo`), unless it is the tool's name, another tool's name, or
+    /// shared by two tools (then it would name neither).
+    fn index_aliases(&mut self, ti: usize) {
+        let tools = &self.toolsets[ti].tools;
+        let mut candidates: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            let Some(operation_id) = tool.source.operation_id.as_deref() else { continue };
+            let alias = crate::names::snake_case(operation_id);
+            if alias != tool.name && crate::names::is_identifier(&alias) && !crate::names::is_python_keyword(&alias) {
+                candidates.entry(alias).or_default().push(i);
+            }
+        }
+        for (alias, owners) in candidates {
+            if let [i] = owners[..]
+                && !self.by_tool.contains_key(&(ti, alias.clone()))
+            {
+                self.aliases.insert((ti, i), alias.clone());
+                self.by_alias.insert((ti, alias), i);
+            }
+        }
+    }
+
+    /// The alias a tool also answers to, if it has one.
+    pub fn alias_of(&self, tool: &Tool) -> Option<&str> {
+        let ti = *self.by_toolset.get(&tool.toolset)?;
+        let i = *self.by_tool.get(&(ti, tool.name.clone()))?;
+        self.aliases.get(&(ti, i)).map(String::as_str)
+    }
+
+    /// Every name a toolset's tools answer to (names, then aliases), for did-you-mean.
+    pub fn names_and_aliases<'c>(&'c self, toolset: &str) -> impl Iterator<Item = &'c str> + 'c {
+        let ti = self.by_toolset.get(toolset).copied();
+        let names = ti.into_iter().flat_map(move |ti| self.toolsets[ti].tools.iter().map(|t| t.name.as_str()));
+        let aliases = self.aliases.iter().filter(move |((t, _), _)| Some(*t) == ti).map(|(_, a)| a.as_str());
+        names.chain(aliases)
     }
 
     /// A toolset's tools whose name starts with `prefix`, in name order (a binary search, not a
@@ -318,7 +363,8 @@ impl Catalog {
 
     pub fn tool(&self, toolset: &str, name: &str) -> Option<&Tool> {
         let ti = *self.by_toolset.get(toolset)?;
-        let i = *self.by_tool.get(&(ti, name.to_string()))?;
+        let key = (ti, name.to_string());
+        let i = *self.by_tool.get(&key).or_else(|| self.by_alias.get(&key))?;
         Some(&self.toolsets[ti].tools[i])
     }
 

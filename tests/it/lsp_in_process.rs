@@ -447,7 +447,7 @@ fn completion_params(uri: &Uri, position: lsp::Position) -> lsp::CompletionParam
 #[test]
 fn completion_hover_definition_signature_and_symbols() {
     let mut client = tmdb().capabilities(utf16_client()).start();
-    let text = "from chainsmith.tools import tmdb\n\nfound = tmdb.search_person(query=\"Sofia Coppola\", )\nname = found[\"results\"][0][\"\"]\ntmdb.\n";
+    let text = "from chainsmith.tools import tmdb\n\nfound = tmdb.search_person(query=\"Sofia Coppola\", )\nname = found[\"results\"][0][\"\"]\ntmdb.\ntmdb.get_search_pe\n";
     let uri = client.open("p.py", text);
     client.diagnostics(&uri, |p| p.version == Some(1));
 
@@ -462,6 +462,12 @@ fn completion_hover_definition_signature_and_symbols() {
     let resolved = client.request::<ResolveCompletionItem>(item.clone());
     let Some(lsp::Documentation::MarkupContent(docs)) = &resolved.documentation else { panic!("{resolved:#?}") };
     assert!(docs.value.contains("query"), "{}", docs.value);
+
+    // The tool's `operationId` (`GET_search-person`) completes too, as a secondary label.
+    let items = client.completion_items(&uri, pos(5, 18));
+    let item = items.iter().find(|i| i.label == "search_person").unwrap_or_else(|| panic!("{items:#?}"));
+    assert_eq!(item.label_details.as_ref().and_then(|d| d.description.as_deref()), Some("get_search_person"));
+    assert!(item.filter_text.as_deref().is_some_and(|f| f.contains("get_search_person")), "{item:#?}");
 
     // Response keys inside a subscript's quotes, replacing nothing yet.
     let items = client.completion_items(&uri, pos(3, 28));

@@ -289,6 +289,26 @@ fn the_tool_call_limit_stops_the_run() {
     assert_eq!(trace["error"]["line"], 4);
 }
 
+/// A tool's snake-cased `operationId` is an alias: checked, run and traced as the tool itself.
+#[test]
+fn an_operation_id_alias_runs_and_is_traced_under_the_tool() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    let program = "from chainsmith.tools import tmdb\n\nfound = tmdb.get_search_person(query=\"Sofia Coppola\")\nprint(found[\"results\"][0][\"id\"])\n";
+    write(ws.path(), "p.py", program);
+    let check = chainsmith(ws.path(), &["check", "p.py"], &[]);
+    assert_eq!((check.status.code(), text(&check.stdout)), (Some(0), String::new()), "{}", text(&check.stderr));
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!((out.status.code(), stdout.as_str()), (Some(0), "51329\n"), "{stderr}");
+    assert!(stderr.contains("#1 tmdb.search_person(query=\"Sofia Coppola\")  ✓ 200"), "{stderr}");
+    assert_eq!(read_json(&saved_traces(ws.path())[0])["calls"][0]["tool"], "tmdb.search_person");
+
+    write(ws.path(), "typo.py", "from chainsmith.tools import tmdb\n\ntmdb.get_search_persn(query=\"x\")\n");
+    let typo = chainsmith(ws.path(), &["check", "typo.py"], &[]);
+    assert!(text(&typo.stdout).contains("did you mean `get_search_person`?"), "{}", text(&typo.stdout));
+}
+
 /// A run through the library, as the editor does it.
 fn library_run(
     dir: &Path,

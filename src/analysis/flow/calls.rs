@@ -59,7 +59,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             return None; // no list to check against (an untrusted or unavailable MCP server)
         }
         let mut d = self.error(range, "unknown-tool", format!("toolset `{toolset}` has no tool `{name}`"));
-        if let Some(best) = did_you_mean(name, ts.tools.iter().map(|t| t.name.as_str())) {
+        if let Some(best) = did_you_mean(name, self.catalog.names_and_aliases(&ts.name)) {
             d.message.push_str(&format!("; did you mean `{best}`?"));
             d = d.with_suggestion(format!("Change to `{best}`"), range, best);
         }
