@@ -16,17 +16,17 @@ impl<'c> Ty<'c> {
     /// only tuple targets unpack it, see [`Walker::bind_element`]).
     pub(super) fn element(self, refs: &'c dyn Refs) -> Ty<'c> {
         match self {
-            Ty::Json { schema: s, call } => {
+            Ty::Json { schema: s, call, .. } => {
                 // Iterating an object yields its keys, which no schema describes.
                 if !schema::types(refs, s).contains(&"array") {
                     return Ty::Unknown;
                 }
                 match schema::items(refs, s) {
-                    Some(item) => Ty::Json { schema: item, call },
+                    Some(item) => Ty::Json { schema: item, call, not_null: false },
                     None => Ty::Unknown,
                 }
             }
-            Ty::Items { element, call } => Ty::Json { schema: element, call },
+            Ty::Items { element, call } => Ty::Json { schema: element, call, not_null: false },
             _ => Ty::Unknown,
         }
     }
@@ -44,14 +44,14 @@ impl<'c> Ty<'c> {
     /// The schema and call of a response value, for one side of a pair.
     pub(super) fn part(self) -> Option<(&'c serde_json::Value, usize)> {
         match self {
-            Ty::Json { schema, call } => Some((schema, call)),
+            Ty::Json { schema, call, .. } => Some((schema, call)),
             _ => None,
         }
     }
 
     pub(super) fn from_part(part: Option<(&'c serde_json::Value, usize)>) -> Ty<'c> {
         match part {
-            Some((schema, call)) => Ty::Json { schema, call },
+            Some((schema, call)) => Ty::Json { schema, call, not_null: false },
             None => Ty::Unknown,
         }
     }
@@ -114,7 +114,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 Ty::Pairs { first: first.element(self.catalog).part(), second: values[1].element(self.catalog).part() }
             }
             "map" => match mapped {
-                Ty::Json { schema, call } => Ty::Items { element: schema, call },
+                Ty::Json { schema, call, .. } => Ty::Items { element: schema, call },
                 _ => Ty::Unknown,
             },
             _ => Ty::Unknown,

@@ -17,6 +17,9 @@ use super::{Ty, Walker};
 use crate::analysis::parse::{fields, range_of, string_value, text_of};
 use crate::toolset::schema;
 
+/// The "key" of a guard that rules out `null` for the value itself (`if x:`, `x is not None`).
+pub(super) const NOT_NULL: &str = "\0not-null";
+
 /// A key the program checked on a container, written as the container's source text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Guard {
@@ -114,8 +117,13 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.guards.extend(absent);
         let right_ty = self.expr(right);
         self.guards.truncate(before);
-        // `r.get("x") or []`: the value is the first operand the walk follows.
-        if matches!(left_ty, Ty::Unknown) { right_ty } else { left_ty }
+        // `r.get("x") or []`: the value is the first operand the walk follows; a default that is no
+        // `None` rules null out.
+        match left_ty {
+            Ty::Unknown => right_ty,
+            Ty::Json { schema, call, .. } if right.kind() != "none" => Ty::Json { schema, call, not_null: true },
+            _ => left_ty,
+        }
     }
 
     /// `body if condition else other`: the condition's guards hold in `body`.
@@ -200,12 +208,30 @@ impl<'t, 'c> Walker<'t, 'c> {
             "parenthesized_expression" => self.present_when_true(node.named_child(0)?),
             "comparison_operator" => match comparison_parts(node)? {
                 (key, "in", container) => self.guard(container, key),
-                (get, "is not" | "!=", none) if none.kind() == "none" => self.get_guard(get),
+                (value, "is not" | "!=", none) if none.kind() == "none" => {
+                    self.get_guard(value).or_else(|| self.not_null(value))
+                }
                 _ => None,
             },
-            "call" => self.get_guard(node),
+            "call" => self.get_guard(node).or_else(|| self.isinstance_guard(node)),
+            "identifier" | "subscript" | "attribute" => self.not_null(node),
             _ => None,
         }
+    }
+
+    /// A truthy value, or one compared `is not None`, is not null.
+    fn not_null(&self, value: Node<'t>) -> Option<Guard> {
+        matches!(value.kind(), "identifier" | "subscript" | "attribute" | "call")
+            .then(|| Guard { container: text_of(value, self.text).to_string(), key: NOT_NULL.to_string() })
+    }
+
+    /// `isinstance(x, dict)` (or any type): `x` is not null.
+    fn isinstance_guard(&self, call: Node<'t>) -> Option<Guard> {
+        let function = call.child_by_field_id(fields().function.get())?;
+        if text_of(function, self.text) != "isinstance" {
+            return None;
+        }
+        self.not_null(call.child_by_field_id(fields().arguments.get())?.named_child(0)?)
     }
 
     /// The guards a condition rules out when it is true (`"k" not in x`, `not x.get("k")`,
@@ -231,7 +257,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 .collect(),
             "comparison_operator" => match comparison_parts(node) {
                 Some((key, "not in", container)) => self.guard(container, key).into_iter().collect(),
-                Some((get, "is" | "==", none)) if none.kind() == "none" => self.get_guard(get).into_iter().collect(),
+                Some((value, "is" | "==", none)) if none.kind() == "none" => {
+                    self.get_guard(value).or_else(|| self.not_null(value)).into_iter().collect()
+                }
                 _ => Vec::new(),
             },
             _ => Vec::new(),

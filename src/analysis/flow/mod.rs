@@ -46,6 +46,8 @@ enum Ty<'c> {
     Json {
         schema: &'c Value,
         call: usize,
+        /// The program has ruled out `null` for this value (`x or {}`), whatever the schema says.
+        not_null: bool,
     },
     /// A list, iterator or view built by the program whose elements are `element` (a part of the
     /// response of `call`): a comprehension, `map(…)`, `.values()`. Schemas are borrowed from the

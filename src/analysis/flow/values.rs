@@ -20,7 +20,7 @@ impl<'c> Ty<'c> {
     /// What a call of `tool` returns to the program.
     pub(super) fn response_of(tool: Option<&'c Tool>, call: usize) -> Ty<'c> {
         match tool.and_then(|t| t.response.as_ref()) {
-            Some(schema) => Ty::Json { schema, call },
+            Some(schema) => Ty::Json { schema, call, not_null: false },
             None => Ty::Unknown,
         }
     }
@@ -174,7 +174,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.scopes.pop();
         match (node.kind(), element) {
             ("dictionary_comprehension", _) => Ty::Unknown,
-            (_, Ty::Json { schema, call }) => Ty::Items { element: schema, call },
+            (_, Ty::Json { schema, call, .. }) => Ty::Items { element: schema, call },
             _ => Ty::Unknown,
         }
     }
@@ -210,7 +210,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             (Ty::Json { .. }, "get") => self.get_method(receiver, node, arguments),
             (Ty::Json { .. } | Ty::Items { .. }, "copy") => receiver,
             // The values of a map-like object (`additionalProperties`) share one schema.
-            (Ty::Json { schema: s, call }, "values" | "items") => {
+            (Ty::Json { schema: s, call, .. }, "values" | "items") => {
                 self.eval_args(arguments);
                 let value = match schema::property(self.catalog, s, "") {
                     KeyLookup::Open(Some(sub)) => Some((sub, call)),
@@ -270,7 +270,10 @@ impl<'t, 'c> Walker<'t, 'c> {
     /// `container[key]` or `container.get(key)`: checks the key against the schema, records the
     /// access, and returns what it yields.
     fn access(&mut self, container: Ty<'c>, whole: Node<'t>, key_node: Node<'t>, via_get: bool) -> Ty<'c> {
-        let Ty::Json { schema: s, call } = container else { return Ty::Unknown };
+        let Ty::Json { schema: s, call, not_null } = container else { return Ty::Unknown };
+        if !via_get && !not_null {
+            self.check_not_null(s, whole);
+        }
         let key = literal_key(key_node, self.text);
         let key_range = range_of(key_node);
         let result = match &key {
@@ -302,9 +305,36 @@ impl<'t, 'c> Walker<'t, 'c> {
         };
         self.out.accesses.push(Access { range: range_of(whole), key_range, key, container: s, result, call });
         match result {
-            Some(sub) => Ty::Json { schema: sub, call },
+            Some(sub) => Ty::Json { schema: sub, call, not_null: false },
             None => Ty::Unknown,
         }
+    }
+
+    /// A subscript on a value the protocol marks nullable, with nothing in the program ruling out
+    /// `null` first: `possibly-null` on the value (basedpyright says the same on the stubs).
+    fn check_not_null(&mut self, s: &'c Value, access: Node<'t>) {
+        let Some(container) = container_source(access) else { return };
+        // `(x or {})["k"]` and other computed containers rule null out themselves or are unknown.
+        if !matches!(container.kind(), "identifier" | "subscript" | "attribute" | "call") {
+            return;
+        }
+        let types = schema::types(self.catalog, s);
+        if !types.contains(&"null") || types.iter().all(|t| *t == "null") {
+            return;
+        }
+        let text = text_of(container, self.text);
+        if self.is_guarded(text, super::guards::NOT_NULL) {
+            return;
+        }
+        let message = if text.chars().count() > 40 {
+            "this value may be null (the protocol marks it nullable); check it before reading from it".to_string()
+        } else {
+            format!(
+                "`{text}` may be null (the protocol marks it nullable); check it first (`if {text}:`) or give a default (`({text} or {{}})`)"
+            )
+        };
+        let d = self.warning(range_of(container), "possibly-null", message);
+        self.diag(d);
     }
 
     /// What `value["key"]` yields; reports a key the schema lacks, or a value that is no object.
