@@ -86,7 +86,10 @@ fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: By
     let title = text("title").or_else(|| annotations.as_ref().and_then(|a| a.get("title")?.as_str()));
     let description = text("description").or(title).unwrap_or_default().to_string();
     let input = described.get("inputSchema").map(inline_refs).unwrap_or_else(|| json!({}));
-    let response = described.get("outputSchema").map(inline_refs).filter(describes_structure);
+    // Every declared output schema is kept, a `{content: string}` wrapper too: the server must send
+    // `structuredContent` of that shape, which is what a call returns.
+    let response =
+        described.get("outputSchema").map(inline_refs).filter(|s| s.as_object().is_some_and(|o| !o.is_empty()));
     Tool {
         name: names::mcp_tool(original),
         toolset: toolset.to_string(),
@@ -150,34 +153,6 @@ fn params(input: &Value) -> Vec<Param> {
         });
     }
     params
-}
-
-/// Whether an `outputSchema` says more than "some text": an object with properties (but not a
-/// single string property, the `{content: string}` / `{result: string}` wrappers), a map of typed
-/// values, an array, or a union of such.
-pub fn describes_structure(schema: &Value) -> bool {
-    let Some(map) = schema.as_object() else { return false };
-    for key in ["anyOf", "oneOf", "allOf"] {
-        if let Some(options) = map.get(key).and_then(Value::as_array)
-            && options.iter().any(describes_structure)
-        {
-            return true;
-        }
-    }
-    if let Some(properties) = map.get("properties").and_then(Value::as_object)
-        && !properties.is_empty()
-    {
-        let only_text = properties.len() == 1 && properties.values().all(|p| schema::types(&NoRefs, p) == ["string"]);
-        return !only_text;
-    }
-    if map.get("additionalProperties").and_then(Value::as_object).is_some_and(|a| !a.is_empty()) {
-        return true;
-    }
-    if map.get("items").is_some() || map.get("prefixItems").is_some() {
-        return true;
-    }
-    let types = schema::types(&NoRefs, schema);
-    types.contains(&"array")
 }
 
 /// A schema with its local `$ref`s (`#/$defs/…`, `#/definitions/…`, any JSON pointer into the
@@ -301,20 +276,12 @@ mod tests {
         assert!(response.get("$defs").is_none());
 
         let fetch = &loaded.tools[2];
-        assert_eq!(fetch.response, None, "a text wrapper is no structure");
+        // A text wrapper is a known object: `r["contnt"]` is caught before the run.
+        let response = fetch.response.as_ref().expect("the declared wrapper");
+        assert_eq!(schema::property(&NoRefs, response, "contnt"), schema::KeyLookup::Missing);
+        assert_eq!(schema::types(&NoRefs, &response["properties"]["content"]), ["string"]);
         assert_eq!(fetch.description, "Fetch a URL");
         assert_eq!(fetch.read_only(), None);
-    }
-
-    #[test]
-    fn structure_or_not() {
-        assert!(!describes_structure(&json!({})));
-        assert!(!describes_structure(&json!({"type": "object"})));
-        assert!(!describes_structure(&json!({"type": "object", "properties": {"result": {"type": "string"}}})));
-        assert!(describes_structure(&json!({"type": "object", "properties": {"result": {"type": "integer"}}})));
-        assert!(describes_structure(&json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {}}})));
-        assert!(describes_structure(&json!({"type": "array", "items": {"type": "string"}})));
-        assert!(describes_structure(&json!({"type": "object", "additionalProperties": {"type": "number"}})));
     }
 
     #[test]
