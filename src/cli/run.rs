@@ -74,7 +74,7 @@ pub fn run(
         true => Some(MockServer::start(catalog.clone(), ([127, 0, 0, 1], 0).into()).context("cannot start the mock")?),
         false => None,
     };
-    let mut request = RunRequest::new(file, &root, Arc::new(config), catalog);
+    let mut request = RunRequest::new(file, &root, Arc::new(config), catalog.clone());
     request.replay = replay;
     if let Some(mock) = &mock {
         request.upstream = mock.upstream();
@@ -99,6 +99,13 @@ pub fn run(
     }
     if let Some(path) = trace_json {
         trace::write(path, &outcome.trace)?;
+    }
+    // Where the API answered outside its protocol: said on the protocol, whatever the run's end.
+    for drift in &outcome.drift {
+        if let Some(d) = drift.diagnostic(&catalog, file) {
+            let text = catalog.texts.get(&d.file).cloned().unwrap_or_default();
+            print_diagnostics(std::slice::from_ref(&d), &text);
+        }
     }
     if let Some(error) = &outcome.trace.error {
         let attributed = error

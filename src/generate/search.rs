@@ -488,6 +488,7 @@ impl<'a> Search<'a> {
                         output: node.output.clone(),
                         trace_file: None,
                         save_error: None,
+                        drift: Vec::new(),
                     };
                     reflect::attribute(self.task, &program, &outcome, &tools, self.client, budget, &cancelled).await?
                 }

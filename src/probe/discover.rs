@@ -83,6 +83,30 @@ pub struct Probed {
     pub tries: u32,
 }
 
+impl Probed {
+    /// What a run observed where the API answered outside its protocol, as a probe result: the
+    /// shape of the observed response becomes the tool's (`runtime::drift`).
+    pub fn observed(drift: &runtime::drift::Drift, catalog: &Catalog) -> Option<Probed> {
+        let tool = catalog.find(&drift.tool).ok()?;
+        let (date, _) = runtime::trace::timestamps(std::time::SystemTime::now());
+        Some(Probed {
+            tool: tool.id(),
+            toolset: tool.toolset.clone(),
+            name: tool.name.clone(),
+            response: infer::infer([&drift.observed]),
+            samples: vec![drift.observed.clone()],
+            example: Example {
+                question: None,
+                program: None,
+                arguments: Some(drift.arguments.clone()),
+                response: Some(infer::example_of(&drift.observed)),
+            },
+            date: date[..10].to_string(),
+            tries: 0,
+        })
+    }
+}
+
 /// Why a tool was not probed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unprobed {

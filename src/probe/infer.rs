@@ -141,60 +141,9 @@ pub fn infer<'a>(samples: impl IntoIterator<Item = &'a Value>) -> Value {
     samples.into_iter().map(Shape::of).reduce(|a, b| a.merge(&b)).map(|s| s.to_schema()).unwrap_or_else(|| json!({}))
 }
 
-/// Whether `value` satisfies `schema` (the subset inference produces, plus `nullable` and `enum`).
+/// Whether `value` satisfies `schema` (an inferred schema holds no references).
 pub fn validates(schema: &Value, value: &Value) -> bool {
-    let Some(obj) = schema.as_object() else { return true };
-    if let Some(Value::Array(alts)) = obj.get("anyOf").or_else(|| obj.get("oneOf")) {
-        return alts.iter().any(|a| validates(a, value));
-    }
-    if let Some(Value::Array(parts)) = obj.get("allOf")
-        && !parts.iter().all(|p| validates(p, value))
-    {
-        return false;
-    }
-    if let Some(Value::Array(values)) = obj.get("enum")
-        && !values.contains(value)
-    {
-        return false;
-    }
-    let actual = crate::toolset::schema::json_type(value);
-    let allowed: Vec<&str> = match obj.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-        _ => vec![],
-    };
-    let nullable = obj.get("nullable") == Some(&Value::Bool(true));
-    let type_fits = allowed.is_empty()
-        || allowed.contains(&actual)
-        || (actual == "integer" && allowed.contains(&"number"))
-        || (actual == "null" && nullable);
-    if !type_fits {
-        return false;
-    }
-    match value {
-        Value::Object(map) => {
-            if let Some(Value::Array(required)) = obj.get("required")
-                && required.iter().filter_map(Value::as_str).any(|k| !map.contains_key(k))
-            {
-                return false;
-            }
-            if let Some(Value::Object(props)) = obj.get("properties") {
-                for (k, v) in map {
-                    if let Some(s) = props.get(k)
-                        && !validates(s, v)
-                    {
-                        return false;
-                    }
-                }
-            }
-            true
-        }
-        Value::Array(items) => match obj.get("items") {
-            Some(item) => items.iter().all(|i| validates(item, i)),
-            None => true,
-        },
-        _ => true,
-    }
+    crate::toolset::schema::contradictions(&crate::toolset::schema::NoRefs, schema, value, 1).is_empty()
 }
 
 /// A response trimmed for keeping as an example: long strings cut, long arrays shortened, values

@@ -114,6 +114,8 @@ impl Outcome {
 #[derive(Default)]
 struct State {
     calls: Vec<TraceCall>,
+    /// Responses that contradicted their declared schemas, the first per tool.
+    drift: Vec<super::drift::Drift>,
     /// Ids of calls still running.
     pending: Vec<u32>,
     error: Option<ErrorReport>,
@@ -191,6 +193,10 @@ impl Host {
     pub fn finish(&self) -> (Vec<TraceCall>, Option<ErrorReport>, Option<Stop>, Vec<u32>) {
         let state = self.state();
         (state.calls.clone(), state.error.clone(), state.stop.clone(), state.pending.clone())
+    }
+
+    pub fn drift(&self) -> Vec<super::drift::Drift> {
+        self.state().drift.clone()
     }
 
     pub fn secrets(&self) -> &Secrets {
@@ -312,6 +318,12 @@ impl Host {
     }
 
     fn end(&self, mut call: TraceCall, outcome: &Outcome, started: Instant) -> TraceCall {
+        // Compared whole, before the trace's cap cuts arrays and strings; a replayed answer was
+        // compared when it was recorded.
+        let drift = match (outcome.ok && !outcome.replayed, self.tool_of(&call.tool)) {
+            (true, Ok((_, tool))) => super::drift::Drift::of(tool, call.id, &call.arguments, &outcome.response),
+            _ => None,
+        };
         call.ok = outcome.ok;
         call.status = outcome.status;
         call.response = cap_response(&self.secrets.value(&outcome.response));
@@ -322,6 +334,11 @@ impl Host {
             let mut state = self.state();
             if let Some(slot) = state.calls.iter_mut().find(|c| c.id == call.id) {
                 *slot = call.clone();
+            }
+            if let Some(drift) = drift
+                && !state.drift.iter().any(|d| d.tool == drift.tool)
+            {
+                state.drift.push(drift);
             }
             state.pending.retain(|id| *id != call.id);
         }

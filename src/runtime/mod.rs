@@ -9,6 +9,7 @@
 //! program itself runs confined ([`sandbox`]): its tools are its only way out.
 
 pub mod attribute;
+pub mod drift;
 pub mod host;
 pub mod http;
 pub mod package;
@@ -209,6 +210,8 @@ pub struct RunOutcome {
     /// Where the trace was saved under `.chainsmith/runs/`.
     pub trace_file: Option<PathBuf>,
     pub save_error: Option<String>,
+    /// Responses that contradicted their tools' declared schemas, the first per tool.
+    pub drift: Vec<drift::Drift>,
 }
 
 impl RunOutcome {

@@ -143,6 +143,7 @@ pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel)
         output: String::new(),
         trace_file: None,
         save_error: None,
+        drift: Vec::new(),
     };
     if let Err(message) = execute(&request, &text, &secrets, observer, cancel, &mut outcome) {
         outcome.start_error = Some(message.clone());
@@ -290,6 +291,7 @@ fn execute(
     let _ = accept.join();
 
     let (calls, report, stop, pending) = host.finish();
+    outcome.drift = host.drift();
     outcome.exit_code = status.and_then(|s| s.code());
     outcome.output = output.kept.lock().unwrap_or_else(|e| e.into_inner()).clone();
     outcome.stopped = stop.clone();

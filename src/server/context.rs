@@ -128,12 +128,12 @@ impl Context {
     /// After a (re)load: `chainsmith/status`, diagnostics of protocol files (clearing files whose
     /// problems are gone) and of every open program.
     pub async fn publish_everything(&self) {
-        let (world, snapshots) = {
+        let (world, snapshots, observed) = {
             let s = self.session();
-            (s.world(), s.snapshots())
+            (s.world(), s.snapshots(), s.drift_diagnostics())
         };
-        let files =
-            guarded("publish workspace diagnostics", || handlers::diagnostics::workspace(&world)).unwrap_or_default();
+        let files = guarded("publish workspace diagnostics", || handlers::diagnostics::workspace(&world, &observed))
+            .unwrap_or_default();
         let programs: Vec<_> = snapshots
             .iter()
             .map(|snap| {

@@ -209,13 +209,16 @@ impl LanguageServer for Backend {
 
     async fn code_action(&self, params: lsp::CodeActionParams) -> Result<Option<lsp::CodeActionResponse>> {
         let uri = params.text_document.uri.clone();
-        let (snapshot, world) = {
+        let (snapshot, world, observed) = {
             let s = self.ctx.session();
-            (s.snapshot(&uri), s.world())
+            (s.snapshot(&uri), s.world(), s.drift.clone())
         };
         guarded("textDocument/codeAction", || match snapshot {
             Some(snap) => handlers::code_action::code_action(&snap, &params),
-            None => handlers::code_action::protocol_code_action(&world, &session::document_path(&uri), &params),
+            None => {
+                let path = session::document_path(&uri);
+                handlers::code_action::protocol_code_action(&world, &path, &params, &observed)
+            }
         })
     }
 

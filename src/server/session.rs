@@ -295,6 +295,39 @@ pub struct Session {
     pub documents: HashMap<String, Document>,
     /// Protocol files / chainsmith.toml that currently carry published diagnostics.
     pub published_workspace: HashMap<String, Uri>,
+    /// Responses runs saw outside their protocols, the latest per tool, for the load they were
+    /// seen against (a reload may have changed the protocol, so only the current load's count).
+    pub drift: Vec<ObservedDrift>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ObservedDrift {
+    pub generation: u64,
+    /// The program whose run saw it.
+    pub program: PathBuf,
+    pub drift: crate::runtime::drift::Drift,
+}
+
+impl Session {
+    /// Records what a run saw, replacing what earlier runs saw of the same tools.
+    pub fn observe_drift(&mut self, program: &Path, drift: &[crate::runtime::drift::Drift]) {
+        let generation = self.generation;
+        self.drift.retain(|d| d.generation == generation && !drift.iter().any(|n| n.tool == d.drift.tool));
+        self.drift.extend(drift.iter().map(|d| ObservedDrift {
+            generation,
+            program: program.to_path_buf(),
+            drift: d.clone(),
+        }));
+    }
+
+    /// The current load's drift as diagnostics on the protocol files.
+    pub fn drift_diagnostics(&self) -> Vec<crate::diagnostic::Diagnostic> {
+        self.drift
+            .iter()
+            .filter(|d| d.generation == self.generation)
+            .filter_map(|d| d.drift.diagnostic(&self.catalog, &d.program))
+            .collect()
+    }
 }
 
 impl Default for Session {
@@ -314,6 +347,7 @@ impl Default for Session {
             relevance: Arc::default(),
             documents: HashMap::new(),
             published_workspace: HashMap::new(),
+            drift: Vec::new(),
         }
     }
 }

@@ -299,6 +299,118 @@ pub fn check_literal(refs: &dyn Refs, schema: &Value, value: &Value) -> Result<(
     Ok(())
 }
 
+/// Where a value contradicts a schema, as `(path, what)` pairs (`results[0].gender`, "expected
+/// integer, got null"), at most `max`. Only what the schema says for certain counts: a type it
+/// does not admit, a value outside its enum, a required key that is missing, a key a closed object
+/// (`additionalProperties: false`) does not declare. A union is followed into the one alternative
+/// whose type fits, if only one does.
+pub fn contradictions(refs: &dyn Refs, schema: &Value, value: &Value, max: usize) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    contradictions_at(refs, schema, value, String::new(), &mut out, max, 0);
+    out
+}
+
+fn contradictions_at(
+    refs: &dyn Refs,
+    schema: &Value,
+    value: &Value,
+    path: String,
+    out: &mut Vec<(String, String)>,
+    max: usize,
+    depth: usize,
+) {
+    if out.len() >= max || depth > 32 {
+        return;
+    }
+    let expected = types(refs, schema);
+    let actual = json_type(value);
+    if !type_fits(actual, &expected) {
+        note(out, path, format!("expected {}, got {actual}", expected.join(" | ")));
+        return;
+    }
+    let parts = parts(refs, schema);
+    // A union says something certain only through the one alternative a value of this type
+    // could be; several (a movie or a tv show, both objects) leave the rest open.
+    let alternatives: Vec<&Value> =
+        parts.iter().filter_map(|p| p.get("anyOf").or_else(|| p.get("oneOf"))?.as_array()).flatten().collect();
+    if !alternatives.is_empty() {
+        let fitting: Vec<&Value> =
+            alternatives.into_iter().filter(|alt| type_fits(actual, &types(refs, alt))).collect();
+        if let [only] = fitting[..] {
+            contradictions_at(refs, only, value, path, out, max, depth + 1);
+        }
+        return;
+    }
+    if let Some(values) = enum_values(refs, schema).filter(|v| !v.is_empty())
+        && !values.contains(value)
+    {
+        note(out, path, format!("{} is not one of its enum values", short(value)));
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let join = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
+            for part in &parts {
+                for key in
+                    part.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
+                {
+                    if !map.contains_key(key) && out.len() < max {
+                        note(out, join(key), "required key missing".into());
+                    }
+                }
+            }
+            let closed = parts.iter().any(|p| p.get("additionalProperties") == Some(&Value::Bool(false)));
+            for (key, item) in map {
+                match property(refs, schema, key) {
+                    KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => {
+                        contradictions_at(refs, sub, item, join(key), out, max, depth + 1)
+                    }
+                    KeyLookup::Missing if closed && out.len() < max => {
+                        note(out, join(key), "key not declared by a closed object".into())
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(list) => {
+            if let Some(item_schema) = items(refs, schema) {
+                for (i, item) in list.iter().enumerate().take(50) {
+                    contradictions_at(refs, item_schema, item, format!("{path}[{i}]"), out, max, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Records a contradiction once per place in the shape: `results[3].id` after `results[0].id`
+/// says nothing new.
+fn note(out: &mut Vec<(String, String)>, path: String, what: String) {
+    let shape = |p: &str| {
+        let mut shape = String::with_capacity(p.len());
+        let mut in_index = false;
+        for c in p.chars() {
+            match c {
+                '[' => {
+                    in_index = true;
+                    shape.push('[');
+                }
+                ']' => {
+                    in_index = false;
+                    shape.push(']');
+                }
+                _ if in_index => {}
+                _ => shape.push(c),
+            }
+        }
+        shape
+    };
+    let this = shape(&path);
+    if !out.iter().any(|(seen, _)| shape(seen) == this) {
+        out.push((path, what));
+    }
+}
+
 fn short(value: &Value) -> String {
     let s = value.to_string();
     if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
@@ -425,5 +537,28 @@ mod tests {
         assert!(lines.len() < 100, "depth-bounded, not endless: {}", lines.len());
         // An unknown reference constrains nothing.
         assert_eq!(property(&store, &json!({"$ref": "t/f#/nope"}), "x"), KeyLookup::Open(None));
+    }
+
+    #[test]
+    fn contradictions_are_only_what_the_schema_says_for_certain() {
+        let s = json!({"type": "object", "required": ["id"], "properties": {
+            "id": {"type": "integer"},
+            "state": {"type": "string", "enum": ["open", "closed"]},
+            "owner": {"anyOf": [{"type": "string"}, {"type": "object", "additionalProperties": false,
+                                                     "properties": {"login": {"type": "string"}}}]},
+            "media": {"type": "array", "items": {"oneOf": [
+                {"type": "object", "properties": {"kind": {"enum": ["movie"]}}},
+                {"type": "object", "properties": {"kind": {"enum": ["tv"]}}}]}},
+            "tags": {"type": "array", "items": {"type": "string"}}}});
+        let fits = json!({"id": 1, "state": "open", "owner": "o", "media": [{"kind": "tv"}, {"kind": "movie"}],
+                          "tags": ["a"], "extra": true});
+        assert_eq!(contradictions(&NoRefs, &s, &fits, 10), Vec::<(String, String)>::new());
+        let drifted = json!({"state": "merged", "owner": {"login": "o", "site_admin": true},
+                             "tags": ["a", 2, 3], "media": null});
+        let found = contradictions(&NoRefs, &s, &drifted, 10);
+        let paths: Vec<&str> = found.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["id", "state", "owner.site_admin", "tags[1]", "media"], "{found:?}");
+        assert_eq!(found[3].1, "expected string, got integer", "one finding per place in the shape");
+        assert_eq!(contradictions(&NoRefs, &s, &drifted, 2).len(), 2);
     }
 }

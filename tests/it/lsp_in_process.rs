@@ -154,7 +154,8 @@ fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
             "chainsmith.probe",
             "chainsmith.probeAll",
             "chainsmith.graph",
-            "chainsmith.trustWorkspace"
+            "chainsmith.trustWorkspace",
+            "chainsmith.acceptObserved"
           ]
         },
         "inlayHintProvider": true

@@ -125,3 +125,51 @@ fn a_run_is_cancelled_from_its_progress() {
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     client.shutdown();
 }
+
+/// A run whose response contradicts the protocol: `schema-drift` on the protocol file, and its
+/// quick fix writes the observed shape as the tool's schema (the warning goes, the new shape
+/// checks programs).
+#[test]
+fn drift_seen_in_a_run_goes_on_the_protocol_and_its_fix_takes_the_observed_shape() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    let spec_path = ws.path().join("specs/tmdb_oas.json");
+    let mut spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&spec_path).unwrap()).unwrap();
+    let schema =
+        &mut spec["paths"]["/search/person"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+    schema["properties"]["results"]["items"]["properties"]["id"] = json!({"type": "string"});
+    std::fs::write(&spec_path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    let mut client = TestClient::in_process().workspace(ws).start();
+    let uri = client.open("p.py", GOOD);
+    client.diagnostics(&uri, |_| true);
+
+    assert_eq!(client.execute_command("chainsmith.run", vec![json!(uri.as_str())], None), Ok(None));
+    let spec_uri = client.uri("specs/tmdb_oas.json");
+    let published = client.diagnostics(&spec_uri, |p| codes(p).iter().any(|(_, c)| c == "schema-drift"));
+    let drift = published.diagnostics.iter().find(|d| d.message.contains("`results[0].id`")).expect("the drift");
+    assert_eq!(drift.severity, Some(lsp::DiagnosticSeverity::WARNING));
+    assert!(drift.message.contains("expected string, got integer"), "{}", drift.message);
+    let text = std::fs::read_to_string(client.path("specs/tmdb_oas.json")).unwrap();
+    let at = text.lines().nth(drift.range.start.line as usize).unwrap();
+    assert_eq!(at.trim(), "\"get\": {", "on the operation");
+    client.progress_end(None);
+
+    let actions = client.code_actions(&spec_uri, drift.range, vec![drift.clone()]);
+    let fix = actions
+        .iter()
+        .find_map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(a) if a.title.contains("observed response") => Some(a.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{actions:#?}"));
+    assert_eq!(fix.title, "Take the observed response as `tmdb.search_person`'s schema");
+    let command = fix.command.unwrap();
+    assert_eq!(client.execute_command(&command.command, command.arguments.unwrap(), None), Ok(None));
+    client.diagnostics(&spec_uri, |p| codes(p).iter().all(|(_, c)| c != "schema-drift"));
+    let overlay = std::fs::read_to_string(client.path(".chainsmith/probed/tmdb.json")).expect("the overlay");
+    assert!(overlay.contains("\"search_person\""), "{overlay}");
+    // The observed shape now checks programs: person ids are integers again, names still known.
+    let checked = client.open("q.py", "from chainsmith.tools import tmdb\n\nr = tmdb.search_person(query=\"x\")\nprint(r[\"results\"][0][\"nmae\"])\n");
+    let found = client.diagnostics(&checked, |_| true);
+    assert_eq!(codes(&found), [(3, "unknown-key".to_string())]);
+}

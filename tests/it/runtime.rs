@@ -309,6 +309,35 @@ fn an_operation_id_alias_runs_and_is_traced_under_the_tool() {
     assert!(text(&typo.stdout).contains("did you mean `get_search_person`?"), "{}", text(&typo.stdout));
 }
 
+/// A response that contradicts its declared schema is reported on the protocol, located at the
+/// operation, with the path and what was observed; the run itself is unaffected.
+#[test]
+fn a_response_outside_its_declared_schema_is_schema_drift_on_the_protocol() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    // The protocol now says person ids are strings; the API answers integers.
+    let spec_path = ws.path().join("specs/tmdb_oas.json");
+    let mut spec: Value = serde_json::from_str(&std::fs::read_to_string(&spec_path).unwrap()).unwrap();
+    let schema =
+        &mut spec["paths"]["/search/person"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+    schema["properties"]["results"]["items"]["properties"]["id"] = json!({"type": "string"});
+    std::fs::write(&spec_path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    write(ws.path(), "p.py", SOFIA);
+
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "drift is a warning, not a failure: {stdout}\n{stderr}");
+    let drift: Vec<&str> = stderr.lines().filter(|l| l.contains("schema-drift")).collect();
+    let [line] = drift[..] else { panic!("one drift warning: {stderr}") };
+    let spec_text = std::fs::read_to_string(&spec_path).unwrap();
+    let operation_line = spec_text.lines().position(|l| l.contains("\"/search/person\"")).unwrap() + 2;
+    assert!(line.contains(&format!("specs/tmdb_oas.json:{operation_line}:")), "{line}");
+    assert!(
+        line.ends_with("warning[schema-drift]: `tmdb.search_person` answered outside its declared response schema in a run of p.py (call #1): `results[0].id`: expected string, got integer"),
+        "{line}"
+    );
+}
+
 /// A run through the library, as the editor does it.
 fn library_run(
     dir: &Path,

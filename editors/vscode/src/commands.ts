@@ -15,6 +15,7 @@ export const SERVER_COMMANDS: readonly ServerCommand[] = [
   { id: "chainsmith.probeAll", title: "Probe all unprobed tools" },
   { id: "chainsmith.graph", title: "Show tool graph" },
   { id: "chainsmith.trustWorkspace", title: "Trust this workspace" },
+  { id: "chainsmith.acceptObserved", title: "Take the observed response as the tool's schema" },
 ];
 
 /** Commands the extension itself provides. */

@@ -48,7 +48,7 @@ describe("commands", () => {
     ]);
   });
 
-  it("names the design's six commands and trustWorkspace", () => {
+  it("names the design's six commands, trustWorkspace and acceptObserved", () => {
     assert.deepEqual(
       SERVER_COMMANDS.map((c) => c.id),
       [
@@ -59,6 +59,7 @@ describe("commands", () => {
         "chainsmith.probeAll",
         "chainsmith.graph",
         "chainsmith.trustWorkspace",
+        "chainsmith.acceptObserved",
       ],
     );
     assert.equal(commandTitle("chainsmith.run"), "Run chain");

@@ -1,6 +1,7 @@
 //! `textDocument/codeAction`: quick fixes from the suggestions the core attaches to diagnostics
 //! (did-you-mean renames of tools, arguments, keys, endpoints; protocol-file respellings), and
-//! "Trust this workspace" on `workspace-untrusted`.
+//! "Trust this workspace" on `workspace-untrusted`, "Take the observed response as its schema" on
+//! `schema-drift`.
 //! Programs are re-analysed on the snapshot, so the fixes always match the text the client sees.
 
 use std::collections::HashMap;
@@ -36,12 +37,15 @@ pub fn protocol_code_action(
     world: &World,
     path: &Path,
     params: &lsp::CodeActionParams,
+    observed: &[crate::server::session::ObservedDrift],
 ) -> Option<lsp::CodeActionResponse> {
     // Probing: "Probe tool" on an entry whose response schema is unknown.
     let probes = super::commands::probe::protocol_code_actions(world, path, params);
     let mut out = protocol_quick_fixes(world, path, params).unwrap_or_default();
     // Trust: "Trust this workspace" on what does not run until it is trusted.
     out.extend(super::commands::trust::code_actions(world, path, params));
+    // Drift: "Take the observed response as the tool's schema" on what a run saw.
+    out.extend(super::commands::observed::code_actions(world, path, params, observed));
     out.extend(probes);
     Some(out)
 }

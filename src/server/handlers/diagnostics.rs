@@ -38,10 +38,11 @@ pub fn core(snap: &Snapshot) -> Vec<Diagnostic> {
     diagnostics
 }
 
-/// Diagnostics of protocol files and chainsmith.toml, grouped by file (sorted, for stable output).
-pub fn workspace(world: &World) -> Vec<(lsp::Uri, Vec<lsp::Diagnostic>)> {
+/// Diagnostics of protocol files and chainsmith.toml, grouped by file (sorted, for stable output),
+/// with what runs observed (`observed`: schema drift) on the protocols.
+pub fn workspace(world: &World, observed: &[Diagnostic]) -> Vec<(lsp::Uri, Vec<lsp::Diagnostic>)> {
     let mut by_file: BTreeMap<PathBuf, Vec<&Diagnostic>> = BTreeMap::new();
-    for d in &world.catalog.diagnostics {
+    for d in world.catalog.diagnostics.iter().chain(observed) {
         by_file.entry(world.resolve(&d.file)).or_default().push(d);
     }
     let mut out = Vec::new();

@@ -2,11 +2,13 @@
 //! clients can bind them: `chainsmith.run` runs the program ([`run`]), `chainsmith.generate` and
 //! `chainsmith.fix` generate and fix chains ([`generate`]), `chainsmith.probe`/`probeAll` probe
 //! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]),
-//! `chainsmith.trustWorkspace` trusts the workspace and reloads it ([`trust`]). The long ones
+//! `chainsmith.trustWorkspace` trusts the workspace and reloads it ([`trust`]),
+//! `chainsmith.acceptObserved` takes a response a run observed as the tool's schema ([`observed`]). The long ones
 //! answer at once and go on as tasks (`server::task`).
 
 pub mod generate;
 pub mod graph;
+pub mod observed;
 pub mod probe;
 pub mod run;
 pub mod trust;
@@ -17,7 +19,7 @@ use tower_lsp_server::lsp_types as lsp;
 
 use crate::server::context::Context;
 
-pub const COMMANDS: [&str; 7] = [
+pub const COMMANDS: [&str; 8] = [
     "chainsmith.run",
     "chainsmith.generate",
     "chainsmith.fix",
@@ -25,6 +27,7 @@ pub const COMMANDS: [&str; 7] = [
     "chainsmith.probeAll",
     "chainsmith.graph",
     trust::COMMAND,
+    observed::COMMAND,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +44,8 @@ pub enum Outcome {
     Graph { from: Option<String> },
     /// `chainsmith.trustWorkspace`: record trust for the workspace and reload it.
     TrustWorkspace,
+    /// `chainsmith.acceptObserved`: take the response a run observed as the tool's schema.
+    AcceptObserved,
     /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
     Unavailable { message: String },
     /// Not a chainsmith command: an `InvalidParams` error.
@@ -55,6 +60,7 @@ pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -
         Outcome::Probe { all } => probe::execute(ctx, params, all).await,
         Outcome::Graph { from } => graph::execute(ctx, from).await,
         Outcome::TrustWorkspace => trust::execute(ctx).await,
+        Outcome::AcceptObserved => observed::execute(ctx, params).await,
         Outcome::Unavailable { message } => {
             ctx.client.show_message(lsp::MessageType::WARNING, message).await;
             Ok(None)
@@ -85,6 +91,8 @@ pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
         Outcome::Graph { from }
     } else if command == trust::COMMAND {
         Outcome::TrustWorkspace
+    } else if command == observed::COMMAND {
+        Outcome::AcceptObserved
     } else if COMMANDS.contains(&command) {
         Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
     } else {

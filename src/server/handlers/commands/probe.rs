@@ -160,73 +160,7 @@ async fn background(
         return;
     };
     let probed: Vec<&Probed> = result.probed.iter().map(|(p, _)| p).collect();
-    let (native, other): (Vec<&Probed>, Vec<&Probed>) =
-        probed.iter().partition(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json));
-    // Native files: one WorkspaceEdit the user can see and undo.
-    let mut by_file: BTreeMap<PathBuf, Vec<&Probed>> = BTreeMap::new();
-    for p in native {
-        if let Some(tool) = catalog.tool(&p.toolset, &p.name) {
-            by_file.entry(tool.source.file.clone()).or_default().push(p);
-        }
-    }
-    let mut changes: HashMap<lsp::Uri, Vec<lsp::TextEdit>> = HashMap::new();
-    // The files as the editor will hold them once the edit is applied (before any save).
-    let mut edited: HashMap<PathBuf, String> = HashMap::new();
-    let encoding = ctx.session().encoding;
-    for (file, items) in by_file {
-        let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let Ok(edits) = write::native_edits(&text, &items) else { continue };
-        let Some(uri) = convert::file_uri(&path) else { continue };
-        edited.insert(path.clone(), write::apply_edits(&text, &edits));
-        let index = LineIndex::new(&text);
-        let edits = edits
-            .iter()
-            .map(|e| lsp::TextEdit {
-                range: convert::range(&index, &text, e.range, encoding),
-                new_text: e.text.clone(),
-            })
-            .collect();
-        changes.insert(uri, edits);
-    }
-    if !changes.is_empty() {
-        let edit = lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() };
-        let applied = ctx
-            .client
-            .send_request::<request::ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditParams {
-                label: Some("Probed response schemas".into()),
-                edit,
-            })
-            .await;
-        match applied {
-            Ok(r) if r.applied => {}
-            Ok(r) => {
-                edited.clear();
-                let why = r.failure_reason.map(|w| format!(": {w}")).unwrap_or_default();
-                let message = format!("chainsmith: the editor did not apply the probed schemas{why}");
-                ctx.client.show_message(lsp::MessageType::WARNING, message).await;
-            }
-            // No (usable) answer: a client without `workspace/applyEdit`; the results would be
-            // lost, so the files are written as the CLI writes them.
-            Err(_) => {
-                edited.clear();
-                let native: Vec<&Probed> = probed
-                    .iter()
-                    .copied()
-                    .filter(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json))
-                    .collect();
-                if let Err(e) = write::write_back(&root, &catalog, &native) {
-                    ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
-                }
-            }
-        }
-    }
-    if let Err(e) = write::write_back(&root, &catalog, &other) {
-        ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
-    }
-    // The catalog reloads at once (with the edited files as the editor holds them), so completion
-    // and diagnostics see the new schemas before the user saves.
-    ctx.reload(edited).await;
+    write_probed(ctx, &root, &catalog, &probed).await;
     let mut end = format!("probed {} of {}", probed.len(), targets.len());
     for (id, why) in &result.unprobed {
         end.push_str(&format!("\n{id}: {}", why.reason()));
@@ -309,4 +243,78 @@ pub fn code_actions(
         out.push(probe_action(tool));
     }
     out
+}
+
+/// Writes probed (or observed) schemas back: native files through one `WorkspaceEdit` the user
+/// can see and undo, other sources as `.chainsmith/probed/<toolset>.json`; then reloads the
+/// catalog with the edited files as the editor holds them.
+#[allow(clippy::mutable_key_type)]
+pub(super) async fn write_probed(ctx: &Context, root: &Path, catalog: &Catalog, probed: &[&Probed]) {
+    let (native, other): (Vec<&Probed>, Vec<&Probed>) =
+        probed.iter().partition(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json));
+    // Native files: one WorkspaceEdit the user can see and undo.
+    let mut by_file: BTreeMap<PathBuf, Vec<&Probed>> = BTreeMap::new();
+    for p in native {
+        if let Some(tool) = catalog.tool(&p.toolset, &p.name) {
+            by_file.entry(tool.source.file.clone()).or_default().push(p);
+        }
+    }
+    let mut changes: HashMap<lsp::Uri, Vec<lsp::TextEdit>> = HashMap::new();
+    // The files as the editor will hold them once the edit is applied (before any save).
+    let mut edited: HashMap<PathBuf, String> = HashMap::new();
+    let encoding = ctx.session().encoding;
+    for (file, items) in by_file {
+        let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
+        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(edits) = write::native_edits(&text, &items) else { continue };
+        let Some(uri) = convert::file_uri(&path) else { continue };
+        edited.insert(path.clone(), write::apply_edits(&text, &edits));
+        let index = LineIndex::new(&text);
+        let edits = edits
+            .iter()
+            .map(|e| lsp::TextEdit {
+                range: convert::range(&index, &text, e.range, encoding),
+                new_text: e.text.clone(),
+            })
+            .collect();
+        changes.insert(uri, edits);
+    }
+    if !changes.is_empty() {
+        let edit = lsp::WorkspaceEdit { changes: Some(changes), ..Default::default() };
+        let applied = ctx
+            .client
+            .send_request::<request::ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditParams {
+                label: Some("Probed response schemas".into()),
+                edit,
+            })
+            .await;
+        match applied {
+            Ok(r) if r.applied => {}
+            Ok(r) => {
+                edited.clear();
+                let why = r.failure_reason.map(|w| format!(": {w}")).unwrap_or_default();
+                let message = format!("chainsmith: the editor did not apply the probed schemas{why}");
+                ctx.client.show_message(lsp::MessageType::WARNING, message).await;
+            }
+            // No (usable) answer: a client without `workspace/applyEdit`; the results would be
+            // lost, so the files are written as the CLI writes them.
+            Err(_) => {
+                edited.clear();
+                let native: Vec<&Probed> = probed
+                    .iter()
+                    .copied()
+                    .filter(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json))
+                    .collect();
+                if let Err(e) = write::write_back(root, catalog, &native) {
+                    ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+                }
+            }
+        }
+    }
+    if let Err(e) = write::write_back(root, catalog, &other) {
+        ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+    }
+    // The catalog reloads at once (with the edited files as the editor holds them), so completion
+    // and diagnostics see the new schemas before the user saves.
+    ctx.reload(edited).await;
 }

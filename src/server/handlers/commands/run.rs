@@ -183,6 +183,11 @@ async fn background(
         (None, None) => format!("✓ {} calls", summary.len()),
     };
     client.log_message(lsp::MessageType::INFO, report).await;
+    // What the API answered outside its protocol goes on the protocol file.
+    if !outcome.drift.is_empty() {
+        ctx.session().observe_drift(&path, &outcome.drift);
+        ctx.publish_everything().await;
+    }
     // The results go on the document before the progress ends: a client that asks for hints or
     // diagnostics as soon as the run is over must see this run's.
     if let Some(snap) = snapshot
