@@ -5,6 +5,7 @@
 //! a problem in a protocol file becomes a [`Diagnostic`] located on that file and disables at most
 //! the one operation it concerns.
 
+pub mod bundle;
 pub mod doc;
 pub mod endpoint;
 pub mod index;

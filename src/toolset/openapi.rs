@@ -225,9 +225,12 @@ impl RefError<'_> {
         let reference = self.reference;
         let message = match self.problem {
             RefProblem::Missing => format!("`$ref` `{reference}` does not resolve; {consequence}"),
-            RefProblem::External => format!(
-                "`$ref` `{reference}` points outside this document, which chainsmith does not follow; {consequence}"
+            RefProblem::External if reference.contains("://") => format!(
+                "`$ref` `{reference}` is remote; chainsmith never fetches protocols over the network; {consequence}"
             ),
+            RefProblem::External => {
+                format!("`$ref` `{reference}` leads to a file that could not be read; {consequence}")
+            }
             RefProblem::Cycle => format!("`$ref` `{reference}` only leads to other `$ref`s in a cycle; {consequence}"),
         };
         Diagnostic::error(file, self.range, "unresolved-ref", message)
@@ -633,6 +636,15 @@ impl<'a> Loader<'a, '_> {
             }
             for (key, key_range, node) in item.members() {
                 let Some(method) = METHODS.iter().find(|m| key.eq_ignore_ascii_case(m)) else { continue };
+                // An operation kept elsewhere (`get: {$ref: ...}`, as multi-file specs write it).
+                let node = match self.resolver.deref(node) {
+                    Ok(node) => node,
+                    Err(err) => {
+                        let consequence = format!("operation {} {path} is disabled", method.to_ascii_uppercase());
+                        self.diagnostics.push(err.diagnostic(self.file, &consequence));
+                        continue;
+                    }
+                };
                 out.push(Operation { path, method, key_range: *key_range, node, item });
             }
         }

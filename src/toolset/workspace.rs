@@ -98,7 +98,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             {
                 name = declared.to_string();
             }
-            let loaded = load_doc(kind, &doc, &text, &file, &name);
+            let loaded = load_doc(kind, &doc, &text, &file, &name, &unsaved);
             merge_into(&mut toolsets, name, kind, file, loaded, &mut diagnostics);
         }
     } else {
@@ -163,7 +163,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                         continue;
                     }
                 };
-                let loaded = load_doc(kind, &doc, &text, &file, &ts.name);
+                let loaded = load_doc(kind, &doc, &text, &file, &ts.name, &unsaved);
                 merge_into(&mut toolsets, ts.name.clone(), kind, file, loaded, &mut diagnostics);
             }
             if let Some(toolset) = toolsets.get_mut(start) {
@@ -261,9 +261,19 @@ fn auth_from_config(auth: &AuthConfig) -> Auth {
     }
 }
 
-fn load_doc(kind: SourceKind, doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
+fn load_doc(kind: SourceKind, doc: &Node, text: &str, file: &Path, toolset: &str, unsaved: &Unsaved) -> Loaded {
     match kind {
-        SourceKind::OpenApi => openapi::load(doc, text, file, toolset),
+        SourceKind::OpenApi => {
+            // Other files it refers to are read as the editor holds them.
+            let read = |path: &Path| match unsaved.get(&absolute(path)) {
+                Some(text) => Ok(text.clone()),
+                None => crate::files::read_text(path, crate::files::MAX_READ).map_err(|e| e.to_string()),
+            };
+            let (bundled, mut problems) = super::bundle::bundle(doc, file, &read);
+            let mut loaded = openapi::load(bundled.as_ref().unwrap_or(doc), text, file, toolset);
+            loaded.diagnostics.append(&mut problems);
+            loaded
+        }
         SourceKind::Native => native::load(doc, text, file, toolset),
         SourceKind::ToolBench | SourceKind::Mcp => toolbench::load(doc, text, file, toolset),
     }

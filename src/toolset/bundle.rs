@@ -1,0 +1,311 @@
+//! Multi-file protocols: `$ref`s to other files (`./schemas/pet.yaml#/Pet`, an operation kept in
+//! `resources/get.yml`, as DigitalOcean writes its spec) are bundled into the main document before
+//! it is loaded, so one resolver and one schema store serve them like local references.
+//!
+//! Each referenced (file, pointer) is copied once under `x-chainsmith-bundled/<n>` and every
+//! reference to it rewritten to `#/x-chainsmith-bundled/<n>`, the copy's own references followed
+//! relative to its file. Copied nodes carry the byte range of the main file's `$ref` that brought
+//! them in, so what is reported about them (and a definition inside them) is located in the file
+//! the user opened. Remote references (`https://…`) are never fetched; a file that cannot be read
+//! or parsed, or a pointer it lacks, is a located error on the `$ref`.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use super::doc::{self, Node, NodeKind, Syntax};
+use crate::diagnostic::Diagnostic;
+use crate::text::ByteRange;
+
+/// The root key the bundled copies live under.
+pub const BUNDLED: &str = "x-chainsmith-bundled";
+
+/// Files one protocol may pull in: a guard against a reference maze, not a limit a spec meets.
+const MAX_FILES: usize = 2_000;
+
+/// How a file is read (the editor's unsaved text first, then the disk).
+pub type Reader<'r> = dyn Fn(&Path) -> Result<String, String> + 'r;
+
+/// The document with its references to other files bundled in, and the problems met; the
+/// document itself (no copy) when it refers to no other file.
+pub fn bundle(doc: &Node, file: &Path, read: &Reader<'_>) -> (Option<Node>, Vec<Diagnostic>) {
+    if !refers_to_files(doc) {
+        return (None, Vec::new());
+    }
+    let mut bundler = Bundler {
+        main: normalize(file),
+        read,
+        docs: HashMap::new(),
+        names: HashMap::new(),
+        copies: Vec::new(),
+        diagnostics: Vec::new(),
+    };
+    let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut out = bundler.rewrite(doc, &Context { base: &base, this: None, anchor: None });
+    // Copies are rewritten as they are made; a copy can bring in more.
+    let mut bundled = Vec::new();
+    let mut next = 0;
+    while next < bundler.copies.len() {
+        let (path, pointer, anchor) = bundler.copies[next].clone();
+        next += 1;
+        let node = bundler.docs.get(&path).and_then(|d| d.as_ref().ok()).and_then(|d| d.pointer(&pointer)).cloned();
+        let Some(node) = node else { continue };
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let copy = bundler.rewrite(&node, &Context { base: &base, this: Some(&path), anchor: Some(anchor) });
+        bundled.push((next - 1, copy));
+    }
+    if let NodeKind::Object(members) = &mut out.kind {
+        let range = doc.range;
+        let copies = bundled.into_iter().map(|(n, node)| (n.to_string(), range, node)).collect();
+        members.push((BUNDLED.to_string(), range, Node { kind: NodeKind::Object(copies), range }));
+    }
+    (Some(out), bundler.diagnostics)
+}
+
+fn refers_to_files(node: &Node) -> bool {
+    match &node.kind {
+        NodeKind::Object(members) => members.iter().any(|(key, _, value)| {
+            (key == "$ref" && value.as_str().is_some_and(|r| !r.starts_with('#'))) || refers_to_files(value)
+        }),
+        NodeKind::Array(items) => items.iter().any(refers_to_files),
+        _ => false,
+    }
+}
+
+struct Bundler<'r> {
+    main: PathBuf,
+    read: &'r Reader<'r>,
+    /// Every file read, parsed (or why not).
+    docs: HashMap<PathBuf, Result<Node, String>>,
+    /// (file, pointer) → its copy's number.
+    names: HashMap<(PathBuf, String), usize>,
+    /// What each number copies, with the range its copy carries.
+    copies: Vec<(PathBuf, String, ByteRange)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Where the node being rewritten lives.
+struct Context<'c> {
+    /// The folder its relative references start from.
+    base: &'c Path,
+    /// Its file when it is not the main document (its local references point into it).
+    this: Option<&'c Path>,
+    /// The main file's range every node of another file carries.
+    anchor: Option<ByteRange>,
+}
+
+impl Bundler<'_> {
+    fn rewrite(&mut self, node: &Node, cx: &Context<'_>) -> Node {
+        let range = cx.anchor.unwrap_or(node.range);
+        let kind = match &node.kind {
+            NodeKind::Object(members) => NodeKind::Object(
+                members
+                    .iter()
+                    .map(|(key, key_range, value)| {
+                        let value = match (key.as_str(), value.as_str()) {
+                            ("$ref", Some(reference)) => self.reference(reference, value.range, cx),
+                            _ => self.rewrite(value, cx),
+                        };
+                        (key.clone(), cx.anchor.unwrap_or(*key_range), value)
+                    })
+                    .collect(),
+            ),
+            NodeKind::Array(items) => NodeKind::Array(items.iter().map(|item| self.rewrite(item, cx)).collect()),
+            other => other.clone(),
+        };
+        Node { kind, range }
+    }
+
+    /// A `$ref`'s new text: local ones of the main document stay; everything else points at a copy.
+    fn reference(&mut self, reference: &str, range: ByteRange, cx: &Context<'_>) -> Node {
+        let at = cx.anchor.unwrap_or(range);
+        let keep = Node { kind: NodeKind::String(reference.to_string()), range: at };
+        let (file_part, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+        if file_part.contains("://") || file_part.starts_with("//") {
+            return keep; // remote: never fetched; the loader says so where it matters
+        }
+        let path = match (file_part.is_empty(), cx.this) {
+            (true, None) => return keep,
+            (true, Some(this)) => this.to_path_buf(),
+            (false, _) => normalize(&cx.base.join(file_part)),
+        };
+        if path == self.main {
+            return Node { kind: NodeKind::String(format!("#{fragment}")), range: at };
+        }
+        let pointer = percent_encoding::percent_decode_str(fragment).decode_utf8_lossy().into_owned();
+        let key = (path.clone(), pointer.clone());
+        if let Some(n) = self.names.get(&key) {
+            return Node { kind: NodeKind::String(format!("#/{BUNDLED}/{n}")), range: at };
+        }
+        if !self.docs.contains_key(&path) {
+            if self.docs.len() >= MAX_FILES {
+                self.error(at, format!("`$ref` `{reference}`: more than {MAX_FILES} files are referenced; not read"));
+                return keep;
+            }
+            let parsed =
+                (self.read)(&path).and_then(|text| doc::parse(&text, Syntax::of_path(&path)).map_err(|f| f.message));
+            self.docs.insert(path.clone(), parsed);
+        }
+        let found = match &self.docs[&path] {
+            Err(why) => Err(format!("cannot read {}: {why}", path.display())),
+            Ok(doc) if doc.pointer(&pointer).is_none() => {
+                Err(format!("{} has nothing at `{fragment}`", path.display()))
+            }
+            Ok(_) => Ok(()),
+        };
+        if let Err(why) = found {
+            self.error(at, format!("`$ref` `{reference}`: {why}"));
+            return keep;
+        }
+        let n = self.copies.len();
+        self.names.insert(key, n);
+        self.copies.push((path, pointer, at));
+        Node { kind: NodeKind::String(format!("#/{BUNDLED}/{n}")), range: at }
+    }
+
+    fn error(&mut self, range: ByteRange, message: String) {
+        self.diagnostics.push(Diagnostic::error(&self.main, range, "unresolved-ref", message));
+    }
+}
+
+/// `a/./b/../c` → `a/c`, without touching the file system (a link is not followed).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::toolset::schema::{self, KeyLookup};
+
+    const MAIN: &str = r#"openapi: 3.0.3
+info: {title: Pets, version: "1"}
+paths:
+  /pets:
+    get: {$ref: "paths/pets_list.yaml"}
+  /pets/{id}:
+    get:
+      parameters: [{$ref: "parameters.yaml#/id"}]
+      responses:
+        "200":
+          description: one pet
+          content: {application/json: {schema: {$ref: "schemas/pet.yaml#/Pet"}}}
+  /remote:
+    get:
+      responses:
+        "200":
+          description: from afar
+          content: {application/json: {schema: {$ref: "https://example.com/schemas.yaml#/Thing"}}}
+  /missing:
+    get:
+      responses:
+        "200":
+          description: gone
+          content: {application/json: {schema: {$ref: "schemas/gone.yaml#/Gone"}}}
+components:
+  schemas:
+    Error: {type: object, properties: {message: {type: string}}}
+"#;
+
+    /// An operation in its own file (DigitalOcean's layout), referring back to the main file and
+    /// on to a sibling folder.
+    const LIST: &str = r#"operationId: listPets
+summary: List pets
+responses:
+  "200":
+    description: pets
+    content: {application/json: {schema: {type: array, items: {$ref: "../schemas/pet.yaml#/Pet"}}}}
+  default:
+    description: error
+    content: {application/json: {schema: {$ref: "../openapi.yaml#/components/schemas/Error"}}}
+"#;
+
+    /// Recursive across the file: a pet's parent is a pet.
+    const PET: &str = r##"Pet:
+  type: object
+  properties:
+    name: {type: string}
+    owner: {$ref: "#/Owner"}
+    parent: {$ref: "#/Pet"}
+Owner:
+  type: object
+  properties:
+    login: {type: string}
+"##;
+
+    #[test]
+    fn other_files_are_bundled_and_problems_located_in_the_main_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (path, text) in [
+            ("openapi.yaml", MAIN),
+            ("paths/pets_list.yaml", LIST),
+            ("schemas/pet.yaml", PET),
+            ("parameters.yaml", "id: {name: id, in: path, required: true, schema: {type: integer}}\n"),
+        ] {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        std::fs::write(root.join("chainsmith.toml"), "[[toolsets]]\nname = \"pets\"\nopenapi = \"openapi.yaml\"\n")
+            .unwrap();
+        let catalog = crate::toolset::workspace::load(&Config::load(root, None));
+
+        let list = catalog.tool("pets", "pets").expect("the operation kept in its own file");
+        assert_eq!(list.description, "List pets");
+        let item = schema::items(list, list.response.as_ref().unwrap()).unwrap();
+        let KeyLookup::Declared(parent) = schema::property(list, item, "parent") else { panic!() };
+        let KeyLookup::Declared(owner) = schema::property(list, parent, "owner") else { panic!() };
+        assert!(matches!(schema::property(list, owner, "login"), KeyLookup::Declared(_)));
+        assert_eq!(schema::property(list, owner, "logn"), KeyLookup::Missing);
+        assert_eq!(catalog.alias_of(list), Some("list_pets"));
+
+        let one = catalog.tool("pets", "pets_by_id").expect("GET /pets/{id}");
+        assert_eq!(schema::types(one, &one.param("id").expect("a parameter from another file").schema), ["integer"]);
+
+        // A remote reference and an unreadable file: errors on their `$ref` in openapi.yaml, and
+        // only their operations are disabled.
+        assert!(catalog.tool("pets", "remote").is_none() && catalog.tool("pets", "missing").is_none());
+        let text = std::fs::read_to_string(root.join("openapi.yaml")).unwrap();
+        let mut problems: Vec<(String, &str)> = catalog
+            .diagnostics
+            .iter()
+            .map(|d| {
+                assert!(d.file.ends_with("openapi.yaml"), "{d:?}");
+                (d.message.clone(), &text[d.range.start..d.range.end])
+            })
+            .collect();
+        problems.sort();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].0.contains("is remote; chainsmith never fetches"), "{problems:?}");
+        assert_eq!(problems[0].1, "\"https://example.com/schemas.yaml#/Thing\"");
+        assert!(
+            problems[1].0.contains("leads to a file that could not be read; operation GET /missing is disabled"),
+            "{problems:?}"
+        );
+        assert!(problems[2].0.starts_with("`$ref` `schemas/gone.yaml#/Gone`: cannot read"), "{problems:?}");
+        assert_eq!(problems[2].1, "\"schemas/gone.yaml#/Gone\"");
+    }
+
+    #[test]
+    fn a_document_without_other_files_is_not_copied() {
+        let doc = doc::parse(
+            "openapi: 3.0.0\npaths: {}\ncomponents: {schemas: {A: {$ref: '#/components/schemas/B'}}}\n",
+            Syntax::Yaml,
+        )
+        .unwrap();
+        let (bundled, problems) = bundle(&doc, Path::new("x.yaml"), &|_| Err("not read".into()));
+        assert!(bundled.is_none() && problems.is_empty());
+    }
+}
