@@ -143,6 +143,11 @@ enum Command {
     },
 }
 
+/// Loading a large catalog is allocation-bound (millions of small JSON nodes); mimalloc cuts that
+/// share of `check`'s time on 16,000 APIs markedly compared with glibc's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     chainsmith::logging::init();
