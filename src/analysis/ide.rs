@@ -108,6 +108,20 @@ pub fn complete(
     catalog: &Catalog,
     config: &DiagnosticsConfig,
 ) -> Completions {
+    complete_with(file, text, tree, offset, catalog, config, None)
+}
+
+/// [`complete`], reusing `analysed` — the whole document's analysis, when the caller holds it —
+/// where the line at the cursor already parses: what precedes the cursor is the same in both.
+pub fn complete_with(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    offset: usize,
+    catalog: &Catalog,
+    config: &DiagnosticsConfig,
+    analysed: Option<&Analysis<'_>>,
+) -> Completions {
     let offset = floor_char(text, offset.min(text.len()));
     let line_start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
     let line = &text[line_start..offset];
@@ -142,7 +156,15 @@ pub fn complete(
 
     // Everything else needs the analysis of the text as it would parse with this line closed.
     let (patched, key_hint) = patch_line(text, tree, line_start, offset);
-    let analysis = analyze_until(file, &patched.text, &patched.tree, catalog, config, Some(offset));
+    let fresh;
+    let analysis = match (&patched, analysed) {
+        (None, Some(analysed)) => analysed,
+        _ => {
+            let (text, tree) = patched.as_ref().map_or((text, tree), |p| (p.text.as_str(), &p.tree));
+            fresh = analyze_until(file, text, tree, catalog, config, Some(offset));
+            &fresh
+        }
+    };
 
     if let Some(quote) = key_hint {
         // Inside `x["par|` (or `.get("par|`): the keys of x's schema.
@@ -224,7 +246,14 @@ fn keyword_before_string(before_word: &str) -> Option<&str> {
 /// an open string gets its quote, open brackets their closers, a dangling `=` a placeholder. The
 /// tree is re-parsed incrementally from the document's own. Also returns the quote character when
 /// the cursor is inside a string literal.
-fn patch_line(text: &str, tree: &Tree, line_start: usize, offset: usize) -> (parse::ParsedText, Option<Option<char>>) {
+/// The text and tree with the cursor's line closed, or `None` when it needs no patch; and, inside
+/// a string, its quote.
+fn patch_line(
+    text: &str,
+    tree: &Tree,
+    line_start: usize,
+    offset: usize,
+) -> (Option<parse::ParsedText>, Option<Option<char>>) {
     let line = &text[line_start..offset];
     let mut stack: Vec<char> = Vec::new();
     let mut in_string: Option<char> = None;
@@ -271,13 +300,13 @@ fn patch_line(text: &str, tree: &Tree, line_start: usize, offset: usize) -> (par
     // and read the rest of the file as one broken statement.
     let unfinished = leaves_string_open(&text[line_start..line_end]);
     if text[offset..line_end] == insert || (!unfinished && !statement_has_error(tree, offset)) {
-        return (parse::ParsedText { text: text.to_string(), tree: tree.clone() }, in_string.map(Some));
+        return (None, in_string.map(Some));
     }
     // Requests at a position only look at what precedes it, and the text after an unfinished line
     // is what makes re-parsing slow (error recovery defeats reuse): keep the prefix only.
     let mut patched = parse::ParsedText { text: text.to_string(), tree: tree.clone() };
     patched.edit(ByteRange::new(offset, text.len()), &insert);
-    (patched, in_string.map(Some))
+    (Some(patched), in_string.map(Some))
 }
 
 /// Whether a line ends inside a (single-line) string literal.
@@ -718,7 +747,8 @@ pub fn signature_help(
     let refs: &dyn Refs = catalog;
     let line_start = text[..offset.min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
     let (patched, _) = patch_line(text, tree, line_start, floor_char(text, offset.min(text.len())));
-    let analysis = analyze_until(file, &patched.text, &patched.tree, catalog, config, Some(offset));
+    let (text, tree) = patched.as_ref().map_or((text, tree), |p| (p.text.as_str(), &p.tree));
+    let analysis = analyze_until(file, text, tree, catalog, config, Some(offset));
     let call = analysis
         .calls
         .iter()

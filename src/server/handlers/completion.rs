@@ -10,8 +10,15 @@ use crate::server::session::Snapshot;
 pub fn completion(snap: &Snapshot, params: lsp::CompletionParams) -> Option<lsp::CompletionResponse> {
     let world = &snap.world;
     let offset = convert::offset(&snap.line_index, snap.text(), params.text_document_position.position, world.encoding);
-    let mut completions =
-        ide::complete(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics);
+    let mut completions = ide::complete_with(
+        &snap.path,
+        snap.text(),
+        &snap.parsed.tree,
+        offset,
+        &world.catalog,
+        &world.config.diagnostics,
+        Some(snap.analysis()),
+    );
     if completions.items.iter().any(|c| c.kind == ide::CompletionKind::Tool) {
         rank_by_toolnet(snap, offset, &mut completions);
     }
