@@ -209,12 +209,24 @@ impl Default for ProbeConfig {
 pub struct ToolnetConfig {
     pub alpha: f64,
     pub beta: f64,
+    /// Where the editor shows ToolNet's successor hints.
+    pub hints: SuccessorHints,
 }
 
 impl Default for ToolnetConfig {
     fn default() -> Self {
-        ToolnetConfig { alpha: 0.5, beta: 0.5 }
+        ToolnetConfig { alpha: 0.5, beta: 0.5, hints: SuccessorHints::All }
     }
+}
+
+/// `[toolnet] hints`: after each tool's first call and "what next" after the last call (`all`),
+/// only "what next" (`last`), or none (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SuccessorHints {
+    All,
+    Last,
+    Off,
 }
 
 /// `[diagnostics] severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }`.

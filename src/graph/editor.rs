@@ -196,7 +196,7 @@ mod tests {
     use crate::config::ToolnetConfig;
 
     fn graph() -> ToolGraph {
-        let mut g = ToolGraph::new(&ToolnetConfig { alpha: 0.5, beta: 1.0 });
+        let mut g = ToolGraph::new(&ToolnetConfig { alpha: 0.5, beta: 1.0, ..Default::default() });
         for _ in 0..3 {
             g.add_trajectory(&["tmdb.search_person", "tmdb.person_movie_credits"]);
         }

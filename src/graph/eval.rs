@@ -293,7 +293,7 @@ struct Model<'i> {
 impl<'i> Model<'i> {
     fn train(trajectories: &[&Trajectory], info: &'i ToolInfo) -> Self {
         // β = 1: the static weights alone (no scores exist here; Eq. 8 would not change the order).
-        let mut graph = ToolGraph::new(&ToolnetConfig { alpha: 0.5, beta: 1.0 });
+        let mut graph = ToolGraph::new(&ToolnetConfig { alpha: 0.5, beta: 1.0, ..Default::default() });
         let mut frequency: BTreeMap<String, u64> = BTreeMap::new();
         let mut category_bigram: HashMap<String, HashMap<String, u64>> = HashMap::new();
         let mut category_total: HashMap<String, u64> = HashMap::new();

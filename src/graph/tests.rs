@@ -7,7 +7,7 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 fn config(alpha: f64, beta: f64) -> ToolnetConfig {
-    ToolnetConfig { alpha, beta }
+    ToolnetConfig { alpha, beta, ..Default::default() }
 }
 
 /// Trajectories: [a, b], [a, b], [a, c], [b].

@@ -69,3 +69,23 @@ fn successors_rank_completion_and_show_inline() {
     client.await_notification::<lsp::notification::LogMessage>(|p| p.message.contains("person_movie_credits 100"));
     client.shutdown();
 }
+
+/// `[toolnet] hints`: `"last"` keeps only what comes next after the last call, `"off"` shows none.
+#[test]
+fn successor_hints_follow_the_workspace_setting() {
+    let program = "from chainsmith.tools import tmdb\n\na = tmdb.search_person(query=\"a\")\nb = tmdb.movie_credits(movie_id=1)\nc = tmdb.search_person(query=\"c\")\n";
+    for (setting, expected) in [
+        ("last", vec![(4, "next → person_movie_credits 100%".to_string())]),
+        ("off", vec![]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_workspace(dir.path());
+        let config = dir.path().join("chainsmith.toml");
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, format!("{text}\n[toolnet]\nhints = \"{setting}\"\n")).unwrap();
+        let mut client = TestClient::in_process().workspace(dir).start();
+        let uri = client.open("p.py", program);
+        assert_eq!(client.hints(&uri), expected, "hints = {setting}");
+        client.shutdown();
+    }
+}

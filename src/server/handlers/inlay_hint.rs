@@ -1,9 +1,11 @@
 //! `textDocument/inlayHint`: the last run's result at each call (`✓ 200 · 84 ms`, `✗ 404`), shown
 //! until the document is edited; and ToolNet's likely successors after each call statement
-//! (`→ person_movie_credits 62% · person 21%`, once per tool) and "what next" after the last one.
+//! (`→ person_movie_credits 62% · person 21%`, once per tool) and "what next" after the last one;
+//! `[toolnet] hints = "last"` keeps only "what next", `"off"` none.
 
 use tower_lsp_server::lsp_types as lsp;
 
+use crate::config::SuccessorHints;
 use crate::graph::editor;
 use crate::server::convert;
 use crate::server::session::Snapshot;
@@ -35,6 +37,10 @@ pub fn inlay_hint(snap: &Snapshot, params: lsp::InlayHintParams) -> Option<Vec<l
 /// the hints say what other programs and runs did, not what this one already does.
 fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::InlayHint> {
     let world = &snap.world;
+    let shown = world.config.toolnet.hints;
+    if shown == SuccessorHints::Off {
+        return Vec::new();
+    }
     let text = snap.text();
     let graph = world.toolnet.without_program(&snap.path);
     let analysis = snap.analysis();
@@ -49,7 +55,12 @@ fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::In
         // The successors of a tool are the same after each of its calls: said once, at the first.
         let repeated = seen_tools.contains(&tool.id());
         seen_tools.push(tool.id());
-        if seen_statements.contains(&at) || (repeated && !last) || !(wanted.start <= at && at <= wanted.end) {
+        let wanted_here = last || shown == SuccessorHints::All;
+        if !wanted_here
+            || seen_statements.contains(&at)
+            || (repeated && !last)
+            || !(wanted.start <= at && at <= wanted.end)
+        {
             continue;
         }
         seen_statements.push(at);
