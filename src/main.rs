@@ -149,6 +149,17 @@ enum Command {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // Tree-sitter's C library allocates through the same allocator: an edit's incremental re-parse
+    // allocates and frees thousands of subtrees.
+    // SAFETY: called before anything parses, so every tree is allocated and freed by mimalloc.
+    unsafe {
+        tree_sitter::set_allocator(Some(tree_sitter::Allocator {
+            malloc: libmimalloc_sys::mi_malloc,
+            calloc: libmimalloc_sys::mi_calloc,
+            realloc: libmimalloc_sys::mi_realloc,
+            free: libmimalloc_sys::mi_free,
+        }));
+    }
     let cli = Cli::parse();
     chainsmith::logging::init();
     if cli.trust {
