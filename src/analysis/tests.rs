@@ -382,3 +382,45 @@ fn signature_help_moves_to_the_next_open_parameter() {
     .unwrap();
     assert_eq!(s.active_parameter, Some(1), "page, the first optional parameter not given");
 }
+
+/// The short-statement shortcut of the depth guard holds: no statement shorter than half the
+/// limit nests past it, however its bytes are spent (operators, brackets, keywords, broken code).
+#[test]
+fn short_statements_cannot_nest_past_the_limit() {
+    use crate::analysis::flow::{MAX_NESTING, nesting_exceeds};
+    let budget = MAX_NESTING / 2 - 1;
+    let fill = |unit: &str, close: &str| {
+        let n = (budget - 1) / (unit.len() + close.len());
+        format!("{}x{}", unit.repeat(n), close.repeat(n))
+    };
+    let samples = [
+        fill("-", ""),
+        fill("~", ""),
+        fill("(", ")"),
+        fill("[", "]"),
+        fill("{", "}"),
+        fill("not ", ""),
+        fill("await ", ""),
+        fill("lambda:", ""),
+        fill("f(", ")"),
+        format!("x{}", "[0]".repeat((budget - 1) / 3)),
+        format!("x{}", ".a".repeat((budget - 1) / 2)),
+        format!("x{}", "()".repeat((budget - 1) / 2)),
+        "(".repeat(budget),
+        "[".repeat(budget),
+        "-".repeat(budget),
+        "if ".repeat(budget / 3),
+        format!("{}x", "yield ".repeat(budget / 6)),
+        "x = ".repeat(budget / 4) + "1",
+    ];
+    for sample in samples {
+        assert!(sample.len() < MAX_NESTING / 2, "{}", sample.len());
+        let tree = super::parse::parse(&sample);
+        let root = tree.root_node();
+        let mut cursor = root.walk();
+        for statement in root.children(&mut cursor) {
+            assert!(!nesting_exceeds(statement, MAX_NESTING), "{sample}");
+        }
+        assert!(!nesting_exceeds(root, MAX_NESTING + 2), "{sample}");
+    }
+}

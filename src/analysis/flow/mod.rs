@@ -100,6 +100,14 @@ pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog, until
 /// How deep a statement's syntax may nest before the walk leaves it alone.
 pub const MAX_NESTING: usize = 400;
 
+/// Whether a statement is long enough to nest past [`MAX_NESTING`]: every level of Python's syntax
+/// tree below a statement takes at least one byte of its own (an operator, a bracket, a keyword,
+/// indentation) save a few wrapper nodes, so a statement shorter than half the limit cannot be too
+/// deep — and most statements are that short, which spares the walk a second pass over them.
+fn could_nest_too_deep(node: Node) -> bool {
+    node.end_byte() - node.start_byte() >= MAX_NESTING / 2
+}
+
 /// Whether `node`'s subtree is deeper than `limit`, found without recursion (and without going
 /// deeper than `limit + 1`).
 pub fn nesting_exceeds(node: Node, limit: usize) -> bool {
@@ -185,7 +193,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         // statements inside one that passed are shallower still, so only the outermost is measured.
         let measured_here = !self.nesting_checked;
         if measured_here {
-            if nesting_exceeds(node, MAX_NESTING) {
+            if could_nest_too_deep(node) && nesting_exceeds(node, MAX_NESTING) {
                 self.report_too_deep(node);
                 return;
             }
