@@ -143,6 +143,7 @@ config() {
 base_url = "http://127.0.0.1:$PORT/v1"
 model = "$MODEL_NAME"
 timeout_s = 600            # a 1.5B model on 2 CPU cores needs minutes for a long first prompt
+context_tokens = $CONTEXT     # the server's -c: longer conversations are trimmed before they are sent
 TOML
 }
 

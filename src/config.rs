@@ -121,6 +121,9 @@ pub struct LlmConfig {
     pub model: String,
     pub api_key_env: String,
     pub timeout_s: u64,
+    /// The model's context window in tokens, when known: a conversation that would not fit is
+    /// trimmed before it is sent (a small local model's server refuses it otherwise).
+    pub context_tokens: Option<u32>,
 }
 
 impl Default for LlmConfig {
@@ -130,6 +133,7 @@ impl Default for LlmConfig {
             model: "qwen2.5-coder:7b".into(),
             api_key_env: "OPENAI_API_KEY".into(),
             timeout_s: 120,
+            context_tokens: None,
         }
     }
 }

@@ -129,11 +129,56 @@ pub struct Client {
     model: String,
     api_key: Option<String>,
     timeout_s: u64,
+    context_tokens: Option<u32>,
     /// Retries after the first attempt for transient failures.
     pub max_retries: u32,
     /// First backoff; doubles each retry.
     pub backoff: Duration,
     pub meter: UsageMeter,
+}
+
+/// Tokens kept free for the reply when a request names no `max_tokens`.
+const DEFAULT_REPLY_TOKENS: u32 = 1024;
+
+/// A conservative token estimate for prompts mixing English and code: tokenizers of code models
+/// average 3.5–4 characters a token on such text; 3 leaves a margin.
+fn estimated_tokens(messages: &[Message]) -> usize {
+    messages.iter().map(|m| m.content.chars().count() / 3 + 8).sum()
+}
+
+/// The conversation cut to fit `context` tokens with `reply` left for the answer. First the turns
+/// between the opening (system and first request) and the last two messages go, oldest first;
+/// then the longest message keeps its beginning and end, its middle replaced by a note. A
+/// conversation that fits is sent as it is.
+pub fn fit_to_context(messages: &[Message], context: u32, reply: u32) -> Vec<Message> {
+    let budget = (context.saturating_sub(reply) as usize).max(256);
+    let mut out = messages.to_vec();
+    let opening = out.iter().take_while(|m| m.role == "system").count() + 1;
+    while estimated_tokens(&out) > budget && out.len() > opening + 2 {
+        // An assistant turn goes with the feedback that answered it, so roles keep alternating.
+        let removed = out.remove(opening);
+        if removed.role == "assistant" && out.len() > opening + 2 && out[opening].role == "user" {
+            out.remove(opening);
+        }
+    }
+    // Messages are cut, longest first, down to a few hundred characters each at most.
+    const KEPT: usize = 600;
+    while estimated_tokens(&out) > budget {
+        let Some(longest) = (0..out.len())
+            .filter(|&i| out[i].content.chars().count() > KEPT + 100)
+            .max_by_key(|&i| out[i].content.chars().count())
+        else {
+            break; // nothing sensible left to cut
+        };
+        let chars: Vec<char> = out[longest].content.chars().collect();
+        let excess = (estimated_tokens(&out) - budget) * 3 + 200;
+        let keep = (chars.len().saturating_sub(excess)).max(KEPT) / 2;
+        let head: String = chars[..keep].iter().collect();
+        let tail: String = chars[chars.len() - keep..].iter().collect();
+        out[longest].content =
+            format!("{head}\n[… {} characters left out to fit the model's context …]\n{tail}", chars.len() - 2 * keep);
+    }
+    out
 }
 
 /// The largest chat-completion body read (a reply is a few kilobytes; an endless body is refused).
@@ -163,6 +208,7 @@ impl Client {
             model: config.model.clone(),
             api_key,
             timeout_s: config.timeout_s,
+            context_tokens: config.context_tokens,
             max_retries: 3,
             backoff: Duration::from_millis(500),
             meter: UsageMeter::default(),
@@ -173,6 +219,14 @@ impl Client {
     /// `timeout_s` (a silent or throttling server costs at most that, retries included); usage is
     /// recorded on the meter.
     pub async fn chat(&self, messages: &[Message], options: &Options) -> Result<Reply, LlmError> {
+        let fitted;
+        let messages = match self.context_tokens {
+            Some(context) => {
+                fitted = fit_to_context(messages, context, options.max_tokens.unwrap_or(DEFAULT_REPLY_TOKENS));
+                fitted.as_slice()
+            }
+            None => messages,
+        };
         let mut body = json!({"model": self.model, "messages": messages, "stream": false});
         if let Some(t) = options.temperature {
             body["temperature"] = json!(t);
@@ -279,4 +333,33 @@ pub fn parse_reply(text: &str, messages: &[Message]) -> Result<Reply, LlmError> 
         estimated: prompt.is_none() || completion.is_none(),
     };
     Ok(Reply { content, finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string), usage })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conversation_is_fitted_to_the_model_context() {
+        let long = |n: usize| "x".repeat(n);
+        let conversation = vec![
+            Message::system("rules"),
+            Message::user(format!("task and tools {}", long(6000))),
+            Message::assistant(long(3000)),
+            Message::user(format!("feedback 1 {}", long(3000))),
+            Message::assistant(long(3000)),
+            Message::user("feedback 2"),
+        ];
+        assert_eq!(fit_to_context(&conversation, 100_000, 1024), conversation, "what fits is sent unchanged");
+        let fitted = fit_to_context(&conversation, 4096, 1024);
+        assert!(estimated_tokens(&fitted) <= 4096 - 1024, "{}", estimated_tokens(&fitted));
+        let roles: Vec<&str> = fitted.iter().map(|m| m.role.as_str()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "user"], "the oldest exchange went, as a pair");
+        assert!(fitted[1].content.starts_with("task and tools") && fitted[3].content == "feedback 2");
+        // Still too long: the longest message loses its middle, with a note.
+        let fitted = fit_to_context(&conversation, 2048, 1024);
+        assert!(estimated_tokens(&fitted) <= 2048 - 1024, "{}", estimated_tokens(&fitted));
+        assert!(fitted[1].content.starts_with("task and tools"), "the beginning is kept");
+        assert!(fitted[1].content.contains("characters left out to fit the model's context"));
+    }
 }

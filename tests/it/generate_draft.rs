@@ -23,6 +23,7 @@ fn client(server: &Server) -> Client {
         model: "m".into(),
         api_key_env: "CHAINSMITH_TEST_UNSET".into(),
         timeout_s: 5,
+        context_tokens: None,
     })
     .unwrap();
     c.backoff = Duration::from_millis(5);
@@ -134,8 +135,14 @@ async fn a_down_model_and_cancellation_stop_the_loop() {
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     drop(listener);
     let catalog = catalog();
-    let mut client =
-        Client::new(&LlmConfig { base_url: url, model: "m".into(), api_key_env: "X".into(), timeout_s: 1 }).unwrap();
+    let mut client = Client::new(&LlmConfig {
+        base_url: url,
+        model: "m".into(),
+        api_key_env: "X".into(),
+        timeout_s: 1,
+        context_tokens: None,
+    })
+    .unwrap();
     client.max_retries = 0;
     let budget = Budget { max_llm_calls: 3, max_tokens: 100_000 };
     let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap_err();

@@ -25,6 +25,7 @@ fn client(server: &Server) -> Client {
         model: "m".into(),
         api_key_env: "CHAINSMITH_TEST_UNSET".into(),
         timeout_s: 5,
+        context_tokens: None,
     })
     .unwrap();
     c.backoff = Duration::from_millis(5);
@@ -361,8 +362,14 @@ async fn model_failures_leave_clear_stops() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     drop(listener);
-    let mut down =
-        Client::new(&LlmConfig { base_url: url, model: "m".into(), api_key_env: "X".into(), timeout_s: 1 }).unwrap();
+    let mut down = Client::new(&LlmConfig {
+        base_url: url,
+        model: "m".into(),
+        api_key_env: "X".into(),
+        timeout_s: 1,
+        context_tokens: None,
+    })
+    .unwrap();
     down.max_retries = 0;
     let outcome = run_search(BIO, ws.path(), &down, &settings(2, 2, 3, 10), &runner).await;
     assert!(matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("cannot be reached")), "{:?}", outcome.stop);

@@ -12,6 +12,7 @@ fn client(server_url: &str, key_env: &str) -> Client {
         model: "test-model".into(),
         api_key_env: key_env.into(),
         timeout_s: 2,
+        context_tokens: None,
     };
     let mut c = Client::new(&config).unwrap();
     c.backoff = Duration::from_millis(10);
@@ -147,4 +148,42 @@ async fn retries_stay_within_one_deadline_per_call() {
     let err = client(&silent, "CHAINSMITH_TEST_UNSET").chat(&[Message::user("t")], &Options::default()).await;
     assert!(matches!(err, Err(LlmError::Timeout(2))), "{err:?}");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
+}
+
+/// With `[llm] context_tokens`, a conversation longer than the model's context reaches the server
+/// trimmed (the oldest exchange first), instead of being refused by it.
+#[tokio::test]
+async fn a_conversation_longer_than_the_context_is_trimmed_before_sending() {
+    let server = Server::start(|_, _| Answer::text("```python\nprint(1)\n```"));
+    let config = LlmConfig {
+        base_url: server.base_url.clone(),
+        model: "small".into(),
+        api_key_env: "CHAINSMITH_TEST_NO_KEY".into(),
+        timeout_s: 2,
+        context_tokens: Some(2048),
+    };
+    let c = Client::new(&config).unwrap();
+    let long = "print(1)\n".repeat(400);
+    let conversation = [
+        Message::system("rules"),
+        Message::user("task"),
+        Message::assistant(long.clone()),
+        Message::user("feedback"),
+        Message::assistant(long),
+        Message::user("last feedback"),
+    ];
+    let options = Options { max_tokens: Some(512), ..Default::default() };
+    c.chat(&conversation, &options).await.unwrap();
+    let recorded = server.requests.lock().unwrap();
+    let sent: Vec<(String, usize)> = recorded[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_string(), m["content"].as_str().unwrap().len()))
+        .collect();
+    let roles: Vec<&str> = sent.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"], "{sent:?}");
+    assert_eq!(recorded[0].body["messages"][3]["content"], "last feedback");
+    let characters: usize = sent.iter().map(|(_, n)| n).sum();
+    assert!(characters / 3 < 2048 - 512, "{characters} characters");
 }

@@ -74,10 +74,8 @@ fn successors_rank_completion_and_show_inline() {
 #[test]
 fn successor_hints_follow_the_workspace_setting() {
     let program = "from chainsmith.tools import tmdb\n\na = tmdb.search_person(query=\"a\")\nb = tmdb.movie_credits(movie_id=1)\nc = tmdb.search_person(query=\"c\")\n";
-    for (setting, expected) in [
-        ("last", vec![(4, "next → person_movie_credits 100%".to_string())]),
-        ("off", vec![]),
-    ] {
+    for (setting, expected) in [("last", vec![(4, "next → person_movie_credits 100%".to_string())]), ("off", vec![])]
+    {
         let dir = tempfile::tempdir().unwrap();
         copy_workspace(dir.path());
         let config = dir.path().join("chainsmith.toml");
