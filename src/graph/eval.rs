@@ -246,7 +246,7 @@ pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
         let mut words: HashSet<String> = tokens(&x.name).into_iter().collect();
         let mut keys = HashSet::new();
         if let Some(schema) = &x.response {
-            collect_keys(x, schema, &mut keys, 0);
+            collect_keys(x, schema, &mut keys, 0, &mut 2_000);
         }
         for k in &keys {
             words.extend(tokens(k));
@@ -264,17 +264,25 @@ pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
     links
 }
 
-/// Every property name in a JSON Schema (a few levels deep).
-fn collect_keys(refs: &dyn Refs, schema: &serde_json::Value, keys: &mut HashSet<String>, depth: usize) {
-    if depth > 6 {
+/// Every property name in a JSON Schema (a few levels deep, and a bounded number of schemas:
+/// referenced schemas that lead back to each other would otherwise multiply the walk).
+fn collect_keys(
+    refs: &dyn Refs,
+    schema: &serde_json::Value,
+    keys: &mut HashSet<String>,
+    depth: usize,
+    budget: &mut usize,
+) {
+    if depth > 6 || *budget == 0 {
         return;
     }
+    *budget -= 1;
     for (k, v) in schema::keys(refs, schema) {
         keys.insert(k.to_string());
-        collect_keys(refs, v, keys, depth + 1);
+        collect_keys(refs, v, keys, depth + 1, budget);
     }
     if let Some(items) = schema::items(refs, schema) {
-        collect_keys(refs, items, keys, depth + 1);
+        collect_keys(refs, items, keys, depth + 1, budget);
     }
 }
 

@@ -14,24 +14,33 @@ use crate::toolset::{doc, openapi, schema, toolbench};
 /// Key paths of a schema (`results[].id`) with the non-null types each admits.
 pub fn key_paths(refs: &dyn Refs, schema_value: &Value) -> BTreeMap<String, BTreeSet<&'static str>> {
     let mut out = BTreeMap::new();
-    walk(refs, schema_value, String::new(), &mut out, 0);
+    walk(refs, schema_value, String::new(), &mut out, 0, &mut 5_000);
     out
 }
 
-fn walk(refs: &dyn Refs, s: &Value, path: String, out: &mut BTreeMap<String, BTreeSet<&'static str>>, depth: usize) {
-    if depth > 12 {
+fn walk(
+    refs: &dyn Refs,
+    s: &Value,
+    path: String,
+    out: &mut BTreeMap<String, BTreeSet<&'static str>>,
+    depth: usize,
+    budget: &mut usize,
+) {
+    // Bounded in schemas visited too: recursive references would otherwise multiply the walk.
+    if depth > 12 || *budget == 0 {
         return;
     }
+    *budget -= 1;
     let types: BTreeSet<&'static str> = schema::types(refs, s).into_iter().filter(|t| *t != "null").collect();
     if !path.is_empty() {
         out.insert(path.clone(), types.clone());
     }
     for (k, sub) in schema::keys(refs, s) {
         let p = if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
-        walk(refs, sub, p, out, depth + 1);
+        walk(refs, sub, p, out, depth + 1, budget);
     }
     if let Some(items) = schema::items(refs, s) {
-        walk(refs, items, format!("{path}[]"), out, depth + 1);
+        walk(refs, items, format!("{path}[]"), out, depth + 1, budget);
     }
 }
 

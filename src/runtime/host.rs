@@ -321,7 +321,9 @@ impl Host {
         // Compared whole, before the trace's cap cuts arrays and strings; a replayed answer was
         // compared when it was recorded.
         let drift = match (outcome.ok && !outcome.replayed, self.tool_of(&call.tool)) {
-            (true, Ok((_, tool))) => super::drift::Drift::of(tool, call.id, &call.arguments, &outcome.response),
+            (true, Ok((_, tool))) => {
+                super::drift::Drift::of(tool, call.id, &call.arguments, &self.secrets.value(&outcome.response))
+            }
             _ => None,
         };
         call.ok = outcome.ok;

@@ -196,8 +196,13 @@ impl Emitter<'_> {
         let ty = self.ty(target, &name, 0);
         if self.reserved.remove(&name) {
             self.definitions.push(format!("{name} = {ty}\n"));
+            return name;
         }
-        name
+        // A nullable object: its class is `name`, its uses `name | None`.
+        if ty != name {
+            self.by_ref.insert(reference.to_string(), ty.clone());
+        }
+        ty
     }
 
     fn unique(&mut self, hint: &str) -> String {

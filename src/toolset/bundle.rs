@@ -2,8 +2,9 @@
 //! `resources/get.yml`, as DigitalOcean writes its spec) are bundled into the main document before
 //! it is loaded, so one resolver and one schema store serve them like local references.
 //!
-//! Each referenced (file, pointer) is copied once under `x-chainsmith-bundled/<n>` and every
-//! reference to it rewritten to `#/x-chainsmith-bundled/<n>`, the copy's own references followed
+//! Each referenced (file, pointer) is copied once under `x-chainsmith-bundled/<Name>-<n>` (its last
+//! pointer segment, so stubs name it) and every reference to it rewritten to point there, the
+//! copy's own references followed
 //! relative to its file. Copied nodes carry the byte range of the main file's `$ref` that brought
 //! them in, so what is reported about them (and a definition inside them) is located in the file
 //! the user opened. Remote references (`https://…`) are never fetched; a file that cannot be read
@@ -18,6 +19,9 @@ use crate::text::ByteRange;
 
 /// The root key the bundled copies live under.
 pub const BUNDLED: &str = "x-chainsmith-bundled";
+
+/// Schema keywords whose values are data, not schemas.
+const DATA_KEYWORDS: [&str; 5] = ["example", "examples", "default", "enum", "const"];
 
 /// Files one protocol may pull in: a guard against a reference maze, not a limit a spec meets.
 const MAX_FILES: usize = 2_000;
@@ -55,7 +59,7 @@ pub fn bundle(doc: &Node, file: &Path, read: &Reader<'_>) -> (Option<Node>, Vec<
     }
     if let NodeKind::Object(members) = &mut out.kind {
         let range = doc.range;
-        let copies = bundled.into_iter().map(|(n, node)| (n.to_string(), range, node)).collect();
+        let copies = bundled.into_iter().map(|(n, node)| (bundler.copy_key(n), range, node)).collect();
         members.push((BUNDLED.to_string(), range, Node { kind: NodeKind::Object(copies), range }));
     }
     (Some(out), bundler.diagnostics)
@@ -103,6 +107,8 @@ impl Bundler<'_> {
                     .map(|(key, key_range, value)| {
                         let value = match (key.as_str(), value.as_str()) {
                             ("$ref", Some(reference)) => self.reference(reference, value.range, cx),
+                            // Examples and defaults are data: a `$ref` in them is no reference.
+                            _ if DATA_KEYWORDS.contains(&key.as_str()) => self.copy(value, cx),
                             _ => self.rewrite(value, cx),
                         };
                         (key.clone(), cx.anchor.unwrap_or(*key_range), value)
@@ -115,13 +121,38 @@ impl Bundler<'_> {
         Node { kind, range }
     }
 
+    /// A data value as it is, carrying the anchor's range when it comes from another file.
+    fn copy(&self, node: &Node, cx: &Context<'_>) -> Node {
+        let Some(anchor) = cx.anchor else { return node.clone() };
+        let kind = match &node.kind {
+            NodeKind::Object(members) => {
+                NodeKind::Object(members.iter().map(|(k, _, v)| (k.clone(), anchor, self.copy(v, cx))).collect())
+            }
+            NodeKind::Array(items) => NodeKind::Array(items.iter().map(|v| self.copy(v, cx)).collect()),
+            other => other.clone(),
+        };
+        Node { kind, range: anchor }
+    }
+
     /// A `$ref`'s new text: local ones of the main document stay; everything else points at a copy.
     fn reference(&mut self, reference: &str, range: ByteRange, cx: &Context<'_>) -> Node {
         let at = cx.anchor.unwrap_or(range);
-        let keep = Node { kind: NodeKind::String(reference.to_string()), range: at };
+        // A reference that cannot be bundled: as written in the main document; from another
+        // file, one that resolves nowhere (as written it would point into the main document).
+        let keep = match cx.this {
+            None => Node { kind: NodeKind::String(reference.to_string()), range: at },
+            Some(_) => Node { kind: NodeKind::String(format!("#/{BUNDLED}/unresolved")), range: at },
+        };
         let (file_part, fragment) = reference.split_once('#').unwrap_or((reference, ""));
         if file_part.contains("://") || file_part.starts_with("//") {
-            return keep; // remote: never fetched; the loader says so where it matters
+            // Never fetched: the loader says so on a main-document reference, this on another's.
+            if cx.this.is_some() {
+                self.error(
+                    at,
+                    format!("`$ref` `{reference}` is remote; chainsmith never fetches protocols over the network"),
+                );
+            }
+            return keep;
         }
         let path = match (file_part.is_empty(), cx.this) {
             (true, None) => return keep,
@@ -134,7 +165,7 @@ impl Bundler<'_> {
         let pointer = percent_encoding::percent_decode_str(fragment).decode_utf8_lossy().into_owned();
         let key = (path.clone(), pointer.clone());
         if let Some(n) = self.names.get(&key) {
-            return Node { kind: NodeKind::String(format!("#/{BUNDLED}/{n}")), range: at };
+            return Node { kind: NodeKind::String(format!("#/{BUNDLED}/{}", self.copy_key(*n))), range: at };
         }
         if !self.docs.contains_key(&path) {
             if self.docs.len() >= MAX_FILES {
@@ -159,7 +190,19 @@ impl Bundler<'_> {
         let n = self.copies.len();
         self.names.insert(key, n);
         self.copies.push((path, pointer, at));
-        Node { kind: NodeKind::String(format!("#/{BUNDLED}/{n}")), range: at }
+        Node { kind: NodeKind::String(format!("#/{BUNDLED}/{}", self.copy_key(n))), range: at }
+    }
+
+    /// The key copy `n` is kept under: the name of what it copies (the pointer's last segment, else
+    /// the file's stem), made safe for a JSON pointer, and its number.
+    fn copy_key(&self, n: usize) -> String {
+        let (path, pointer, _) = &self.copies[n];
+        let last = pointer.rsplit('/').next().filter(|s| !s.is_empty());
+        let name = last
+            .map(str::to_string)
+            .unwrap_or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default());
+        let safe: String = name.chars().map(|c| if c.is_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        format!("{safe}-{n}")
     }
 
     fn error(&mut self, range: ByteRange, message: String) {

@@ -273,6 +273,35 @@ pub struct Catalog {
     pub trust: crate::trust::Trust,
 }
 
+/// Python builtins an alias must not shadow in a stub (types used in annotations, and common
+/// functions).
+const PYTHON_BUILTINS: [&str; 24] = [
+    "list",
+    "dict",
+    "str",
+    "int",
+    "float",
+    "bool",
+    "set",
+    "tuple",
+    "bytes",
+    "object",
+    "type",
+    "frozenset",
+    "any",
+    "all",
+    "len",
+    "print",
+    "id",
+    "map",
+    "filter",
+    "range",
+    "sum",
+    "min",
+    "max",
+    "open",
+];
+
 /// A reference key starts with its toolset's name (`toolset/file#pointer`): the lookup goes to that
 /// toolset's store.
 impl schema::Refs for Catalog {
@@ -312,7 +341,13 @@ impl Catalog {
         for (i, tool) in tools.iter().enumerate() {
             let Some(operation_id) = tool.source.operation_id.as_deref() else { continue };
             let alias = crate::names::snake_case(operation_id);
-            if alias != tool.name && crate::names::is_identifier(&alias) && !crate::names::is_python_keyword(&alias) {
+            // A builtin's name (`list`, `dict`) would shadow it in the toolset's stub.
+            let builtin = PYTHON_BUILTINS.contains(&alias.as_str());
+            if alias != tool.name
+                && !builtin
+                && crate::names::is_identifier(&alias)
+                && !crate::names::is_python_keyword(&alias)
+            {
                 candidates.entry(alias).or_default().push(i);
             }
         }

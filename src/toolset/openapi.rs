@@ -96,6 +96,10 @@ fn load_document(doc: &Node, file: &Path, toolset: &str) -> Loaded {
 
     loaded.auth = loader.auth.take();
     loaded.tools = tools;
+    for problem in std::mem::take(&mut loader.resolver.problems) {
+        let consequence = "the schemas that use it are unknown at that point (not checked)";
+        loaded.diagnostics.push(problem.diagnostic(file, consequence));
+    }
     loaded.schemas = std::sync::Arc::new(std::mem::take(&mut loader.resolver.store));
     for tool in &mut loaded.tools {
         tool.schemas = loaded.schemas.clone();
@@ -248,13 +252,22 @@ struct Resolver<'a> {
     store: Schemas,
     /// Referenced schemas stored as placeholders, still to be converted.
     pending: Vec<(&'a str, &'a Node)>,
-    /// References whose schema failed to convert: every use fails the same way.
-    broken: HashMap<&'a str, RefError<'a>>,
+    /// Named schemas that failed to convert (a `$ref` inside them leads nowhere): reported once,
+    /// and unknown wherever they are used, so every operation using one loads alike.
+    broken: HashSet<&'a str>,
+    problems: Vec<RefError<'a>>,
 }
 
 impl<'a> Resolver<'a> {
     fn new(root: &'a Node, prefix: String) -> Self {
-        Resolver { root, prefix, store: Schemas::default(), pending: Vec::new(), broken: HashMap::new() }
+        Resolver {
+            root,
+            prefix,
+            store: Schemas::default(),
+            pending: Vec::new(),
+            broken: HashSet::new(),
+            problems: Vec::new(),
+        }
     }
 
     fn target(&self, reference: &str) -> Result<&'a Node, RefProblem> {
@@ -278,29 +291,27 @@ impl<'a> Resolver<'a> {
     }
 
     /// A schema node as JSON Schema whose references are keys of the store; every schema it
-    /// reaches is stored (once) before this returns, so a broken one disables its user.
+    /// reaches is stored (once) before this returns. A reference of the node itself that leads
+    /// nowhere fails it (and disables its operation); one inside a named schema breaks only that
+    /// schema, reported once (see [`Resolver::problems`]).
     fn schema(&mut self, node: &'a Node) -> Result<Value, RefError<'a>> {
         let value = self.value(node, 0, false);
-        let drained = self.drain();
-        let value = value?;
-        drained?;
-        Ok(value)
+        self.drain();
+        value
     }
 
-    fn drain(&mut self) -> Result<(), RefError<'a>> {
-        let mut first_error = None;
+    fn drain(&mut self) {
         while let Some((reference, target)) = self.pending.pop() {
             let key = self.key(reference);
             match self.value(target, 0, false) {
                 Ok(value) => self.store.insert(key, value),
                 Err(error) => {
                     self.store.remove(&key);
-                    self.broken.insert(reference, error.clone());
-                    first_error.get_or_insert(error);
+                    self.broken.insert(reference);
+                    self.problems.push(error);
                 }
             }
         }
-        first_error.map_or(Ok(()), Err)
     }
 
     fn key(&self, reference: &str) -> String {
@@ -352,12 +363,12 @@ impl<'a> Resolver<'a> {
     /// A `$ref` node: a reference to the stored schema, with the members beside `$ref` (3.1 allows
     /// them; 3.0 documents use them for descriptions) kept to refine it.
     fn reference(&mut self, node: &'a Node, reference: &'a str, depth: usize) -> Result<Value, RefError<'a>> {
-        if let Some(error) = self.broken.get(reference) {
-            return Err(error.clone());
+        let key = self.key(reference);
+        if self.broken.contains(reference) {
+            return Ok(json!({"$ref": key})); // unknown: reported once where it breaks
         }
         // Missing targets and pure reference cycles are errors of the user, found here.
         self.deref(node)?;
-        let key = self.key(reference);
         if !self.store.contains(&key) {
             let range = node.get("$ref").map_or(node.range, |r| r.range);
             let target = self.target(reference).map_err(|problem| RefError { range, reference, problem })?;
@@ -1337,6 +1348,36 @@ paths:
         assert_eq!(external.len(), 1);
         assert_eq!(slice(text, external[0].range), "\"other.json#/A\"");
         assert!(external[0].message.contains("operation PUT /x/{id} is disabled"), "{}", external[0].message);
+    }
+
+    /// A `$ref` that leads nowhere inside a named schema breaks that schema alone: reported once,
+    /// where it is written, and every operation using it loads alike, the schema unknown there.
+    #[test]
+    fn a_broken_named_schema_is_reported_once_and_its_users_all_load() {
+        let text = r##"openapi: 3.0.0
+info: {title: t, version: "1"}
+paths:
+  /a:
+    get:
+      responses: {"200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/A"}}}}}
+  /b:
+    get:
+      responses: {"200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/B"}}}}}
+components:
+  schemas:
+    A: {type: object, properties: {b: {$ref: "#/components/schemas/B"}, name: {type: string}}}
+    B: {type: object, properties: {c: {$ref: "#/components/schemas/C"}}}
+    C: {type: object, properties: {d: {$ref: "#/components/schemas/Missing"}}}
+"##;
+        let loaded = load_text(text, Syntax::Yaml);
+        let names: Vec<&str> = loaded.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"], "{:?}", loaded.diagnostics);
+        let [d] = loaded.diagnostics.as_slice() else { panic!("{:?}", loaded.diagnostics) };
+        assert_eq!((d.code, slice(text, d.range)), ("unresolved-ref", "\"#/components/schemas/Missing\""));
+        assert!(d.message.contains("unknown at that point"), "{}", d.message);
+        let a = tool(&loaded, "a");
+        let response = a.response.as_ref().unwrap();
+        assert_eq!(schema::property(a, response, "nmae"), KeyLookup::Missing, "what is known is still checked");
     }
 
     #[test]

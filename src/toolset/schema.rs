@@ -341,8 +341,10 @@ fn contradictions_at(
         }
         return;
     }
+    // A nullable enum rarely lists `null` among its values (Stripe's never do).
     if let Some(values) = enum_values(refs, schema).filter(|v| !v.is_empty())
         && !values.contains(value)
+        && !(value.is_null() && expected.contains(&"null"))
     {
         note(out, path, format!("{} is not one of its enum values", short(value)));
         return;
@@ -354,7 +356,10 @@ fn contradictions_at(
                 for key in
                     part.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
                 {
-                    if !map.contains_key(key) && out.len() < max {
+                    // A write-only member is required in requests, never sent back.
+                    let write_only = matches!(property(refs, schema, key), KeyLookup::Declared(s)
+                        if self::parts(refs, s).iter().any(|p| p.get("writeOnly") == Some(&Value::Bool(true))));
+                    if !map.contains_key(key) && !write_only && out.len() < max {
                         note(out, join(key), "required key missing".into());
                     }
                 }
@@ -560,5 +565,12 @@ mod tests {
         assert_eq!(paths, ["id", "state", "owner.site_admin", "tags[1]", "media"], "{found:?}");
         assert_eq!(found[3].1, "expected string, got integer", "one finding per place in the shape");
         assert_eq!(contradictions(&NoRefs, &s, &drifted, 2).len(), 2);
+        // A nullable enum admits null without listing it (as Stripe writes them); a write-only
+        // required member is never sent back.
+        let reason = json!({"type": "object", "required": ["secret"], "properties": {
+            "reason": {"type": "string", "nullable": true, "enum": ["duplicate", "fraudulent"]},
+            "secret": {"type": "string", "writeOnly": true}}});
+        assert!(contradictions(&NoRefs, &reason, &json!({"reason": null}), 10).is_empty());
+        assert_eq!(contradictions(&NoRefs, &reason, &json!({"reason": "lost"}), 10).len(), 1);
     }
 }

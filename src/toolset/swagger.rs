@@ -81,7 +81,7 @@ pub fn upgrade(doc: &Node) -> Node {
         let converted = responses.members().iter().map(|(k, r, x)| (k.clone(), *r, response(x, &produces))).collect();
         members.push(("responses".into(), Node { kind: NodeKind::Object(converted), range: responses.range }));
     }
-    for key in ["security", "tags", "externalDocs"] {
+    for key in ["security", "tags", "externalDocs", super::bundle::BUNDLED] {
         if let Some(node) = doc.get(key) {
             members.push((key.into(), node.clone()));
         }

@@ -25,12 +25,20 @@ pub(super) const NOT_NULL: &str = "\0not-null";
 pub(super) struct Guard {
     container: String,
     key: String,
+    /// The key's value is not null either (`x.get("k")` was true, or `is not None`), which a
+    /// membership test (`"k" in x`) does not say.
+    value_not_null: bool,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
     /// Whether reading `key` from the container spelled `container` is guarded here.
     pub(super) fn is_guarded(&self, container: &str, key: &str) -> bool {
         self.key_errors_caught > 0 || self.guards.iter().any(|g| g.key == key && g.container == container)
+    }
+
+    /// Whether `container[key]` is known not to be null here (`if container.get(key):`).
+    pub(super) fn member_not_null(&self, container: &str, key: &str) -> bool {
+        self.guards.iter().any(|g| g.value_not_null && g.key == key && g.container == container)
     }
 
     pub(super) fn if_statement(&mut self, node: Node<'t>) {
@@ -45,9 +53,13 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.guards.truncate(before);
         let mut cursor = node.walk();
         let alternatives: Vec<Node<'t>> = node.children_by_field_id(fields().alternative, &mut cursor).collect();
+        // `else`/`elif` run when the condition is false: what it rules out when true holds there.
+        let ruled_out = condition.map(|c| self.absent_when_true(c)).unwrap_or_default();
+        self.guards.extend(ruled_out);
         for alternative in alternatives {
             self.statement(alternative);
         }
+        self.guards.truncate(before);
         // `if "k" not in r: continue`: past this statement, the key is there.
         if let (Some(condition), Some(body)) = (condition, consequence)
             && ends_by_leaving(body)
@@ -203,7 +215,7 @@ impl<'t, 'c> Walker<'t, 'c> {
 
     /// The guard a condition establishes when it is true: `"k" in x`, `x.get("k")`,
     /// `x.get("k") is not None`.
-    fn present_when_true(&self, node: Node<'t>) -> Option<Guard> {
+    pub(super) fn present_when_true(&self, node: Node<'t>) -> Option<Guard> {
         match node.kind() {
             "parenthesized_expression" => self.present_when_true(node.named_child(0)?),
             "comparison_operator" => match comparison_parts(node)? {
@@ -215,14 +227,19 @@ impl<'t, 'c> Walker<'t, 'c> {
             },
             "call" => self.get_guard(node).or_else(|| self.isinstance_guard(node)),
             "identifier" | "subscript" | "attribute" => self.not_null(node),
+            // `if (o := r["owner"]):` — the name is not null in the block.
+            "named_expression" => self.not_null(node.child_by_field_id(fields().name.get())?),
             _ => None,
         }
     }
 
     /// A truthy value, or one compared `is not None`, is not null.
     fn not_null(&self, value: Node<'t>) -> Option<Guard> {
-        matches!(value.kind(), "identifier" | "subscript" | "attribute" | "call")
-            .then(|| Guard { container: text_of(value, self.text).to_string(), key: NOT_NULL.to_string() })
+        matches!(value.kind(), "identifier" | "subscript" | "attribute" | "call").then(|| Guard {
+            container: text_of(value, self.text).to_string(),
+            key: NOT_NULL.to_string(),
+            value_not_null: false,
+        })
     }
 
     /// `isinstance(x, dict)` (or any type): `x` is not null.
@@ -267,7 +284,11 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     fn guard(&self, container: Node<'t>, key: Node<'t>) -> Option<Guard> {
-        Some(Guard { container: text_of(container, self.text).to_string(), key: string_value(key, self.text)? })
+        Some(Guard {
+            container: text_of(container, self.text).to_string(),
+            key: string_value(key, self.text)?,
+            value_not_null: false,
+        })
     }
 
     /// `x.get("k")` guards `k` on `x`.
@@ -282,7 +303,8 @@ impl<'t, 'c> Walker<'t, 'c> {
             return None;
         }
         let key = call.child_by_field_id(fields().arguments.get())?.named_child(0)?;
-        self.guard(function.child_by_field_id(fields().object.get())?, key)
+        let guard = self.guard(function.child_by_field_id(fields().object.get())?, key)?;
+        Some(Guard { value_not_null: true, ..guard })
     }
 }
 

@@ -216,6 +216,13 @@ impl<'t, 'c> Walker<'t, 'c> {
             }
             "with_statement" => self.with_statement(node),
             "if_statement" => self.if_statement(node),
+            // `assert x` rules out what `if not x: raise` would, for the rest of the block.
+            "assert_statement" => {
+                self.walk_named_children(node);
+                if let Some(held) = node.named_child(0).and_then(|c| self.present_when_true(c)) {
+                    self.guards.push(held);
+                }
+            }
             "try_statement" => self.try_statement(node),
             "return_statement" => {
                 let ty = node.named_child(0).map(|value| self.expr(value)).unwrap_or(Ty::Unknown);

@@ -326,6 +326,15 @@ impl<'t, 'c> Walker<'t, 'c> {
         if self.is_guarded(text, super::guards::NOT_NULL) {
             return;
         }
+        // `r["owner"]["login"]` under `if r.get("owner"):`.
+        if container.kind() == "subscript"
+            && let Some(object) = container.child_by_field_id(fields().value.get())
+            && let Key::Str(key) =
+                literal_key(container.child_by_field_id(fields().subscript.get()).unwrap_or(container), self.text)
+            && self.member_not_null(text_of(object, self.text), &key)
+        {
+            return;
+        }
         let message = if text.chars().count() > 40 {
             "this value may be null (the protocol marks it nullable); check it before reading from it".to_string()
         } else {
