@@ -309,9 +309,13 @@ pub struct ObservedDrift {
 }
 
 impl Session {
-    /// Records what a run saw, replacing what earlier runs saw of the same tools.
-    pub fn observe_drift(&mut self, program: &Path, drift: &[crate::runtime::drift::Drift]) {
-        let generation = self.generation;
+    /// Records what a run saw, replacing what earlier runs saw of the same tools; a run that
+    /// started under an older load compared against schemas that may have changed, so it is not
+    /// recorded.
+    pub fn observe_drift(&mut self, program: &Path, drift: &[crate::runtime::drift::Drift], generation: u64) {
+        if generation != self.generation {
+            return;
+        }
         self.drift.retain(|d| d.generation == generation && !drift.iter().any(|n| n.tool == d.drift.tool));
         self.drift.extend(drift.iter().map(|d| ObservedDrift {
             generation,

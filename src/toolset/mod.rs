@@ -372,7 +372,10 @@ impl Catalog {
     pub fn names_and_aliases<'c>(&'c self, toolset: &str) -> impl Iterator<Item = &'c str> + 'c {
         let ti = self.by_toolset.get(toolset).copied();
         let names = ti.into_iter().flat_map(move |ti| self.toolsets[ti].tools.iter().map(|t| t.name.as_str()));
-        let aliases = self.aliases.iter().filter(move |((t, _), _)| Some(*t) == ti).map(|(_, a)| a.as_str());
+        // In tool order, so did-you-mean breaks ties the same way every time.
+        let aliases = ti.into_iter().flat_map(move |ti| {
+            (0..self.toolsets[ti].tools.len()).filter_map(move |i| self.aliases.get(&(ti, i)).map(String::as_str))
+        });
         names.chain(aliases)
     }
 

@@ -138,6 +138,10 @@ fn drift_seen_in_a_run_goes_on_the_protocol_and_its_fix_takes_the_observed_shape
     let schema =
         &mut spec["paths"]["/search/person"]["get"]["responses"]["200"]["content"]["application/json"]["schema"];
     schema["properties"]["results"]["items"]["properties"]["id"] = json!({"type": "string"});
+    // A second tool drifts too: accepting one keeps the other's warning.
+    let credits = &mut spec["paths"]["/person/{person_id}/movie_credits"]["get"]["responses"]["200"]["content"]["application/json"]
+        ["schema"];
+    credits["properties"]["cast"] = json!({"type": "string"});
     std::fs::write(&spec_path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
     let mut client = TestClient::in_process().workspace(ws).start();
     let uri = client.open("p.py", GOOD);
@@ -145,7 +149,8 @@ fn drift_seen_in_a_run_goes_on_the_protocol_and_its_fix_takes_the_observed_shape
 
     assert_eq!(client.execute_command("chainsmith.run", vec![json!(uri.as_str())], None), Ok(None));
     let spec_uri = client.uri("specs/tmdb_oas.json");
-    let published = client.diagnostics(&spec_uri, |p| codes(p).iter().any(|(_, c)| c == "schema-drift"));
+    let published =
+        client.diagnostics(&spec_uri, |p| codes(p).iter().filter(|(_, c)| c == "schema-drift").count() == 2);
     let drift = published.diagnostics.iter().find(|d| d.message.contains("`results[0].id`")).expect("the drift");
     assert_eq!(drift.severity, Some(lsp::DiagnosticSeverity::WARNING));
     assert!(drift.message.contains("expected string, got integer"), "{}", drift.message);
@@ -165,7 +170,9 @@ fn drift_seen_in_a_run_goes_on_the_protocol_and_its_fix_takes_the_observed_shape
     assert_eq!(fix.title, "Take the observed response as `tmdb.search_person`'s schema");
     let command = fix.command.unwrap();
     assert_eq!(client.execute_command(&command.command, command.arguments.unwrap(), None), Ok(None));
-    client.diagnostics(&spec_uri, |p| codes(p).iter().all(|(_, c)| c != "schema-drift"));
+    let left = client.diagnostics(&spec_uri, |p| codes(p).iter().filter(|(_, c)| c == "schema-drift").count() == 1);
+    let other = left.diagnostics.iter().find(|d| d.message.contains("schema-drift") || d.message.contains("answered"));
+    assert!(other.is_some_and(|d| d.message.contains("tmdb.person_movie_credits")), "{left:#?}");
     let overlay = std::fs::read_to_string(client.path(".chainsmith/probed/tmdb.json")).expect("the overlay");
     assert!(overlay.contains("\"search_person\""), "{overlay}");
     // The observed shape now checks programs: person ids are integers again, names still known.

@@ -22,11 +22,11 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     let Some(tool) = params.arguments.first().and_then(Value::as_str).map(str::to_string) else {
         return Err(Error::invalid_params(format!("{COMMAND} takes the tool id (toolset.name) as its argument")));
     };
-    let (root, catalog, observed) = {
+    let (root, catalog, observed, before) = {
         let s = ctx.session();
         let generation = s.generation;
         let observed = s.drift.iter().find(|d| d.drift.tool == tool && d.generation == generation).cloned();
-        (s.root.clone(), s.catalog.clone(), observed)
+        (s.root.clone(), s.catalog.clone(), observed, generation)
     };
     let (Some(root), Some(observed)) = (root, observed) else {
         let message = format!("chainsmith: no response of `{tool}` outside its protocol was seen since the last load");
@@ -35,7 +35,15 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     };
     let Some(probed) = Probed::observed(&observed.drift, &catalog) else { return Ok(None) };
     super::probe::write_probed(ctx, &root, &catalog, &[&probed]).await;
-    ctx.session().drift.retain(|d| d.drift.tool != tool);
+    {
+        // The reload changed only this tool's schema: what runs saw of the others still holds.
+        let mut s = ctx.session();
+        let now = s.generation;
+        s.drift.retain(|d| d.drift.tool != tool && d.generation == before);
+        for d in s.drift.iter_mut() {
+            d.generation = now;
+        }
+    }
     ctx.publish_everything().await;
     Ok(None)
 }

@@ -109,8 +109,9 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     request.source = Some(text.clone());
     request.mcp = Some(ctx.mcp.clone());
     let context = ctx.clone();
+    let generation = world.generation;
     spawn_guarded(&ctx.client, "chainsmith.run", async move {
-        background(&context, request, task, progress, snapshot, text).await;
+        background(&context, request, task, progress, snapshot, text, generation).await;
     });
     Ok(None)
 }
@@ -126,6 +127,7 @@ async fn background(
     progress: Progress,
     snapshot: Option<Snapshot>,
     text: String,
+    generation: u64,
 ) {
     let client = &ctx.client;
     let name = file_name(&request.program);
@@ -185,7 +187,7 @@ async fn background(
     client.log_message(lsp::MessageType::INFO, report).await;
     // What the API answered outside its protocol goes on the protocol file.
     if !outcome.drift.is_empty() {
-        ctx.session().observe_drift(&path, &outcome.drift);
+        ctx.session().observe_drift(&path, &outcome.drift, generation);
         ctx.publish_everything().await;
     }
     // The results go on the document before the progress ends: a client that asks for hints or
