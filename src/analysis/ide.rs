@@ -155,16 +155,8 @@ pub fn complete_with(
     }
 
     // Everything else needs the analysis of the text as it would parse with this line closed.
-    let (patched, key_hint) = patch_line(text, tree, line_start, offset);
-    let fresh;
-    let analysis = match (&patched, analysed) {
-        (None, Some(analysed)) => analysed,
-        _ => {
-            let (text, tree) = patched.as_ref().map_or((text, tree), |p| (p.text.as_str(), &p.tree));
-            fresh = analyze_until(file, text, tree, catalog, config, Some(offset));
-            &fresh
-        }
-    };
+    let mut fresh = None;
+    let (analysis, key_hint) = analysis_at(file, text, tree, offset, catalog, config, analysed, &mut fresh);
 
     if let Some(quote) = key_hint {
         // Inside `x["par|` (or `.get("par|`): the keys of x's schema.
@@ -246,6 +238,30 @@ fn keyword_before_string(before_word: &str) -> Option<&str> {
 /// an open string gets its quote, open brackets their closers, a dangling `=` a placeholder. The
 /// tree is re-parsed incrementally from the document's own. Also returns the quote character when
 /// the cursor is inside a string literal.
+/// What the analysis sees at `offset`: `analysed` (the caller's whole-document analysis) where the
+/// cursor's line already parses — what precedes the cursor is the same in both — else a fresh one
+/// of the text with the line closed, kept in `fresh`; and, inside a string, its quote.
+#[allow(clippy::too_many_arguments)]
+fn analysis_at<'a, 'c>(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    offset: usize,
+    catalog: &'c Catalog,
+    config: &DiagnosticsConfig,
+    analysed: Option<&'a Analysis<'c>>,
+    fresh: &'a mut Option<Analysis<'c>>,
+) -> (&'a Analysis<'c>, Option<Option<char>>) {
+    let offset = floor_char(text, offset.min(text.len()));
+    let line_start = text[..offset].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let (patched, key_hint) = patch_line(text, tree, line_start, offset);
+    if let (None, Some(analysed)) = (&patched, analysed) {
+        return (analysed, key_hint);
+    }
+    let (text, tree) = patched.as_ref().map_or((text, tree), |p| (p.text.as_str(), &p.tree));
+    (fresh.insert(analyze_until(file, text, tree, catalog, config, Some(offset))), key_hint)
+}
+
 /// The text and tree with the cursor's line closed, or `None` when it needs no patch; and, inside
 /// a string, its quote.
 fn patch_line(
@@ -743,12 +759,11 @@ pub fn signature_help(
     offset: usize,
     catalog: &Catalog,
     config: &DiagnosticsConfig,
+    analysed: Option<&Analysis<'_>>,
 ) -> Option<SignatureHelp> {
     let refs: &dyn Refs = catalog;
-    let line_start = text[..offset.min(text.len())].rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let (patched, _) = patch_line(text, tree, line_start, floor_char(text, offset.min(text.len())));
-    let (text, tree) = patched.as_ref().map_or((text, tree), |p| (p.text.as_str(), &p.tree));
-    let analysis = analyze_until(file, text, tree, catalog, config, Some(offset));
+    let mut fresh = None;
+    let (analysis, _) = analysis_at(file, text, tree, offset, catalog, config, analysed, &mut fresh);
     let call = analysis
         .calls
         .iter()

@@ -348,7 +348,7 @@ mod ide {
         let h = ide::hover(Path::new("p.py"), text, &tree, at("page="), &catalog, &cfg).unwrap();
         assert!(h.markdown.starts_with("`page`: integer — query"), "{}", h.markdown);
 
-        let s = ide::signature_help(Path::new("p.py"), text, &tree, at("2)"), &catalog, &cfg).unwrap();
+        let s = ide::signature_help(Path::new("p.py"), text, &tree, at("2)"), &catalog, &cfg, None).unwrap();
         assert!(s.label.starts_with("search_person(query: string, page: integer = …"), "{}", s.label);
         assert_eq!(s.active_parameter, Some(1));
 
@@ -378,6 +378,7 @@ fn signature_help_moves_to_the_next_open_parameter() {
         at,
         &catalog,
         &DiagnosticsConfig::default(),
+        None,
     )
     .unwrap();
     assert_eq!(s.active_parameter, Some(1), "page, the first optional parameter not given");

@@ -17,6 +17,7 @@ pub fn signature_help(snap: &Snapshot, params: lsp::SignatureHelpParams) -> Opti
         offset,
         &world.catalog,
         &world.config.diagnostics,
+        Some(snap.analysis()),
     )?;
     Some(convert::signature_help(found, world.encoding, world.support.label_offsets))
 }
