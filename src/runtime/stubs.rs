@@ -67,7 +67,7 @@ pub fn write(catalog: &Catalog, out: &Path) -> Result<Vec<PathBuf>> {
 
 /// The stub of one toolset module; a tool's alias (its `operationId`) is the same function.
 pub fn toolset_stub(catalog: &Catalog, toolset: &Toolset) -> String {
-    let mut emitter = Emitter { refs: &*toolset.schemas, ..Emitter::new() };
+    let mut emitter = Emitter::new(&*toolset.schemas);
     let mut functions = String::new();
     for tool in &toolset.tools {
         functions.push_str(&emitter.function(tool));
@@ -104,10 +104,10 @@ struct Emitter<'r> {
     reserved: HashSet<String>,
 }
 
-impl Emitter<'static> {
-    fn new() -> Self {
+impl<'r> Emitter<'r> {
+    fn new(refs: &'r dyn Refs) -> Self {
         Emitter {
-            refs: &schema::NoRefs,
+            refs,
             definitions: Vec::new(),
             taken: HashSet::new(),
             by_ref: HashMap::new(),
