@@ -2,12 +2,10 @@
 //! retrieval, prompt, extraction from messy replies, static validation and feedback are the real code.
 
 use std::path::Path;
-use std::time::Duration;
 
-use crate::support::openai::{Answer, Server};
-use chainsmith::config::{Config, LlmConfig};
+use crate::support::openai::{Answer, Server, client, unreachable_client};
+use chainsmith::config::Config;
 use chainsmith::generate::atc::{self, Budget, GenerateError};
-use chainsmith::llm::Client;
 use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::{Catalog, Tool, workspace};
 
@@ -15,19 +13,6 @@ const TASK: &str = "give me the number of movies directed by Sofia Coppola";
 
 fn catalog() -> Catalog {
     workspace::load(&Config::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb")), None))
-}
-
-fn client(server: &Server) -> Client {
-    let mut c = Client::new(&LlmConfig {
-        base_url: server.base_url.clone(),
-        model: "m".into(),
-        api_key_env: "CHAINSMITH_TEST_UNSET".into(),
-        timeout_s: 5,
-        context_tokens: None,
-    })
-    .unwrap();
-    c.backoff = Duration::from_millis(5);
-    c
 }
 
 /// The tools a user selected plus retrieval's best hits, as the editor builds candidates.
@@ -131,19 +116,8 @@ async fn a_model_without_code_exhausts_the_budget_with_a_clear_error() {
 
 #[tokio::test]
 async fn a_down_model_and_cancellation_stop_the_loop() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    drop(listener);
     let catalog = catalog();
-    let mut client = Client::new(&LlmConfig {
-        base_url: url,
-        model: "m".into(),
-        api_key_env: "X".into(),
-        timeout_s: 1,
-        context_tokens: None,
-    })
-    .unwrap();
-    client.max_retries = 0;
+    let client = unreachable_client();
     let budget = Budget { max_llm_calls: 3, max_tokens: 100_000 };
     let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap_err();
     assert!(matches!(err, GenerateError::Llm(_)), "{err}");

@@ -5,11 +5,10 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::support::openai::{Answer, Server};
+use crate::support::openai::{Answer, Server, client, unreachable_client};
 use crate::support::runtime::{TmdbServer, workspace};
-use chainsmith::config::{Config, LlmConfig};
+use chainsmith::config::Config;
 use chainsmith::generate::atc::Budget;
 use chainsmith::generate::reflect::{Attribution, Runner};
 use chainsmith::generate::search::{self, Kind, Request, Settings, Stop, Verdict};
@@ -18,19 +17,6 @@ use chainsmith::runtime::Cancel;
 use chainsmith::toolset::index::CatalogIndex;
 use chainsmith::toolset::workspace as toolsets;
 use serde_json::Value;
-
-fn client(server: &Server) -> Client {
-    let mut c = Client::new(&LlmConfig {
-        base_url: server.base_url.clone(),
-        model: "m".into(),
-        api_key_env: "CHAINSMITH_TEST_UNSET".into(),
-        timeout_s: 5,
-        context_tokens: None,
-    })
-    .unwrap();
-    c.backoff = Duration::from_millis(5);
-    c
-}
 
 fn runner(dir: &Path) -> Runner {
     let config = Config::load(dir, None);
@@ -359,18 +345,7 @@ async fn model_failures_leave_clear_stops() {
     assert_eq!(llm.count(), 4);
 
     // The model is down.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    drop(listener);
-    let mut down = Client::new(&LlmConfig {
-        base_url: url,
-        model: "m".into(),
-        api_key_env: "X".into(),
-        timeout_s: 1,
-        context_tokens: None,
-    })
-    .unwrap();
-    down.max_retries = 0;
+    let down = unreachable_client();
     let outcome = run_search(BIO, ws.path(), &down, &settings(2, 2, 3, 10), &runner).await;
     assert!(matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("cannot be reached")), "{:?}", outcome.stop);
 

@@ -8,6 +8,8 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use chainsmith::config::LlmConfig;
+use chainsmith::llm::Client;
 use serde_json::{Value, json};
 
 /// What the server answers to one request.
@@ -130,4 +132,32 @@ fn serve(stream: TcpStream, script: &Script, recorded: &Mutex<Vec<Recorded>>) {
         );
         let _ = out.flush();
     }
+}
+
+fn client_of(base_url: String, timeout_s: u64) -> Client {
+    Client::new(&LlmConfig {
+        base_url,
+        model: "m".into(),
+        api_key_env: "CHAINSMITH_TEST_UNSET".into(),
+        timeout_s,
+        context_tokens: None,
+    })
+    .expect("a valid LLM configuration")
+}
+
+/// A client of the scripted server, backing off briefly between retries.
+pub fn client(server: &Server) -> Client {
+    let mut c = client_of(server.base_url.clone(), 5);
+    c.backoff = std::time::Duration::from_millis(5);
+    c
+}
+
+/// A client of a port nothing listens on, without retries: the model is down.
+pub fn unreachable_client() -> Client {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    drop(listener);
+    let mut c = client_of(url, 1);
+    c.max_retries = 0;
+    c
 }
