@@ -29,6 +29,7 @@ pub struct Config {
     pub generate: GenerateConfig,
     pub probe: ProbeConfig,
     pub toolnet: ToolnetConfig,
+    pub retrieval: RetrievalConfig,
     pub diagnostics: DiagnosticsConfig,
     /// Problems found in chainsmith.toml or in the editor settings.
     pub problems: Vec<Diagnostic>,
@@ -223,6 +224,16 @@ impl Default for ToolnetConfig {
     }
 }
 
+/// `[retrieval]`: how candidate tools are found for a task.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetrievalConfig {
+    /// A sentence-embedding model's folder (sentence-transformers layout: `config.json`,
+    /// `tokenizer.json`, `model.safetensors`), relative to the workspace root or absolute; its
+    /// ranking is fused with BM25's. Without it, BM25 alone.
+    pub embedding_model: Option<String>,
+}
+
 /// `[toolnet] hints`: after each tool's first call and "what next" after the last call (`all`),
 /// only "what next" (`last`), or none (`off`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -265,6 +276,7 @@ struct RawConfig {
     generate: Option<Spanned<toml::Value>>,
     probe: Option<Spanned<toml::Value>>,
     toolnet: Option<Spanned<toml::Value>>,
+    retrieval: Option<Spanned<toml::Value>>,
     diagnostics: Option<Spanned<toml::Value>>,
     #[serde(flatten)]
     other: BTreeMap<String, Spanned<toml::Value>>,
@@ -335,6 +347,7 @@ impl Config {
             ("generate", section("generate", raw_ref.and_then(|r| r.generate.as_ref()))),
             ("probe", section("probe", raw_ref.and_then(|r| r.probe.as_ref()))),
             ("toolnet", section("toolnet", raw_ref.and_then(|r| r.toolnet.as_ref()))),
+            ("retrieval", section("retrieval", raw_ref.and_then(|r| r.retrieval.as_ref()))),
             ("diagnostics", section("diagnostics", raw_ref.and_then(|r| r.diagnostics.as_ref()))),
         ];
         config.problems.append(&mut problems);
@@ -351,6 +364,7 @@ impl Config {
                 "generate" => config.generate = typed(value, name, range, &file_path, problems).unwrap_or_default(),
                 "probe" => config.probe = typed(value, name, range, &file_path, problems).unwrap_or_default(),
                 "toolnet" => config.toolnet = typed(value, name, range, &file_path, problems).unwrap_or_default(),
+                "retrieval" => config.retrieval = typed(value, name, range, &file_path, problems).unwrap_or_default(),
                 _ => {
                     let raw: RawDiagnostics = typed(value, name, range, &file_path, problems).unwrap_or_default();
                     for (code, severity) in raw.severity {
@@ -383,7 +397,7 @@ impl Config {
                     ByteRange::new(span.start, span.end),
                     "invalid-config",
                     format!(
-                        "unknown section `{key}` in {CONFIG_FILE} (known: toolsets, llm, runtime, generate, probe, toolnet, diagnostics)"
+                        "unknown section `{key}` in {CONFIG_FILE} (known: toolsets, llm, runtime, generate, probe, toolnet, retrieval, diagnostics)"
                     ),
                 ));
             }

@@ -34,9 +34,16 @@ impl ReadError {
     }
 }
 
-/// The text of `path` when it is a regular file of at most `limit` bytes holding UTF-8. Opening
-/// does not block on a FIFO, and a file growing while it is read stops at the limit.
+/// The text of `path` when it is a regular file of at most `limit` bytes holding UTF-8 (see
+/// [`read_bytes`]).
 pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let bytes = read_bytes(path, limit)?;
+    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(e.utf8_error().valid_up_to()))
+}
+
+/// The bytes of `path` when it is a regular file of at most `limit` bytes. Opening does not block
+/// on a FIFO, and a file growing while it is read stops at the limit.
+pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     use std::os::unix::fs::FileTypeExt;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
@@ -64,7 +71,7 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
     if bytes.len() as u64 > limit {
         return Err(ReadError::TooLarge { size: bytes.len() as u64, limit });
     }
-    String::from_utf8(bytes).map_err(|e| ReadError::NotUtf8(e.utf8_error().valid_up_to()))
+    Ok(bytes)
 }
 
 /// A Python source's text: UTF-8, else decoded by its PEP 263 coding line (`# -*- coding: latin-1

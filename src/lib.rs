@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod cli;
 pub mod config;
 pub mod diagnostic;
+pub mod embedding;
 pub mod eval;
 pub mod files;
 pub mod generate;

@@ -14,7 +14,6 @@ use super::{load_workspace, workspace_root};
 use crate::eval::{Bench, TaskRecord, Variant, table};
 use crate::generate::search::Settings;
 use crate::mock::MockServer;
-use crate::toolset::index::CatalogIndex;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct EvalArgs {
@@ -223,10 +222,11 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
         true => None,
         false => Some(MockServer::start(catalog.clone(), ([127, 0, 0, 1], 0).into()).context("cannot start the mock")?),
     };
+    let index = Arc::new(super::retrieval_index(&catalog, &config));
     let bench = Bench {
         root: root.clone(),
         config: Arc::new(config),
-        index: Arc::new(CatalogIndex::new(&catalog)),
+        index,
         catalog,
         upstream: mock.as_ref().map(MockServer::upstream).unwrap_or_default(),
     };

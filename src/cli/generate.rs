@@ -17,7 +17,6 @@ use crate::generate::search::{self, Outcome, Request, Settings, Verdict};
 use crate::llm;
 use crate::runtime::Cancel;
 use crate::toolset::Catalog;
-use crate::toolset::index::CatalogIndex;
 
 fn report(client: &llm::Client, outcome: &Outcome) {
     eprintln!(
@@ -81,7 +80,7 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) 
     let (client, settings) = setup(&config)?;
     let graph = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph();
     let selected = search::named_tools(task, &catalog);
-    let index = CatalogIndex::new(&catalog);
+    let index = super::retrieval_index(&catalog, &config);
     let (candidates, allowed) =
         search::candidates(task, &catalog, &index, config.generate.candidates, &selected, Some(&graph));
     if candidates.is_empty() {
@@ -139,7 +138,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
         crate::graph::workspace::program_tools(&analysis)
     };
     let query = format!("{} {}", task.clone().unwrap_or_default(), called.join(" "));
-    let index = CatalogIndex::new(&catalog);
+    let index = super::retrieval_index(&catalog, &config);
     let (mut candidates, allowed) =
         search::candidates(&query, &catalog, &index, config.generate.candidates, &selected, None);
     for id in called.iter().rev() {

@@ -46,6 +46,16 @@ pub fn trust_for_this_run() {
     TRUSTED_FOR_THIS_RUN.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
+/// The catalog's retrieval index as the workspace configures it (dense retrieval fused in when it
+/// names an embedding model); a model that cannot be used is said once on stderr.
+pub fn retrieval_index(catalog: &Catalog, config: &Config) -> crate::toolset::index::CatalogIndex {
+    let (index, note) = crate::toolset::index::CatalogIndex::for_workspace(catalog, config);
+    if let Some(note) = note {
+        eprintln!("chainsmith: {note}");
+    }
+    index
+}
+
 pub fn load_workspace(root: &Path) -> Result<(Config, Catalog)> {
     if !root.is_dir() {
         bail!("workspace root {} is not a folder", root.display());

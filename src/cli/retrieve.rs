@@ -55,13 +55,40 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
             writeln!(out, "ndcg@1 {:.3}", s.ndcg1)?;
             writeln!(out, "ndcg@3 {:.3}", s.ndcg3)?;
             writeln!(out, "ndcg@5 {:.3}", s.ndcg5)?;
-            writeln!(out, "recall@20 {:.3}", s.recall20)
+            writeln!(out, "recall@20 {:.3}", s.recall20)?;
+            if s.ms_p99 > 0.0 {
+                writeln!(out, "ms/query p50 {:.2} p99 {:.2}", s.ms_p50, s.ms_p99)?;
+            }
+            Ok(())
         };
         for (name, options) in steps {
             let index = CatalogIndex::with_options(&catalog, options);
             print(name, retrieve::evaluate(&index, &queries))?;
         }
-        let index = CatalogIndex::new(&catalog);
+        let started = std::time::Instant::now();
+        let index = super::retrieval_index(&catalog, &config);
+        match index.dense() {
+            Some(dense) => {
+                eprintln!(
+                    "chainsmith: {} tools embedded (or read from the cache) in {:.1} s",
+                    dense.len(),
+                    started.elapsed().as_secs_f64()
+                );
+                let ids: Vec<String> = catalog.tools().map(|t| t.id()).collect();
+                let ranked = |hits: Result<Vec<(usize, f32)>>| -> Vec<String> {
+                    hits.unwrap_or_default().into_iter().map(|(doc, _)| ids[doc].clone()).collect()
+                };
+                let alone = retrieve::evaluate_ranking(&queries, |text| ranked(dense.search_documents(text, 20)));
+                print("dense retrieval alone (the embedding model)", alone)?;
+                let grouped = retrieve::evaluate_ranking(&queries, |text| ranked(dense.search(text, 20)));
+                print("dense retrieval + tool-level aggregation", grouped)?;
+                print(
+                    "+ dense retrieval (reciprocal rank fusion with the tool-level BM25)",
+                    retrieve::evaluate(&index, &queries),
+                )?;
+            }
+            None => eprintln!("chainsmith: no [retrieval] embedding_model in the workspace: BM25 rows only"),
+        }
         if let Some(s) = retrieve::evaluate_with_graph(&index, &queries, 5, &config.toolnet) {
             print("+ ToolNet expansion (graph from the other 4 of 5 folds)", s)?;
         }
@@ -71,7 +98,7 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
         bail!("give a task (`chainsmith retrieve \"TASK\"`) or --eval FILE...");
     };
     let k = k.unwrap_or(config.generate.candidates);
-    let index = CatalogIndex::new(&catalog);
+    let index = super::retrieval_index(&catalog, &config);
     for (tool, score) in index.search_tools(&catalog, task, k) {
         let first_line = tool.description.lines().next().unwrap_or("");
         let short: String = first_line.chars().take(80).collect();

@@ -11,8 +11,10 @@
 //! a query costs the postings of its terms, not a pass over the catalog.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::{Catalog, SourceKind, Tool, Transport};
+use crate::embedding::DenseIndex;
 use crate::textsearch::{self, Bm25, Doc};
 
 /// How documents are built and scored; each step of the improvement over plain BM25 is a switch, so
@@ -92,6 +94,9 @@ pub struct CatalogIndex {
     /// The groups' index and each tool's group, with tool-level aggregation.
     groups: Option<(Bm25, Vec<usize>)>,
     options: Options,
+    /// The tools' embeddings, when the workspace names an embedding model: task searches fuse
+    /// their ranking with BM25's.
+    dense: Option<Arc<DenseIndex>>,
 }
 
 impl Default for CatalogIndex {
@@ -126,6 +131,43 @@ fn group_of(tool: &Tool) -> String {
         (SourceKind::ToolBench, Some(t)) => format!("{}::{t}", tool.toolset),
         _ => tool.toolset.clone(),
     }
+}
+
+/// Reciprocal rank fusion (Cormack et al. 2009): each ranking gives an item 1 / (k + rank); best
+/// first, ties by id.
+fn fuse<'a>(rankings: impl IntoIterator<Item = Vec<&'a str>>) -> Vec<(&'a str, f64)> {
+    let mut fused: HashMap<&str, f64> = HashMap::new();
+    for ranking in rankings {
+        for (rank, id) in ranking.into_iter().enumerate() {
+            *fused.entry(id).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
+        }
+    }
+    let mut ranked: Vec<(&str, f64)> = fused.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    ranked
+}
+
+/// The text a tool is embedded as: which tool it belongs to, its name in words, and what it does
+/// (the description's start; the model reads at most 128 tokens).
+pub fn tool_sentence(tool: &Tool) -> String {
+    let mut text = String::new();
+    if let Some(group) = &tool.source.tool {
+        text.push_str(group);
+        text.push_str(": ");
+    }
+    let name = tool.source.api.as_deref().unwrap_or(&tool.name);
+    text.push_str(&crate::names::snake_case(name).replace('_', " "));
+    let description: String = tool.description.chars().take(600).collect();
+    if !description.trim().is_empty() {
+        text.push_str(". ");
+        text.push_str(description.trim());
+    }
+    if !tool.category.is_empty() {
+        text.push_str(" (");
+        text.push_str(&tool.category);
+        text.push(')');
+    }
+    text
 }
 
 impl CatalogIndex {
@@ -163,7 +205,56 @@ impl CatalogIndex {
         let ids: Vec<String> = tools.iter().map(|t| t.id()).collect();
         let name_at = tools.iter().map(|t| t.toolset.len() + 1).collect();
         let positions = ids.iter().enumerate().map(|(i, id)| (id.clone(), i)).collect();
-        CatalogIndex { ids, name_at, positions, apis: Bm25::new(docs, options.k1, options.b), groups, options }
+        CatalogIndex {
+            ids,
+            name_at,
+            positions,
+            apis: Bm25::new(docs, options.k1, options.b),
+            groups,
+            options,
+            dense: None,
+        }
+    }
+
+    /// The index a workspace's retrieval uses: [`CatalogIndex::new`], fused with dense retrieval
+    /// when `[retrieval] embedding_model` names a model (its vectors cached under the workspace).
+    /// A model that cannot be loaded leaves BM25 alone and says why in the second value.
+    pub fn for_workspace(catalog: &Catalog, config: &crate::config::Config) -> (CatalogIndex, Option<String>) {
+        let index = CatalogIndex::new(catalog);
+        let Some(model) = &config.retrieval.embedding_model else { return (index, None) };
+        let dir = config.root.join(model);
+        let dense = crate::embedding::Embedder::load(&dir).and_then(|embedder| {
+            let texts: Vec<String> = catalog.tools().map(tool_sentence).collect();
+            let dense = DenseIndex::build(embedder, &texts, Some(&config.root))?;
+            // The same tool level as BM25's: an API shares its tool's similarity.
+            Ok(match &index.groups {
+                Some((_, group_of)) => dense.with_groups(group_of, TOOL_LEVEL_SHARE as f32),
+                None => dense,
+            })
+        });
+        match dense {
+            Ok(dense) => (index.with_dense(Arc::new(dense)), None),
+            Err(e) => (index, Some(format!("dense retrieval is off, BM25 ranks alone: {e:#}"))),
+        }
+    }
+
+    /// This index with dense retrieval over the same tools (in catalog order).
+    pub fn with_dense(mut self, dense: Arc<DenseIndex>) -> Self {
+        if dense.len() == self.ids.len() {
+            self.dense = Some(dense);
+        } else {
+            tracing::warn!(
+                "the embeddings cover {} tools, the catalog {}: dense retrieval is off",
+                dense.len(),
+                self.ids.len()
+            );
+        }
+        self
+    }
+
+    /// The dense index fused into task searches, if any.
+    pub fn dense(&self) -> Option<&DenseIndex> {
+        self.dense.as_deref()
     }
 
     pub fn options(&self) -> Options {
@@ -224,26 +315,40 @@ impl CatalogIndex {
         ranked.into_iter().map(|(i, s)| (self.ids[i].as_str(), s)).collect()
     }
 
-    /// The `k` best tools for a task text. A text of several requests ("Find X. Also, fetch Y.")
-    /// is searched as a whole and request by request, and the rankings are fused by reciprocal
-    /// rank, so every need gets a slot near the top instead of the strongest one taking them all.
+    /// The `k` best tools for a task text: BM25's ranking ([`CatalogIndex::search_lexical`]), fused
+    /// by reciprocal rank with the embedding model's when the index has one.
     pub fn search_task(&self, text: &str, k: usize) -> Vec<(&str, f64)> {
+        let Some(dense) = &self.dense else { return self.search_lexical(text, k) };
+        let lexical: Vec<&str> = self.search_lexical(text, FUSED_DEPTH.max(k)).into_iter().map(|(id, _)| id).collect();
+        match dense.search(text, FUSED_DEPTH.max(k)) {
+            Ok(semantic) => {
+                let semantic = semantic.into_iter().map(|(doc, _)| self.ids[doc].as_str()).collect();
+                let mut fused = fuse([lexical, semantic]);
+                fused.truncate(k);
+                fused
+            }
+            Err(e) => {
+                tracing::warn!("dense retrieval failed for this task, BM25 ranks alone: {e:#}");
+                self.search_lexical(text, k)
+            }
+        }
+    }
+
+    /// The `k` best tools for a task text by BM25. With [`Options::decompose`], a text of several
+    /// requests ("Find X. Also, fetch Y.") is searched as a whole and request by request, and the
+    /// rankings are fused by reciprocal rank, so every need gets a slot near the top instead of
+    /// the strongest one taking them all.
+    pub fn search_lexical(&self, text: &str, k: usize) -> Vec<(&str, f64)> {
         let requests = textsearch::requests_in(text);
         if !self.options.decompose || requests.len() < 2 {
             return self.search(&self.query(text), k);
         }
-        let mut fused: HashMap<&str, f64> = HashMap::new();
         let rankings = std::iter::once(self.search(&self.query(text), FUSED_DEPTH))
-            .chain(requests.iter().map(|r| self.search(&self.query(r), FUSED_DEPTH)));
-        for ranking in rankings {
-            for (rank, (id, _)) in ranking.into_iter().enumerate() {
-                *fused.entry(id).or_default() += 1.0 / (RRF_K + rank as f64 + 1.0);
-            }
-        }
-        let mut ranked: Vec<(&str, f64)> = fused.into_iter().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-        ranked.truncate(k);
-        ranked
+            .chain(requests.iter().map(|r| self.search(&self.query(r), FUSED_DEPTH)))
+            .map(|ranking| ranking.into_iter().map(|(id, _)| id).collect());
+        let mut fused = fuse(rankings);
+        fused.truncate(k);
+        fused
     }
 
     /// [`CatalogIndex::search_task`] with the tools themselves, from the catalog the index was built from.

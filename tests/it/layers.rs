@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["text", "names", "logging", "files"],
     &["diagnostic", "textsearch"],
-    &["config"],
+    &["config", "embedding"],
     &["trust"],
     &["mcp", "llm"],
     &["toolset"],

@@ -77,3 +77,69 @@ fn eval_reports_graph_expansion_on_restbench() {
     assert!(stdout.starts_with("corpus 54 tools; 100 queries; 1 gold entries not in the corpus"), "{stdout}");
     assert!(stdout.contains("[+ ToolNet expansion (graph from the other 4 of 5 folds)]\nndcg@1 "), "{stdout}");
 }
+
+/// The embedding model CI unpacks (`scripts/embedding-model.sh target/embedding-model/all-MiniLM-L6-v2`).
+fn embedding_model() -> std::path::PathBuf {
+    let dir = std::env::var_os("CHAINSMITH_EMBEDDING_MODEL").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/embedding-model/all-MiniLM-L6-v2")
+    });
+    if !dir.join("model.safetensors").is_file() {
+        panic!(
+            "the embedding model is not at {}: run `scripts/embedding-model.sh {}` (.ci/run does this on a fresh \
+             machine), or set CHAINSMITH_EMBEDDING_MODEL",
+            dir.display(),
+            dir.display()
+        );
+    }
+    dir
+}
+
+/// A copy of the TMDB example whose chainsmith.toml adds `extra`.
+fn tmdb_workspace(extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");
+    std::fs::create_dir(dir.path().join("specs")).unwrap();
+    std::fs::copy(example.join("specs/tmdb_oas.json"), dir.path().join("specs/tmdb_oas.json")).unwrap();
+    let config = std::fs::read_to_string(example.join("chainsmith.toml")).unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), format!("{config}\n{extra}")).unwrap();
+    dir
+}
+
+fn top_ids(root: &std::path::Path, task: &str, k: usize) -> (Vec<String>, String) {
+    let (code, stdout, stderr) =
+        chainsmith(&["--root", root.to_str().unwrap(), "retrieve", task, "--k", &k.to_string()]);
+    assert_eq!(code, 0, "{stderr}");
+    (stdout.lines().map(|l| l.split_whitespace().nth(1).unwrap().to_string()).collect(), stderr)
+}
+
+/// With the real embedding model, a task worded without any of the protocol's words still finds
+/// its tool (BM25 alone cannot), and the catalog's vectors are cached in the workspace.
+#[test]
+fn dense_retrieval_finds_tools_by_meaning_with_the_real_model() {
+    let model = embedding_model();
+    let task = "which actors played in Titanic";
+    let plain = tmdb_workspace("");
+    let (lexical, _) = top_ids(plain.path(), task, 3);
+    assert!(!lexical.contains(&"tmdb.movie_credits".to_string()), "BM25 alone: {lexical:?}");
+
+    let dense = tmdb_workspace(&format!("[retrieval]\nembedding_model = \"{}\"\n", model.display()));
+    let (fused, stderr) = top_ids(dense.path(), task, 3);
+    assert!(fused.contains(&"tmdb.movie_credits".to_string()), "with the model: {fused:?}\n{stderr}");
+    let cache: Vec<_> = std::fs::read_dir(dense.path().join(".chainsmith/cache")).unwrap().collect();
+    assert_eq!(cache.len(), 1, "one cache file for the model");
+    // The second run reads the vectors back and ranks the same.
+    let (again, _) = top_ids(dense.path(), task, 3);
+    assert_eq!(again, fused);
+}
+
+/// A model folder that is not one: a note on stderr, and BM25 answers as before.
+#[test]
+fn a_missing_embedding_model_leaves_bm25_with_a_note() {
+    let dir = tmdb_workspace("[retrieval]\nembedding_model = \"models/nowhere\"\n");
+    let (ids, stderr) = top_ids(dir.path(), "search for a person by name", 3);
+    assert_eq!(ids[0], "tmdb.search_person");
+    assert!(
+        stderr.contains("dense retrieval is off, BM25 ranks alone") && stderr.contains("models/nowhere"),
+        "{stderr}"
+    );
+}
