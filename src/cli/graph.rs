@@ -178,9 +178,14 @@ fn evaluate(root: &Path, trajectories: &Path, folds: usize) -> Result<u8> {
         for line in result.metrics.lines() {
             writeln!(out, "{line}")?;
         }
-        if !result.lambdas.is_empty() {
-            let lambdas: Vec<String> = result.lambdas.iter().map(|l| format!("{l}")).collect();
+        if !result.weights.is_empty() {
+            let lambdas: Vec<String> = result.weights.iter().map(|w| format!("{}", w.lambda)).collect();
             writeln!(out, "lambda {} (per fold, chosen on its training part)", lambdas.join(" "))?;
+            if result.variant == crate::graph::eval::Variant::Combined {
+                let flows: Vec<String> = result.weights.iter().map(|w| format!("{}", w.flow)).collect();
+                let repeats: Vec<String> = result.weights.iter().map(|w| format!("{}", w.repeat)).collect();
+                writeln!(out, "flow bonus {} · repeat damping {} (likewise)", flows.join(" "), repeats.join(" "))?;
+            }
         }
     }
     Ok(0)

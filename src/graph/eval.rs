@@ -23,8 +23,15 @@
 //!   the previous tool names or whose key its response holds: `search_movie` → `movie_reviews`),
 //!   by frequency, or for `flow+task` by task relevance, and then re-ranked like `task`.
 //!
-//! λ is chosen per outer fold by an inner cross-validation on that fold's training part (MRR, from
-//! a fixed grid); the test fold is never looked at.
+//! - `combined`: the graph, the data flow, the task and the program so far in one score: the
+//!   previous tool's successors (weight normalised to the best), plus [`FLOW_BONUS`] for every tool
+//!   taking an id it yields (a bonus), plus the [`TASK_EXTRA`] tools most relevant to the task as
+//!   candidates too, every candidate adding `λ·relevance`; the score of a tool the trajectory
+//!   already called is multiplied by a damping factor.
+//!
+//! λ (and for `combined` the bonus and the damping) is chosen per outer fold by an inner
+//! cross-validation on that fold's training part (MRR, from fixed grids); the test fold is never
+//! looked at.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -39,8 +46,45 @@ use crate::toolset::schema::{self, Refs};
 pub const BACKOFF_FILL: usize = 3;
 /// Data-flow back-off adds at most this many candidates per step.
 pub const FLOW_EXTRA: usize = 2;
+/// `combined`: tools most relevant to the task that join the candidates.
+pub const TASK_EXTRA: usize = 5;
 /// λ values tried by the inner cross-validation.
 pub const LAMBDAS: &[f64] = &[0.0, 0.25, 0.5, 1.0, 2.0, 4.0];
+/// `combined`: what being able to take the previous tool's id adds (a successor of weight 1 gets
+/// 1), tried by the inner cross-validation.
+pub const FLOW_BONUSES: &[f64] = &[0.0, 0.25, 0.5, 1.0];
+/// `combined`: the factor on the score of a tool already called, tried likewise.
+pub const REPEAT_DAMPINGS: &[f64] = &[0.25, 0.5, 1.0];
+
+/// The weights a predictor is run with, chosen on training folds: λ (task relevance) for the task
+/// variants; for `combined` also the data-flow bonus and the damping of tools already called.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    pub lambda: f64,
+    pub flow: f64,
+    pub repeat: f64,
+}
+
+impl Weights {
+    const NONE: Weights = Weights { lambda: 0.0, flow: 0.0, repeat: 1.0 };
+
+    /// The grid the inner cross-validation tries for `variant`.
+    fn grid(variant: Variant) -> Vec<Weights> {
+        let mut grid = Vec::new();
+        for &lambda in LAMBDAS {
+            if variant != Variant::Combined {
+                grid.push(Weights { lambda, ..Weights::NONE });
+                continue;
+            }
+            for &flow in FLOW_BONUSES {
+                for &repeat in REPEAT_DAMPINGS {
+                    grid.push(Weights { lambda, flow, repeat });
+                }
+            }
+        }
+        grid
+    }
+}
 
 /// Counts of one predictor over all scored steps.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -122,10 +166,11 @@ pub enum Variant {
     BackoffTask,
     Flow,
     FlowTask,
+    Combined,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 9] = [
         Variant::Frequency,
         Variant::Bigram,
         Variant::Backoff,
@@ -134,6 +179,7 @@ impl Variant {
         Variant::BackoffTask,
         Variant::Flow,
         Variant::FlowTask,
+        Variant::Combined,
     ];
 
     pub fn name(self) -> &'static str {
@@ -146,6 +192,7 @@ impl Variant {
             Variant::BackoffTask => "backoff+task",
             Variant::Flow => "flow",
             Variant::FlowTask => "flow+task",
+            Variant::Combined => "combined",
         }
     }
 
@@ -163,11 +210,17 @@ impl Variant {
             Variant::FlowTask => {
                 "bigram, plus up to 2 tools taking an id the previous tool yields, by task relevance; re-ranked"
             }
+            Variant::Combined => {
+                "one score: successors' weight + data-flow bonus + λ·task relevance (5 most relevant tools join), tools already called damped"
+            }
         }
     }
 
     fn uses_task(self) -> bool {
-        matches!(self, Variant::TaskStart | Variant::Task | Variant::BackoffTask | Variant::FlowTask)
+        matches!(
+            self,
+            Variant::TaskStart | Variant::Task | Variant::BackoffTask | Variant::FlowTask | Variant::Combined
+        )
     }
 }
 
@@ -177,7 +230,7 @@ pub struct VariantResult {
     pub variant: Variant,
     pub metrics: Metrics,
     /// The λ chosen for each outer fold (task variants).
-    pub lambdas: Vec<f64>,
+    pub weights: Vec<Weights>,
 }
 
 /// What the predictors know about tools besides the trajectories: categories and the catalog's
@@ -389,9 +442,52 @@ impl<'i> Model<'i> {
         ranked
     }
 
-    fn rank(&self, variant: Variant, from: &str, query: Option<&Query>, lambda: f64) -> Vec<String> {
+    /// See [`Variant::Combined`]; `called` is the trajectory so far.
+    fn combined(&self, from: &str, query: Option<&Query>, called: &[String], weights: Weights) -> Vec<String> {
+        let mut scores: BTreeMap<String, f64> = BTreeMap::new();
+        let successors = self.bigram(from);
+        let top = successors.iter().map(|(_, w)| *w).fold(0.0, f64::max).max(1e-9);
+        for (tool, w) in successors {
+            *scores.entry(tool).or_default() += w / top;
+        }
+        for tool in self.info.linked(from) {
+            *scores.entry(tool.clone()).or_default() += weights.flow;
+        }
+        if let Some(query) = query {
+            for (tool, _) in self.info.index.search(query, TASK_EXTRA) {
+                scores.entry(tool.to_string()).or_default();
+            }
+            let relevance: Vec<(String, f64)> =
+                scores.keys().map(|t| (t.clone(), self.info.index.relevance(query, t))).collect();
+            let best = relevance.iter().map(|(_, r)| *r).fold(0.0, f64::max);
+            if best > 0.0 {
+                for (tool, r) in relevance {
+                    *scores.get_mut(&tool).expect("a candidate") += weights.lambda * r / best;
+                }
+            }
+        }
+        for tool in called {
+            if let Some(score) = scores.get_mut(tool) {
+                *score *= weights.repeat;
+            }
+        }
+        let mut ranked: Vec<(String, f64)> = scores.into_iter().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        ranked.into_iter().map(|(t, _)| t).collect()
+    }
+
+    fn rank(
+        &self,
+        variant: Variant,
+        from: &str,
+        called: &[String],
+        query: Option<&Query>,
+        weights: Weights,
+    ) -> Vec<String> {
+        let lambda = weights.lambda;
         let mut scored = match variant {
             Variant::Frequency => return self.by_frequency(),
+            Variant::Combined => return self.combined(from, query, called, weights),
             Variant::Bigram | Variant::TaskStart | Variant::Task => self.bigram(from),
             Variant::Backoff | Variant::BackoffTask => self.backoff(from),
             Variant::Flow => self.flow(from, None),
@@ -417,14 +513,14 @@ impl<'i> Model<'i> {
 }
 
 /// Scores `variant` trained on `train`, tested on `test`.
-fn score(variant: Variant, train: &[&Trajectory], test: &[&Trajectory], info: &ToolInfo, lambda: f64) -> Metrics {
+fn score(variant: Variant, train: &[&Trajectory], test: &[&Trajectory], info: &ToolInfo, weights: Weights) -> Metrics {
     let model = Model::train(train, info);
     let mut metrics = Metrics::default();
     for t in test {
         let query: Option<Query> = t.query.as_deref().map(|q| info.index.query(q));
         let mut previous = START;
-        for tool in &t.tools {
-            let ranked = model.rank(variant, previous, query.as_ref(), lambda);
+        for (i, tool) in t.tools.iter().enumerate() {
+            let ranked = model.rank(variant, previous, &t.tools[..i], query.as_ref(), weights);
             metrics.add(&ranked, tool);
             previous = tool;
         }
@@ -441,22 +537,22 @@ fn split<'t>(items: &[&'t Trajectory], k: usize, f: usize) -> (Vec<&'t Trajector
     (train, test)
 }
 
-/// λ for a task variant, by inner cross-validation on `train` only.
-fn choose_lambda(variant: Variant, train: &[&Trajectory], info: &ToolInfo, k: usize) -> f64 {
+/// The weights for a task variant, by inner cross-validation on `train` only.
+fn choose_weights(variant: Variant, train: &[&Trajectory], info: &ToolInfo, k: usize) -> Weights {
     let inner = k.saturating_sub(1).max(2).min(train.len().max(1));
     if inner < 2 {
-        return 0.0;
+        return Weights::NONE;
     }
-    let mut best = (f64::NEG_INFINITY, 0.0);
-    for &lambda in LAMBDAS {
+    let mut best = (f64::NEG_INFINITY, Weights::NONE);
+    for weights in Weights::grid(variant) {
         let mut metrics = Metrics::default();
         for f in 0..inner {
             let (tr, te) = split(train, inner, f);
-            metrics.merge(&score(variant, &tr, &te, info, lambda));
+            metrics.merge(&score(variant, &tr, &te, info, weights));
         }
-        // Strictly better only: ties keep the smaller λ.
+        // Strictly better only: ties keep the earlier (smaller) weights.
         if metrics.mrr() > best.0 + 1e-12 {
-            best = (metrics.mrr(), lambda);
+            best = (metrics.mrr(), weights);
         }
     }
     best.1
@@ -470,16 +566,17 @@ pub fn evaluate(trajectories: &[Trajectory], info: &ToolInfo, k: usize) -> Vec<V
         .iter()
         .map(|&variant| {
             let mut metrics = Metrics::default();
-            let mut lambdas = Vec::new();
+            let mut chosen = Vec::new();
             for f in 0..k {
                 let (train, test) = split(&items, k, f);
-                let lambda = if variant.uses_task() { choose_lambda(variant, &train, info, k) } else { 0.0 };
+                let weights =
+                    if variant.uses_task() { choose_weights(variant, &train, info, k) } else { Weights::NONE };
                 if variant.uses_task() {
-                    lambdas.push(lambda);
+                    chosen.push(weights);
                 }
-                metrics.merge(&score(variant, &train, &test, info, lambda));
+                metrics.merge(&score(variant, &train, &test, info, weights));
             }
-            VariantResult { variant, metrics, lambdas }
+            VariantResult { variant, metrics, weights: chosen }
         })
         .collect()
 }
@@ -524,7 +621,7 @@ mod tests {
         let i = info();
         let model = Model::train(&refs, &i);
         assert!(model.bigram("x.unseen").is_empty());
-        let ranked = model.rank(Variant::Backoff, "x.unseen", None, 0.0);
+        let ranked = model.rank(Variant::Backoff, "x.unseen", &[], None, Weights::NONE);
         // P(x | x) = 1; within x: x.a 2/5, x.b 2/5 (ties by id), x.d 1/5.
         assert_eq!(ranked, ["x.a", "x.b", "x.d"]);
     }
@@ -552,10 +649,25 @@ mod tests {
         let refs: Vec<&Trajectory> = train.iter().collect();
         let model = Model::train(&refs, &info);
         let query = info.index.query("reviews of Titanic");
-        let ranked = model.rank(Variant::FlowTask, "tmdb.search_movie", Some(&query), 1.0);
+        let ranked = model.rank(
+            Variant::FlowTask,
+            "tmdb.search_movie",
+            &[],
+            Some(&query),
+            Weights { lambda: 1.0, ..Weights::NONE },
+        );
         assert_eq!(ranked.len(), 1 + FLOW_EXTRA);
         assert_eq!(ranked[0], "tmdb.movie_reviews", "{ranked:?}");
-        assert_eq!(model.rank(Variant::Bigram, "tmdb.search_movie", Some(&query), 1.0), ["tmdb.movie_credits"]);
+        assert_eq!(
+            model.rank(
+                Variant::Bigram,
+                "tmdb.search_movie",
+                &[],
+                Some(&query),
+                Weights { lambda: 1.0, ..Weights::NONE }
+            ),
+            ["tmdb.movie_credits"]
+        );
     }
 
     #[test]

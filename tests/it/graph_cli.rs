@@ -50,6 +50,12 @@ fn eval_prints_cross_validated_figures_on_restbench_tmdb() {
     }
     assert!(figure(&best, "candidates") <= figure(&bigram, "candidates") + 1.0);
     assert!(best.iter().any(|l| l.starts_with("lambda ")), "{best:?}");
+    // One score over graph, data flow, task and the calls so far: more of the answers are among
+    // its candidates, and its weights are chosen on each fold's training part and printed.
+    let combined = section(&stdout, "combined");
+    assert!(figure(&combined, "coverage") > figure(&best, "coverage"), "{stdout}");
+    assert!(figure(&combined, "hit@5") > figure(&best, "hit@5"), "{stdout}");
+    assert!(combined.iter().any(|l| l.starts_with("flow bonus ")), "{combined:?}");
 
     let (code, _, stderr) = chainsmith(
         &["graph", "eval", "--trajectories", TMDB_TASKS, "--folds", "1", "--root", "examples/tmdb"],
