@@ -425,3 +425,36 @@ fn short_statements_cannot_nest_past_the_limit() {
         assert!(!nesting_exceeds(root, MAX_NESTING + 2), "{sample}");
     }
 }
+
+/// A positional argument is an error whose fix names the parameter left for it (required ones
+/// first), and it counts as that parameter: the call is not also missing it, and its value is
+/// checked against it.
+#[test]
+fn a_positional_argument_is_taken_as_the_parameter_left_for_it() {
+    let program = r#"
+from chainsmith.tools import films
+found = films.search_person(query="x")
+pid = found["results"][0]["id"]
+credits = films.person_movie_credits(pid)
+wrong = films.person_movie_credits(found["results"][0]["name"])
+both = films.search_person("x", page=2)
+extra = films.person(pid, 3)
+"#;
+    assert_eq!(
+        spans(program),
+        vec![
+            ("positional-argument", "pid".into()),
+            ("positional-argument", "found[\"results\"][0][\"name\"]".into()),
+            ("argument-type-mismatch", "found[\"results\"][0][\"name\"]".into()),
+            ("positional-argument", "\"x\"".into()),
+            ("positional-argument", "pid".into()),
+            ("positional-argument", "3".into()),
+        ]
+    );
+    let diags = check(program);
+    assert!(diags[0].message.contains("taken as `person_id`"), "{}", diags[0].message);
+    assert_eq!(diags[0].suggestions[0].replacement, "person_id=");
+    assert_eq!(diags[3].suggestions[0].replacement, "query=");
+    // No parameter is left for the second positional of `person`: reported, without a fix.
+    assert!(diags[5].suggestions.is_empty(), "{:?}", diags[5]);
+}

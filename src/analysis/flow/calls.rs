@@ -156,7 +156,7 @@ impl<'t, 'c> Walker<'t, 'c> {
     ) -> Ty<'c> {
         let target = self.target.take();
         let tool = self.check_tool_name(toolset, name, name_range);
-        let given = self.keyword_arguments(arguments, tool.is_some());
+        let given = self.keyword_arguments(arguments, tool);
         let call_index = self.out.calls.len();
         let args_range = arguments.map(range_of).unwrap_or(range_of(node));
         self.out.calls.push(ToolCall {
@@ -176,13 +176,26 @@ impl<'t, 'c> Walker<'t, 'c> {
         Ty::response_of(tool, call_index)
     }
 
-    /// A module-dialect call's arguments; other expressions among them are walked, and a positional
-    /// one is reported when the tool is known (tools take keywords only).
-    fn keyword_arguments(&mut self, arguments: Option<Node<'t>>, tool_known: bool) -> GivenArgs<'t> {
+    /// A module-dialect call's arguments; other expressions among them are walked. A positional
+    /// one is reported when the tool is known (tools take keywords only) and, when a parameter is
+    /// left for it — the required ones in order, then the optional ones, skipping those given by
+    /// keyword — it is checked as that parameter and the fix names it (`movie_credits(movie_id)` →
+    /// `movie_credits(movie_id=movie_id)`), so the call is not also missing that argument.
+    fn keyword_arguments(&mut self, arguments: Option<Node<'t>>, tool: Option<&'c Tool>) -> GivenArgs<'t> {
         let mut given = GivenArgs::default();
         let Some(arguments) = arguments else { return given };
         let mut cursor = arguments.walk();
         let children: Vec<Node<'t>> = arguments.named_children(&mut cursor).collect();
+        let keywords: Vec<&str> = children
+            .iter()
+            .filter(|c| c.kind() == "keyword_argument")
+            .filter_map(|c| c.child_by_field_id(fields().name.get()))
+            .map(|n| text_of(n, self.text))
+            .collect();
+        let mut free = tool
+            .into_iter()
+            .flat_map(|t| t.required().chain(t.optional()))
+            .filter(|p| !keywords.contains(&p.name.as_str()));
         for child in children {
             match child.kind() {
                 "keyword_argument" => {
@@ -205,16 +218,39 @@ impl<'t, 'c> Walker<'t, 'c> {
                     self.expr(child);
                 }
                 "comment" => {}
-                _ => {
+                _ if tool.is_none() => {
                     self.expr(child);
-                    if tool_known {
-                        let d = self.error(
-                            range_of(child),
-                            "positional-argument",
-                            "tool calls take keyword arguments only (name=value)".into(),
-                        );
-                        self.diag(d);
+                }
+                _ => {
+                    let range = range_of(child);
+                    let mut d = self.error(
+                        range,
+                        "positional-argument",
+                        "tool calls take keyword arguments only (name=value)".into(),
+                    );
+                    match free.next() {
+                        Some(param) => {
+                            d.message.push_str(&format!("; this one is taken as `{}`", param.name));
+                            d = d.with_suggestion(
+                                format!("Pass it as `{}=`", param.name),
+                                ByteRange::new(range.start, range.start),
+                                format!("{}=", param.name),
+                            );
+                            // Its value is walked once, by the argument checks.
+                            given.sites.push(ArgSite {
+                                name: param.name.clone(),
+                                name_range: None,
+                                value: Some(child),
+                                text_value: None,
+                                value_range: range,
+                                location: None,
+                            });
+                        }
+                        None => {
+                            self.expr(child);
+                        }
                     }
+                    self.diag(d);
                 }
             }
         }
