@@ -7,6 +7,11 @@
 //! (npm `@octokit/openapi` 23.0.2, fetched once with `npm pack` into `target/bench-data/`, or
 //! taken from `CHAINSMITH_BENCH_GITHUB=path/to/api.github.com.json`; skipped without either).
 //!
+//! Also retrieval at 16k APIs, warm (the index built once, as `generate` and `eval` hold it): the
+//! time of one task search for each StableToolBench test query, BM25 alone and — when
+//! `CHAINSMITH_BENCH_EMBEDDING` names an embedding model's folder — fused with dense retrieval
+//! (the first run embeds all 16,000 APIs, minutes on a CPU; later runs read the cache).
+//!
 //! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
 
 use std::path::{Path, PathBuf};
@@ -178,6 +183,7 @@ fn main() {
         }
     }
     lsp.shutdown();
+    retrieval(root.as_path());
     report("completion after `toolset.` (16k-API toolset)", &mut tool_completion);
     report("completion inside a response subscript", &mut key_completion);
     report("completion inside a response subscript on a half-typed line", &mut half_typed);
@@ -186,6 +192,42 @@ fn main() {
     report("re-diagnosis after a one-character edit", &mut rediagnosis);
     report("re-diagnosis after indenting a line (a syntax error)", &mut rediagnosis_indent);
     github(&binary);
+}
+
+/// Task searches over the 16k-API catalog with the workspace's index, warm.
+fn retrieval(root: &Path) {
+    use chainsmith::config::Config;
+    use chainsmith::toolset::index::CatalogIndex;
+    let mut config = Config::load(root, None);
+    let catalog = chainsmith::toolset::workspace::load(&config);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction");
+    let mut queries = Vec::new();
+    for group in ["G1_instruction", "G1_category", "G1_tool", "G2_instruction"] {
+        let text = std::fs::read_to_string(dir.join(format!("{group}.json"))).expect("the vendored queries");
+        let items: Vec<Value> = serde_json::from_str(&text).expect("JSON");
+        queries.extend(items.iter().filter_map(|q| q["query"].as_str().map(str::to_string)));
+    }
+    let mut indexes = vec![("retrieval, BM25 (16k APIs, warm)", CatalogIndex::new(&catalog))];
+    if let Some(model) = std::env::var_os("CHAINSMITH_BENCH_EMBEDDING") {
+        config.retrieval.embedding_model = Some(model.to_string_lossy().into_owned());
+        let started = Instant::now();
+        let (index, note) = CatalogIndex::for_workspace(&catalog, &config);
+        println!(
+            "embedding model: {}",
+            note.unwrap_or_else(|| format!("ready in {:.1} s", started.elapsed().as_secs_f64()))
+        );
+        indexes.push(("retrieval, BM25 + dense (16k APIs, warm)", index));
+    }
+    for (what, index) in indexes {
+        let mut samples = Vec::with_capacity(queries.len());
+        for q in &queries {
+            let t0 = Instant::now();
+            std::hint::black_box(index.search_task(q, 20));
+            samples.push(t0.elapsed());
+        }
+        report(what, &mut samples);
+    }
 }
 
 /// Completion after `github.` on GitHub's own OpenAPI description (1,223 operations).
