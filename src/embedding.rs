@@ -31,8 +31,10 @@ pub struct Embedder {
     model: BertModel,
     tokenizer: Tokenizer,
     device: Device,
-    /// Identifies the model in cache keys: a hash of its configuration and weights' size.
+    /// Identifies the model in cache keys: a hash of its configuration, tokenizer and weights.
     fingerprint: u64,
+    /// The size of its vectors (`hidden_size`).
+    dim: usize,
     /// The folder it was loaded from, for messages.
     pub dir: PathBuf,
 }
@@ -53,25 +55,41 @@ impl Embedder {
         let config_bytes = read("config.json", 1 << 20)?;
         let config: BertConfig = serde_json::from_slice(&config_bytes)
             .with_context(|| format!("{} is not a BERT configuration", dir.join("config.json").display()))?;
+        // candle divides by the head count before it checks a shape: a nonsensical configuration
+        // is an error here, not a crash there.
+        if config.hidden_size == 0
+            || config.num_attention_heads == 0
+            || !config.hidden_size.is_multiple_of(config.num_attention_heads)
+            || config.max_position_embeddings == 0
+        {
+            bail!(
+                "{}: hidden_size {} must be a positive multiple of num_attention_heads {}, with positions",
+                dir.join("config.json").display(),
+                config.hidden_size,
+                config.num_attention_heads
+            );
+        }
         let tokenizer_bytes = read("tokenizer.json", 64 << 20)?;
         let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
             .map_err(|e| anyhow!("{} cannot be read as a tokenizer: {e}", dir.join("tokenizer.json").display()))?;
         tokenizer
-            .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS.min(config.max_position_embeddings),
+                ..Default::default()
+            }))
             .map_err(|e| anyhow!("tokenizer: {e}"))?;
         tokenizer.with_padding(Some(PaddingParams { strategy: PaddingStrategy::BatchLongest, ..Default::default() }));
         let weights = read("model.safetensors", MAX_WEIGHTS)?;
         let mut hasher = std::hash::DefaultHasher::new();
-        config_bytes.hash(&mut hasher);
-        weights.len().hash(&mut hasher);
-        weights[..weights.len().min(1 << 16)].hash(&mut hasher);
+        (&config_bytes, &tokenizer_bytes, &weights).hash(&mut hasher);
         let fingerprint = hasher.finish();
+        let dim = config.hidden_size;
         let device = Device::Cpu;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
             .with_context(|| format!("{} is not a safetensors file", dir.join("model.safetensors").display()))?;
         let model = BertModel::load(vb, &config)
             .with_context(|| format!("the weights in {} do not fit a BERT model", dir.display()))?;
-        Ok(Embedder { model, tokenizer, device, fingerprint, dir: dir.to_path_buf() })
+        Ok(Embedder { model, tokenizer, device, fingerprint, dim, dir: dir.to_path_buf() })
     }
 
     /// The normalised embedding of each text, in order.
@@ -128,7 +146,7 @@ impl DenseIndex {
         let keys: Vec<u128> = texts.iter().map(|t| text_key(embedder.fingerprint, t)).collect();
         let cache_file = root
             .map(|r| r.join(".chainsmith").join("cache").join(format!("embeddings-{:016x}.bin", embedder.fingerprint)));
-        let mut cached = cache_file.as_deref().map(read_cache).unwrap_or_default();
+        let mut cached = cache_file.as_deref().map(|f| read_cache(f, embedder.dim, texts.len())).unwrap_or_default();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| !cached.contains_key(&keys[i])).collect();
         if !missing.is_empty() {
             let batch: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
@@ -136,12 +154,12 @@ impl DenseIndex {
                 cached.insert(keys[i], vector);
             }
         }
-        let dim = cached.values().next().map_or(0, Vec::len);
+        let dim = embedder.dim;
         let mut vectors = Vec::with_capacity(texts.len() * dim);
         for key in &keys {
             match cached.get(key) {
                 Some(v) if v.len() == dim => vectors.extend_from_slice(v),
-                _ => bail!("the embedding cache holds vectors of different sizes"),
+                _ => bail!("the model gave vectors of another size than its hidden_size {dim}"),
             }
         }
         if let (Some(root), Some(file), false) = (root, &cache_file, missing.is_empty()) {
@@ -246,15 +264,22 @@ fn text_key(model: u64, text: &str) -> u128 {
 
 const CACHE_MAGIC: &[u8] = b"chainsmith-embeddings 1\n";
 
-/// The cached vectors by key; an unreadable or foreign file is an empty cache.
-fn read_cache(path: &Path) -> HashMap<u128, Vec<f32>> {
+/// The cached vectors by key: a file of `dim`-sized vectors for at most about `documents` texts
+/// (a cache written for the current catalog, with room for it to have grown); an unreadable,
+/// foreign or oversized file is an empty cache, to be rewritten.
+fn read_cache(path: &Path, dim: usize, documents: usize) -> HashMap<u128, Vec<f32>> {
     let mut out = HashMap::new();
-    let Ok(bytes) = crate::files::read_bytes(path, 4 << 30) else { return out };
+    let entry = 16 + 4 * dim;
+    let limit = (CACHE_MAGIC.len() + 4 + entry * (2 * documents + 1024)) as u64;
+    let Ok(bytes) = crate::files::read_bytes(path, limit) else { return out };
     let Some(rest) = bytes.strip_prefix(CACHE_MAGIC) else { return out };
-    let Some((dim, mut rest)) = rest.split_first_chunk::<4>().map(|(d, r)| (u32::from_le_bytes(*d) as usize, r)) else {
+    let Some((stored, mut rest)) = rest.split_first_chunk::<4>().map(|(d, r)| (u32::from_le_bytes(*d) as usize, r))
+    else {
         return out;
     };
-    let entry = 16 + 4 * dim;
+    if stored != dim {
+        return out;
+    }
     while dim > 0 && rest.len() >= entry {
         let (head, tail) = rest.split_at(entry);
         let key = u128::from_le_bytes(head[..16].try_into().expect("16 bytes"));
@@ -289,11 +314,12 @@ mod tests {
         let keys = [text_key(7, "a"), text_key(7, "b")];
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(&file, cache_bytes(2, &keys, &[1.0, 2.0, 3.0, 4.0])).unwrap();
-        let read = read_cache(&file);
+        let read = read_cache(&file, 2, 2);
         assert_eq!(read[&keys[0]], [1.0, 2.0]);
         assert_eq!(read[&keys[1]], [3.0, 4.0]);
+        assert!(read_cache(&file, 3, 2).is_empty(), "vectors of another size are not this model's");
         std::fs::write(&file, b"something else").unwrap();
-        assert!(read_cache(&file).is_empty());
+        assert!(read_cache(&file, 2, 2).is_empty());
         assert_ne!(text_key(7, "a"), text_key(8, "a"), "the model is part of the key");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -205,11 +205,21 @@ pub fn complete_with(
             return c;
         }
         if before_word.ends_with('(') || before_word.ends_with(',') {
-            let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
+            let given = given_elsewhere(call, replace.start);
             return argument_completions(catalog, tool, &given, word, replace);
         }
     }
     Completions::default()
+}
+
+/// The parameters a call already gives, apart from the word at `offset`: a half-typed `qu` is a
+/// positional argument to the analysis (taken as the parameter left for it), not a given one.
+fn given_elsewhere<'a>(call: &'a crate::analysis::ToolCall<'_>, offset: usize) -> Vec<&'a str> {
+    call.args
+        .iter()
+        .filter(|a| a.name_range.is_some() || !(a.value_range.start <= offset && offset <= a.value_range.end))
+        .map(|a| a.name.as_str())
+        .collect()
 }
 
 /// Where the run of `keep` characters that ends `s` starts (a char boundary, whatever the
@@ -799,7 +809,7 @@ pub fn signature_help(
         None => {
             // The next parameter the user is likely to write: a missing required one, else the
             // first optional one not given yet.
-            let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
+            let given = given_elsewhere(call, offset);
             let open = |p: &&Param| !given.contains(&p.name.as_str()) && !given.contains(&p.wire_name.as_str());
             tool.params
                 .iter()

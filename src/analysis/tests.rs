@@ -262,6 +262,11 @@ mod ide {
         assert_eq!(labels, vec!["page=", "sort="]);
         let (labels, _) = labels_at("from chainsmith.tools import films\nfilms.search_person(query=\"x\", sort=|");
         assert_eq!(labels, vec!["\"asc\"", "\"desc\""]);
+        // A half-typed name is a positional argument to the analysis; it still completes.
+        let (labels, _) = labels_at("from chainsmith.tools import films\nfilms.search_person(qu|)");
+        assert_eq!(labels, vec!["query="]);
+        let (labels, _) = labels_at("from chainsmith.tools import films\nfilms.search_person(query=\"x\", pa|)");
+        assert_eq!(labels, vec!["page="]);
     }
 
     #[test]
@@ -439,6 +444,7 @@ credits = films.person_movie_credits(pid)
 wrong = films.person_movie_credits(found["results"][0]["name"])
 both = films.search_person("x", page=2)
 extra = films.person(pid, 3)
+generated = films.person(p for p in [1])
 "#;
     assert_eq!(
         spans(program),
@@ -449,12 +455,15 @@ extra = films.person(pid, 3)
             ("positional-argument", "\"x\"".into()),
             ("positional-argument", "pid".into()),
             ("positional-argument", "3".into()),
+            ("missing-argument", "person".into()),
+            ("positional-argument", "(p for p in [1])".into()),
         ]
     );
     let diags = check(program);
     assert!(diags[0].message.contains("taken as `person_id`"), "{}", diags[0].message);
     assert_eq!(diags[0].suggestions[0].replacement, "person_id=");
     assert_eq!(diags[3].suggestions[0].replacement, "query=");
-    // No parameter is left for the second positional of `person`: reported, without a fix.
+    // No required parameter is left for the second positional of `person`: reported, without a fix.
     assert!(diags[5].suggestions.is_empty(), "{:?}", diags[5]);
+    assert!(diags[7].suggestions.is_empty(), "{:?}", diags[7]);
 }

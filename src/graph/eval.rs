@@ -24,7 +24,7 @@
 //!   by frequency, or for `flow+task` by task relevance, and then re-ranked like `task`.
 //!
 //! - `combined`: the graph, the data flow, the task and the program so far in one score: the
-//!   previous tool's successors (weight normalised to the best), plus [`FLOW_BONUS`] for every tool
+//!   previous tool's successors (weight normalised to the best), plus a bonus for every tool
 //!   taking an id it yields (a bonus), plus the [`TASK_EXTRA`] tools most relevant to the task as
 //!   candidates too, every candidate adding `λ·relevance`; the score of a tool the trajectory
 //!   already called is multiplied by a damping factor.

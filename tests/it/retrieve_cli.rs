@@ -125,11 +125,15 @@ fn dense_retrieval_finds_tools_by_meaning_with_the_real_model() {
     let dense = tmdb_workspace(&format!("[retrieval]\nembedding_model = \"{}\"\n", model.display()));
     let (fused, stderr) = top_ids(dense.path(), task, 3);
     assert!(fused.contains(&"tmdb.movie_credits".to_string()), "with the model: {fused:?}\n{stderr}");
-    let cache: Vec<_> = std::fs::read_dir(dense.path().join(".chainsmith/cache")).unwrap().collect();
+    let cache: Vec<_> =
+        std::fs::read_dir(dense.path().join(".chainsmith/cache")).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(cache.len(), 1, "one cache file for the model");
-    // The second run reads the vectors back and ranks the same.
+    let written = std::fs::metadata(&cache[0]).unwrap().modified().unwrap();
+    // The second run reads every vector back (the file is rewritten only when one is missing) and
+    // ranks the same.
     let (again, _) = top_ids(dense.path(), task, 3);
     assert_eq!(again, fused);
+    assert_eq!(std::fs::metadata(&cache[0]).unwrap().modified().unwrap(), written, "the cache was not rewritten");
 }
 
 /// A model folder that is not one: a note on stderr, and BM25 answers as before.

@@ -177,13 +177,27 @@ impl<'t, 'c> Walker<'t, 'c> {
     }
 
     /// A module-dialect call's arguments; other expressions among them are walked. A positional
-    /// one is reported when the tool is known (tools take keywords only) and, when a parameter is
-    /// left for it — the required ones in order, then the optional ones, skipping those given by
-    /// keyword — it is checked as that parameter and the fix names it (`movie_credits(movie_id)` →
-    /// `movie_credits(movie_id=movie_id)`), so the call is not also missing that argument.
+    /// one is reported when the tool is known (tools take keywords only) and, when a required
+    /// parameter is left for it (in order, skipping those given by keyword), it is checked as that
+    /// parameter and the fix names it (`movie_credits(movie_id)` → `movie_credits(movie_id=movie_id)`),
+    /// so the call is not also missing that argument. Optional parameters are not guessed: a fix
+    /// applied without review must not turn `tool(title, year)` into `tool(title=title, language=year)`.
     fn keyword_arguments(&mut self, arguments: Option<Node<'t>>, tool: Option<&'c Tool>) -> GivenArgs<'t> {
         let mut given = GivenArgs::default();
         let Some(arguments) = arguments else { return given };
+        if arguments.kind() != "argument_list" {
+            // `tool(x for x in xs)`: one positional generator, bound to nothing.
+            self.expr(arguments);
+            if tool.is_some() {
+                let d = self.error(
+                    range_of(arguments),
+                    "positional-argument",
+                    "tool calls take keyword arguments only (name=value)".into(),
+                );
+                self.diag(d);
+            }
+            return given;
+        }
         let mut cursor = arguments.walk();
         let children: Vec<Node<'t>> = arguments.named_children(&mut cursor).collect();
         let keywords: Vec<&str> = children
@@ -192,10 +206,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             .filter_map(|c| c.child_by_field_id(fields().name.get()))
             .map(|n| text_of(n, self.text))
             .collect();
-        let mut free = tool
-            .into_iter()
-            .flat_map(|t| t.required().chain(t.optional()))
-            .filter(|p| !keywords.contains(&p.name.as_str()));
+        let mut free = tool.into_iter().flat_map(|t| t.required()).filter(|p| !keywords.contains(&p.name.as_str()));
         for child in children {
             match child.kind() {
                 "keyword_argument" => {
