@@ -8,7 +8,11 @@
 //! inherits a share of the score of its group (AnyTool's tool-level aggregation: its ToolBench
 //! tool, else its toolset). The index is built once from a catalog, owns everything it needs
 //! (`Send + Sync`, to be held in an `Arc` beside the catalog) and answers any number of queries;
-//! a query costs the postings of its terms, not a pass over the catalog.
+//! a BM25 query costs the postings of its terms, not a pass over the catalog.
+//!
+//! With an embedding model (`[retrieval] embedding_model`, [`CatalogIndex::for_workspace`]), task
+//! searches also rank every tool by similarity ([`crate::embedding`]: a pass over the vectors) and
+//! fuse that ranking with BM25's; task relevance for ToolNet stays BM25.
 
 use std::collections::HashMap;
 use std::sync::Arc;
