@@ -224,7 +224,10 @@ impl DenseIndex {
         if requests.len() > 1 {
             parts.extend(requests.into_iter().filter(|r| !r.trim().is_empty()));
         }
-        let queries = self.embedder.embed(&parts)?;
+        // One forward pass per part: batched, every part would be padded to the whole task's
+        // length, and the model's cost grows with the padded tokens (about twice the time).
+        let queries =
+            parts.iter().map(|part| Ok(self.embedder.embed(&[part])?.remove(0))).collect::<Result<Vec<Vec<f32>>>>()?;
         if queries.iter().any(|q| q.len() != self.dim) {
             bail!("the query's embedding has another size than the catalog's ({})", self.dim);
         }
