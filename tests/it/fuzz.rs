@@ -6,8 +6,8 @@
 //! - the Python analysis: diagnostics, completion and hover at any offset;
 //! - the language server's byte stream: the server answers or ends, never crashes.
 //!
-//! `cargo test` runs a bounded number of cases per target; `PROPTEST_CASES=20000 cargo test
-//! --release --test it fuzz` runs longer (docs/ARCHITECTURE.md, "Fuzzing").
+//! `cargo test` runs a bounded number of cases per target; `scripts/fuzz.sh [CPU_MINUTES]` runs
+//! each for a CPU-time budget (docs/ARCHITECTURE.md, "Fuzzing").
 
 use std::path::Path;
 
