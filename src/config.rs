@@ -47,6 +47,9 @@ pub struct ToolsetConfig {
     pub source: ToolsetSource,
     pub base_url: Option<String>,
     pub auth: Option<AuthConfig>,
+    /// The largest file of this toolset read, in bytes (`max_mb`; default
+    /// [`crate::files::MAX_READ`]).
+    pub max_bytes: u64,
     /// Where the entry is in chainsmith.toml.
     pub range: ByteRange,
 }
@@ -60,14 +63,23 @@ pub enum ToolsetSource {
     Mcp(McpConfig),
 }
 
+/// An MCP server: a command chainsmith starts (stdio), or a remote server's Streamable HTTP
+/// endpoint (`url`, with `headers`). Exactly one of `command` and `url`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
+    #[serde(default)]
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// A remote server's endpoint (`https://…/mcp`), spoken to over Streamable HTTP.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Headers sent to a remote server: a literal value, or one read from the environment.
+    #[serde(default)]
+    pub headers: BTreeMap<String, HeaderValueConfig>,
     /// Seconds the server gets to start and list its tools (default 10).
     #[serde(default = "McpConfig::default_timeout_s")]
     pub timeout_s: u64,
@@ -78,11 +90,67 @@ impl McpConfig {
     fn default_timeout_s() -> u64 {
         Self::DEFAULT_TIMEOUT_S
     }
+
+    /// What is wrong with the entry's shape, if anything (said on the toolset's entry).
+    fn problem(&self) -> Option<String> {
+        match &self.url {
+            None if self.command.is_empty() => {
+                Some("`mcp` needs a `command` (a local server) or a `url` (a remote one)".into())
+            }
+            None if !self.headers.is_empty() => {
+                Some("`headers` go with a remote server's `url`, not a `command`".into())
+            }
+            None => None,
+            Some(_) if !self.command.is_empty() => Some("`mcp` takes a `command` or a `url`, not both".into()),
+            Some(_) if !self.args.is_empty() || !self.env.is_empty() => {
+                Some("`args` and `env` go with a `command`; a remote server gets `headers`".into())
+            }
+            Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                Some(format!("`url` must be an http:// or https:// address, not `{url}`"))
+            }
+            Some(_) => None,
+        }
+    }
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        McpConfig { command: String::new(), args: Vec::new(), env: BTreeMap::new(), timeout_s: Self::DEFAULT_TIMEOUT_S }
+        McpConfig {
+            command: String::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+            url: None,
+            headers: BTreeMap::new(),
+            timeout_s: Self::DEFAULT_TIMEOUT_S,
+        }
+    }
+}
+
+/// A header's value for a remote MCP server: written out, or `{ value_env = "VAR", prefix = "Bearer " }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum HeaderValueConfig {
+    Literal(String),
+    FromEnv(HeaderFromEnv),
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeaderFromEnv {
+    pub value_env: String,
+    #[serde(default)]
+    pub prefix: String,
+}
+
+impl HeaderValueConfig {
+    /// The value to send; `None` when its variable is unset.
+    pub fn value(&self) -> Option<String> {
+        match self {
+            HeaderValueConfig::Literal(value) => Some(value.clone()),
+            HeaderValueConfig::FromEnv(from) => {
+                std::env::var(&from.value_env).ok().map(|v| format!("{}{v}", from.prefix))
+            }
+        }
     }
 }
 
@@ -113,6 +181,7 @@ struct RawToolset {
     mcp: Option<McpConfig>,
     base_url: Option<String>,
     auth: Option<AuthConfig>,
+    max_mb: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -492,6 +561,12 @@ fn toolset_config(
         ));
         return None;
     }
+    if let Some(ToolsetSource::Mcp(mcp)) = sources.first()
+        && let Some(problem) = mcp.problem()
+    {
+        problems.push(Diagnostic::error(file, range, "invalid-config", format!("toolset `{name}`: {problem}")));
+        return None;
+    }
     if let Some(auth) = &raw.auth
         && auth.query.is_some() == auth.header.is_some()
     {
@@ -503,11 +578,25 @@ fn toolset_config(
         ));
         return None;
     }
+    let max_bytes = match raw.max_mb {
+        None => crate::files::MAX_READ,
+        Some(mb @ 1..=65_536) => mb << 20,
+        Some(mb) => {
+            problems.push(Diagnostic::error(
+                file,
+                range,
+                "invalid-config",
+                format!("toolset `{name}`: `max_mb` must be between 1 and 65536 (MiB), not {mb}"),
+            ));
+            return None;
+        }
+    };
     Some(ToolsetConfig {
         name,
         source: sources.pop().expect("exactly one source"),
         base_url: raw.base_url,
         auth: raw.auth,
+        max_bytes,
         range,
     })
 }
@@ -650,6 +739,35 @@ severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
         assert!(!c.trusted);
         let trusted = Config::from_text(Path::new("ws"), None, Some(&json!({"trusted": true})));
         assert!(trusted.trusted, "an editor with its own workspace trust says so");
+    }
+
+    #[test]
+    fn an_mcp_entry_is_a_command_or_a_url_with_headers() {
+        let load = |mcp: &str| {
+            let text = format!("[[toolsets]]\nname = \"m\"\nmcp = {mcp}\n");
+            Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), &text)), None)
+        };
+        let remote = load(
+            r#"{ url = "https://x.example/mcp", headers = { A = "lit", B = { value_env = "V", prefix = "Bearer " } } }"#,
+        );
+        assert!(remote.problems.is_empty(), "{:?}", remote.problems);
+        let ToolsetSource::Mcp(mcp) = &remote.toolsets[0].source else { panic!("{:?}", remote.toolsets) };
+        assert_eq!(mcp.headers["A"], HeaderValueConfig::Literal("lit".into()));
+        assert_eq!(
+            mcp.headers["B"],
+            HeaderValueConfig::FromEnv(HeaderFromEnv { value_env: "V".into(), prefix: "Bearer ".into() })
+        );
+        for (mcp, problem) in [
+            ("{ timeout_s = 3 }", "needs a `command`"),
+            (r#"{ command = "x", url = "https://x/mcp" }"#, "not both"),
+            (r#"{ url = "ftp://x/mcp" }"#, "http:// or https://"),
+            (r#"{ url = "https://x/mcp", args = ["a"] }"#, "`args` and `env` go with a `command`"),
+            (r#"{ command = "x", headers = { A = "b" } }"#, "`headers` go with a remote server's `url`"),
+        ] {
+            let c = load(mcp);
+            assert!(c.toolsets.is_empty(), "{mcp}");
+            assert!(c.problems.iter().any(|p| p.message.contains(problem)), "{mcp}: {:?}", c.problems);
+        }
     }
 
     #[test]

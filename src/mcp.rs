@@ -1,5 +1,5 @@
-//! A blocking MCP client over stdio: JSON-RPC 2.0, one JSON message per line (the MCP stdio
-//! transport).
+//! A blocking MCP client: JSON-RPC 2.0 over stdio (one JSON message per line) to a server it
+//! starts, or over Streamable HTTP to a remote server (`mcp = { url = … }`, see [`Remote`]).
 //!
 //! [`McpClient::start`] spawns the server in its own process group (the whole group is killed when
 //! the client is dropped, so no server or helper it started outlives chainsmith's use of it), with
@@ -47,6 +47,12 @@ const KEPT_LINE_CHARS: usize = 400;
 const MAX_MESSAGE_BYTES: u64 = 64 << 20;
 /// `tools/list` pages followed at most.
 const MAX_PAGES: usize = 1000;
+/// The longest one exchange with a remote server may last (a POST and its event stream): past it
+/// the exchange is dropped, so a stalled server holds no thread for ever.
+const LONGEST_EXCHANGE: Duration = Duration::from_secs(15 * 60);
+/// The code of a reply chainsmith makes up when a remote request failed on the way (no JSON-RPC
+/// code is this low): the caller reports the transport, not the server, as failing.
+const TRANSPORT_FAILURE: i64 = i64::MIN;
 
 /// What went wrong, for callers that react differently (the runtime reports an `Rpc` error of
 /// `tools/call` as a tool error, the rest as a transport failure).
@@ -173,6 +179,8 @@ struct Shared {
     list_changed: AtomicU64,
     /// The `roots/list` answer.
     roots: Value,
+    /// The endpoint of a remote server (`None` for a server on stdio).
+    remote: Option<Remote>,
 }
 
 /// Locks a mutex, ignoring poisoning (every critical section leaves the data consistent).
@@ -318,7 +326,9 @@ impl Shared {
 /// A running MCP server session. Dropping it shuts the server down (its whole process group).
 pub struct McpClient {
     shared: Arc<Shared>,
-    child: Mutex<Child>,
+    /// The server process (`None` for a remote server).
+    child: Option<Mutex<Child>>,
+    /// Its process (and group) id; 0 for a remote server.
     pid: u32,
     next_id: AtomicU64,
     /// `list_changed` count when the last `tools()` started.
@@ -356,6 +366,9 @@ impl McpClient {
 
     /// [`McpClient::start`], the server called `name` in messages (the toolset's name).
     pub fn start_named(name: &str, config: &McpConfig, root: &Path) -> anyhow::Result<McpClient> {
+        if let Some(url) = &config.url {
+            return Self::connect(name, url, config, root);
+        }
         let timeout = Duration::from_secs(config.timeout_s.max(1));
         let mut command = Command::new(&config.command);
         // A cleared environment with what a program needs to find its way and what the entry
@@ -411,10 +424,11 @@ impl McpClient {
             noise_count: AtomicU64::new(0),
             list_changed: AtomicU64::new(0),
             roots: json!({"roots": [root_entry(root)]}),
+            remote: None,
         });
         let client = McpClient {
             shared: shared.clone(),
-            child: Mutex::new(child),
+            child: Some(Mutex::new(child)),
             pid,
             next_id: AtomicU64::new(1),
             listed_at: AtomicU64::new(0),
@@ -502,6 +516,9 @@ impl McpClient {
                 .into());
         }
         self.protocol_version = version.to_string();
+        if let Some(remote) = &self.shared.remote {
+            *lock(&remote.protocol_version) = Some(version.to_string());
+        }
         self.server_info = answer.get("serverInfo").cloned().unwrap_or(Value::Null);
         self.capabilities = answer.get("capabilities").cloned().unwrap_or(Value::Null);
         self.instructions = answer.get("instructions").and_then(Value::as_str).map(str::to_string);
@@ -514,7 +531,7 @@ impl McpClient {
         &self.shared.server
     }
 
-    /// The server process id (also its process group id).
+    /// The server process id (also its process group id); 0 for a remote server.
     pub fn pid(&self) -> u32 {
         self.pid
     }
@@ -628,6 +645,11 @@ impl McpClient {
         }
         match rx.recv_timeout(timeout) {
             Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) if e.code == TRANSPORT_FAILURE => Err(McpError {
+                kind: McpErrorKind::Closed,
+                server: self.shared.server.clone(),
+                message: format!("MCP server `{}` could not answer {method}: {}", self.shared.server, e.message),
+            }),
             Ok(Err(e)) => {
                 let data = e.data.map(|d| format!(" ({d})")).unwrap_or_default();
                 Err(McpError {
@@ -682,8 +704,9 @@ impl McpClient {
         let deadline = Instant::now() + Duration::from_millis(1000);
         let mut status = None;
         while Instant::now() < deadline {
+            let Some(child) = &self.child else { break };
             if status.is_none() {
-                status = lock(&self.child).try_wait().ok().flatten();
+                status = lock(child).try_wait().ok().flatten();
             }
             if status.is_some() && self.shared.stderr_done.load(Ordering::SeqCst) {
                 break;
@@ -703,7 +726,11 @@ impl McpClient {
     /// Closes the server's stdin, gives it a moment to exit, then ends its process group.
     fn shut_down(&mut self) {
         lock(&self.shared.outbox).take();
-        let child = self.child.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(remote) = &self.shared.remote {
+            remote.end_session();
+        }
+        let Some(child) = self.child.as_mut() else { return };
+        let child = child.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
         let exited = |child: &mut Child, within: Duration| {
             let deadline = Instant::now() + within;
             loop {
@@ -726,6 +753,236 @@ impl McpClient {
         }
         // Whatever the server started in its group (helpers, a wrapped interpreter) goes with it.
         signal_group(self.pid, Signal::Kill);
+    }
+}
+
+/// A remote server spoken to over Streamable HTTP (MCP 2025-03-26 and later): every message the
+/// client sends is a POST of its own, on a thread of its own, answered by nothing (202), by one
+/// JSON message, or by an event stream of messages (the server's own requests and notifications,
+/// then the response); each is dispatched as a line from a stdio server would be, so both
+/// transports share every rule above. The session id the server gives at `initialize` and the
+/// negotiated version go with every later POST; the session is ended with a DELETE. The optional
+/// GET stream for messages outside any request is not opened: a `list_changed` sent only there is
+/// missed, and a reload lists the tools again.
+struct Remote {
+    url: String,
+    http: reqwest::blocking::Client,
+    session: Mutex<Option<String>>,
+    protocol_version: Mutex<Option<String>>,
+}
+
+impl Remote {
+    /// Posts one message and dispatches whatever comes back. A request that cannot be delivered
+    /// or is refused gets a made-up error reply, so its caller learns why at once.
+    fn post(&self, shared: &Shared, body: Vec<u8>) {
+        let request_id = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(|m| m.get("method").is_some())
+            .and_then(|m| m.get("id").cloned());
+        let fail = |why: String| {
+            tracing::debug!(server = %shared.server, "{why}");
+            if let Some(id) = &request_id {
+                let reply = json!({"jsonrpc": "2.0", "id": id, "error": {"code": TRANSPORT_FAILURE, "message": why}});
+                shared.dispatch(reply, b"");
+            }
+        };
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
+        if let Some(session) = lock(&self.session).clone() {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = lock(&self.protocol_version).clone() {
+            request = request.header("mcp-protocol-version", version);
+        }
+        let response = match request.send() {
+            Ok(response) => response,
+            Err(e) => return fail(format!("{} cannot be reached ({})", self.url, error_chain(&e))),
+        };
+        if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            *lock(&self.session) = Some(session.to_string());
+        }
+        let status = response.status();
+        let event_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if status.is_success() && event_stream {
+            return read_events(response, |data| shared.dispatch_line(data));
+        }
+        let mut text = Vec::new();
+        if let Err(e) = response.take(MAX_MESSAGE_BYTES + 1).read_to_end(&mut text) {
+            return fail(format!("{} answered HTTP {status}, then the body failed ({e})", self.url));
+        }
+        if text.len() as u64 > MAX_MESSAGE_BYTES {
+            return fail(format!("{} sent a message larger than {} MiB", self.url, MAX_MESSAGE_BYTES >> 20));
+        }
+        let json_rpc = serde_json::from_slice::<Value>(&text).is_ok_and(|v| v.get("jsonrpc").is_some());
+        if status.is_success() || json_rpc {
+            if status == reqwest::StatusCode::NOT_FOUND && lock(&self.session).is_some() {
+                shared.close(format!("ended the session ({} answered HTTP 404)", self.url));
+            }
+            if !text.trim_ascii().is_empty() {
+                shared.dispatch_line(&text);
+            }
+            if status.is_success() || request_id.is_none() {
+                return;
+            }
+        }
+        let said = String::from_utf8_lossy(&text);
+        let said: String = said.trim().chars().take(KEPT_LINE_CHARS).collect();
+        if status == reqwest::StatusCode::NOT_FOUND && lock(&self.session).is_some() {
+            shared.close(format!("ended the session ({} answered HTTP 404)", self.url));
+        }
+        fail(format!(
+            "{} answered HTTP {status}{}",
+            self.url,
+            if said.is_empty() { String::new() } else { format!(": {said}") }
+        ))
+    }
+
+    /// Ends the session, when the server gave one (best effort, briefly: nothing waits on it).
+    fn end_session(&self) {
+        let Some(session) = lock(&self.session).take() else { return };
+        let _ = self.http.delete(&self.url).header("mcp-session-id", session).timeout(Duration::from_secs(2)).send();
+    }
+}
+
+/// Reads a server-sent event stream, handing each event's data (its `data:` lines joined by
+/// newlines) to `dispatch`; an event larger than the message limit ends the stream.
+fn read_events(stream: impl Read, mut dispatch: impl FnMut(&[u8])) {
+    let mut reader = BufReader::new(stream);
+    let mut line = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    let mut has_data = false;
+    loop {
+        line.clear();
+        match reader.by_ref().take(MAX_MESSAGE_BYTES + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        if text.is_empty() {
+            if has_data {
+                dispatch(&data);
+            }
+            data.clear();
+            has_data = false;
+            continue;
+        }
+        if let Some(value) = text.strip_prefix(b"data:") {
+            if has_data {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(value.strip_prefix(b" ").unwrap_or(value));
+            has_data = true;
+            if data.len() as u64 > MAX_MESSAGE_BYTES {
+                break;
+            }
+        }
+        // `event:`, `id:`, `retry:` and `:` comments carry nothing chainsmith uses.
+    }
+    if has_data {
+        dispatch(&data);
+    }
+}
+
+/// An error and its causes on one line (reqwest's own message stops at "error sending request").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    out
+}
+
+impl McpClient {
+    /// Opens a session with the remote server at `url` and performs the handshake.
+    fn connect(name: &str, url: &str, config: &McpConfig, root: &Path) -> anyhow::Result<McpClient> {
+        let refuse = |why: String| McpError {
+            kind: McpErrorKind::Spawn,
+            server: name.to_string(),
+            message: format!("cannot reach MCP server `{name}` ({url}): {why}"),
+        };
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (header, value) in &config.headers {
+            let Some(text) = value.value() else {
+                let crate::config::HeaderValueConfig::FromEnv(from) = value else {
+                    unreachable!("a literal has a value")
+                };
+                return Err(refuse(format!("header `{header}` takes ${}, which is not set", from.value_env)).into());
+            };
+            let header_name = reqwest::header::HeaderName::from_bytes(header.as_bytes())
+                .map_err(|_| refuse(format!("`{header}` is not a header name")))?;
+            let mut header_value = reqwest::header::HeaderValue::from_str(&text)
+                .map_err(|_| refuse(format!("the value of header `{header}` is not valid in a header")))?;
+            header_value.set_sensitive(true);
+            headers.insert(header_name, header_value);
+        }
+        let timeout = Duration::from_secs(config.timeout_s.max(1));
+        let http = reqwest::blocking::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(timeout)
+            .timeout(LONGEST_EXCHANGE)
+            .user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| refuse(error_chain(&e)))?;
+        let (outbox, inbox) = mpsc::channel::<Vec<u8>>();
+        let shared = Arc::new(Shared {
+            server: name.to_string(),
+            state: Mutex::new(State::default()),
+            outbox: Mutex::new(Some(outbox)),
+            stderr: Mutex::new(VecDeque::new()),
+            stderr_done: AtomicBool::new(true),
+            noise: Mutex::new(VecDeque::new()),
+            noise_count: AtomicU64::new(0),
+            list_changed: AtomicU64::new(0),
+            roots: json!({"roots": [root_entry(root)]}),
+            remote: Some(Remote {
+                url: url.to_string(),
+                http,
+                session: Mutex::new(None),
+                protocol_version: Mutex::new(None),
+            }),
+        });
+        let poster = shared.clone();
+        spawn_thread(format!("mcp-{name}-poster"), move || {
+            for body in inbox {
+                // One thread per exchange: a server may ask something of the client (and wait
+                // for the answer, a POST of its own) while a request's event stream is open.
+                let shared = poster.clone();
+                let posted = spawn_thread("mcp-post".into(), move || {
+                    if let Some(remote) = &shared.remote {
+                        remote.post(&shared, body);
+                    }
+                });
+                if let Err(e) = posted {
+                    poster.close(format!("cannot start a thread ({e})"));
+                }
+            }
+        })
+        .map_err(|e| refuse(e.to_string()))?;
+        let client = McpClient {
+            shared,
+            child: None,
+            pid: 0,
+            next_id: AtomicU64::new(1),
+            listed_at: AtomicU64::new(0),
+            timeout,
+            protocol_version: String::new(),
+            server_info: Value::Null,
+            capabilities: Value::Null,
+            instructions: None,
+        };
+        client.handshake()
     }
 }
 

@@ -94,11 +94,30 @@ pub fn config_commands(config: &Config) -> Vec<Command> {
 
 /// An MCP server's command line: its declared environment, command and arguments.
 pub fn mcp_line(mcp: &McpConfig) -> String {
+    if let Some(url) = &mcp.url {
+        // A remote server runs nothing here, but opening the folder would send it the headers the
+        // workspace names (a variable's secret to an address of its choosing): trusted the same
+        // way, shown as the request. The bracket keeps the line apart from every local command
+        // line (where an unquoted word never holds `<`).
+        let mut words = vec![format!("{REMOTE_PREFIX}{}>", quote(url))];
+        for (name, value) in &mcp.headers {
+            let value = match value {
+                crate::config::HeaderValueConfig::Literal(v) => v.clone(),
+                crate::config::HeaderValueConfig::FromEnv(from) => format!("{}${}", from.prefix, from.value_env),
+            };
+            words.push("-H".into());
+            words.push(quote(&format!("{name}: {value}")));
+        }
+        return words.join(" ");
+    }
     let mut words: Vec<String> = mcp.env.iter().map(|(k, v)| format!("{}={}", quote_name(k), quote(v))).collect();
     words.push(quote_program(&mcp.command));
     words.extend(mcp.args.iter().map(|a| quote(a)));
     words.join(" ")
 }
+
+/// How a remote server's line begins (`POST <url> -H …`).
+const REMOTE_PREFIX: &str = "POST <";
 
 /// An argv's command line.
 pub fn argv_line(argv: &[String]) -> String {
@@ -179,12 +198,13 @@ impl Trust {
     pub fn refusal(&self, command: &Command) -> String {
         let how = "`chainsmith trust` in the workspace, or \"Trust this workspace\" in the editor";
         let Command { from, command } = command;
+        let (verb, noun) = if command.starts_with(REMOTE_PREFIX) { ("send", "request") } else { ("run", "command") };
         match self {
             Trust::Recorded(_) => format!(
-                "{from} would run `{command}`, a command this workspace was not trusted with (it is new or changed), so it does not run; once you have read it, trust the workspace again: {how}"
+                "{from} would {verb} `{command}`, a {noun} this workspace was not trusted with (it is new or changed), so it is not; once you have read it, trust the workspace again: {how}"
             ),
             _ => format!(
-                "{from} would run `{command}`; this workspace is not trusted, so it does not run; once you have read what it runs, trust it: {how}"
+                "{from} would {verb} `{command}`; this workspace is not trusted, so it does not; once you have read it, trust it: {how}"
             ),
         }
     }

@@ -133,7 +133,7 @@ pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel)
         Some(text) => text.clone(),
         None => std::fs::read_to_string(&request.program).unwrap_or_default(),
     };
-    let secrets = Secrets::of(&request.catalog);
+    let secrets = Secrets::of(&request.catalog, &request.config);
     let mut outcome = RunOutcome {
         trace: Trace { program: label, started, ok: false, calls: Vec::new(), error: None },
         exit_code: None,

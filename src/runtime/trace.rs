@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::config::{Config, HeaderValueConfig, ToolsetSource};
 use crate::toolset::Catalog;
 
 /// Where runs are recorded, under the workspace root.
@@ -184,13 +185,24 @@ pub struct Secrets {
 }
 
 impl Secrets {
-    pub fn of(catalog: &Catalog) -> Secrets {
+    /// The toolsets' auth values, and the headers chainsmith.toml sends remote MCP servers.
+    pub fn of(catalog: &Catalog, config: &Config) -> Secrets {
         let mut secrets = Secrets::default();
         for toolset in &catalog.toolsets {
             let Some(auth) = &toolset.auth else { continue };
             secrets.names.extend(auth.query.iter().chain(auth.header.iter()).map(|n| n.to_ascii_lowercase()));
             if let Some(value) = auth.value_env.as_deref().and_then(|var| std::env::var(var).ok()) {
                 secrets.add(value);
+            }
+        }
+        for toolset in &config.toolsets {
+            let ToolsetSource::Mcp(mcp) = &toolset.source else { continue };
+            for value in mcp.headers.values() {
+                if let HeaderValueConfig::FromEnv(from) = value
+                    && let Ok(value) = std::env::var(&from.value_env)
+                {
+                    secrets.add(value);
+                }
             }
         }
         secrets.names.sort();

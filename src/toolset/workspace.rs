@@ -84,7 +84,11 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut toolsets = Vec::new();
     if config.toolsets.is_empty() {
         for file in discover(&config.root.join("protocols")) {
-            let Some((doc, text)) = read_doc(&unsaved, &file, &mut texts, &mut diagnostics, None) else { continue };
+            let Some((doc, text)) =
+                read_doc(&unsaved, &file, crate::files::MAX_READ, &mut texts, &mut diagnostics, None)
+            else {
+                continue;
+            };
             let Some(kind) = detect(&doc) else {
                 // Unrecognised JSON under protocols/ is not necessarily a mistake (fixtures, notes).
                 continue;
@@ -98,7 +102,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             {
                 name = declared.to_string();
             }
-            let loaded = load_doc(kind, &doc, &text, &file, &name, &unsaved);
+            let loaded = load_doc(kind, &doc, &text, &file, &name, &unsaved, crate::files::MAX_READ);
             merge_into(&mut toolsets, name, kind, file, loaded, &mut diagnostics);
         }
     } else {
@@ -144,8 +148,8 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             let start = toolsets.len();
             for rel in files {
                 let file = config.root.join(&rel);
-                let Some((doc, text)) =
-                    read_doc(&unsaved, &file, &mut texts, &mut diagnostics, Some((&config_file, ts.range)))
+                let named_in = Some((config_file.as_path(), ts.range));
+                let Some((doc, text)) = read_doc(&unsaved, &file, ts.max_bytes, &mut texts, &mut diagnostics, named_in)
                 else {
                     continue;
                 };
@@ -163,7 +167,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                         continue;
                     }
                 };
-                let loaded = load_doc(kind, &doc, &text, &file, &ts.name, &unsaved);
+                let loaded = load_doc(kind, &doc, &text, &file, &ts.name, &unsaved, ts.max_bytes);
                 merge_into(&mut toolsets, ts.name.clone(), kind, file, loaded, &mut diagnostics);
             }
             if let Some(toolset) = toolsets.get_mut(start) {
@@ -261,13 +265,21 @@ fn auth_from_config(auth: &AuthConfig) -> Auth {
     }
 }
 
-fn load_doc(kind: SourceKind, doc: &Node, text: &str, file: &Path, toolset: &str, unsaved: &Unsaved) -> Loaded {
+fn load_doc(
+    kind: SourceKind,
+    doc: &Node,
+    text: &str,
+    file: &Path,
+    toolset: &str,
+    unsaved: &Unsaved,
+    max_bytes: u64,
+) -> Loaded {
     match kind {
         SourceKind::OpenApi => {
             // Other files it refers to are read as the editor holds them.
             let read = |path: &Path| match unsaved.get(&absolute(path)) {
                 Some(text) => Ok(text.clone()),
-                None => crate::files::read_text(path, crate::files::MAX_READ).map_err(|e| e.to_string()),
+                None => crate::files::read_text(path, max_bytes).map_err(|e| read_failure(&e)),
             };
             let (bundled, mut problems) = super::bundle::bundle(doc, file, &read);
             let mut loaded = openapi::load(bundled.as_ref().unwrap_or(doc), text, file, toolset);
@@ -327,29 +339,27 @@ fn absolute(path: &Path) -> PathBuf {
 fn read_doc(
     unsaved: &Unsaved,
     file: &Path,
+    max_bytes: u64,
     texts: &mut Texts,
     diagnostics: &mut Vec<Diagnostic>,
     named_in: Option<(&Path, ByteRange)>,
 ) -> Option<(Node, Arc<str>)> {
-    let text: Arc<str> = match unsaved
-        .get(&absolute(file))
-        .cloned()
-        .map(Ok)
-        .unwrap_or_else(|| crate::files::read_text(file, crate::files::MAX_READ))
-    {
-        Ok(t) => t.into(),
-        Err(e) => {
-            let (at, range) =
-                named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
-            diagnostics.push(Diagnostic::error(
-                at,
-                range,
-                "unreadable-protocol",
-                format!("cannot read protocol file {}: {e}", file.display()),
-            ));
-            return None;
-        }
-    };
+    let text: Arc<str> =
+        match unsaved.get(&absolute(file)).cloned().map(Ok).unwrap_or_else(|| crate::files::read_text(file, max_bytes))
+        {
+            Ok(t) => t.into(),
+            Err(e) => {
+                let (at, range) =
+                    named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+                diagnostics.push(Diagnostic::error(
+                    at,
+                    range,
+                    "unreadable-protocol",
+                    format!("cannot read protocol file {}: {}", file.display(), read_failure(&e)),
+                ));
+                return None;
+            }
+        };
     texts.insert(file.to_path_buf(), text.clone());
     match doc::parse(&text, Syntax::of_path(file)) {
         Ok(doc) => Some((doc, text)),
@@ -357,6 +367,14 @@ fn read_doc(
             diagnostics.push(Diagnostic::error(file, failure.range, "invalid-protocol", failure.message));
             None
         }
+    }
+}
+
+/// Why a protocol file was not read, with the way out when it is only too large.
+fn read_failure(e: &crate::files::ReadError) -> String {
+    match e {
+        crate::files::ReadError::TooLarge { .. } => format!("{e}; a [[toolsets]] entry's `max_mb` raises the limit"),
+        _ => e.to_string(),
     }
 }
 

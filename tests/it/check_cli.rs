@@ -169,6 +169,35 @@ fn special_files_and_non_utf8_config_are_located_errors() {
     assert!(stdout.contains("chainsmith.toml:1:1: error[invalid-config]: chainsmith.toml cannot be read: not UTF-8 text (invalid byte at offset 18)"), "{stdout}");
 }
 
+/// A protocol file over its toolset's `max_mb` is a located error that says how to raise the
+/// limit; raised, the same file loads.
+#[test]
+fn the_protocol_size_cap_is_set_per_toolset() {
+    let dir = tempfile::tempdir().unwrap();
+    // 1.3 MB: over `max_mb = 1`, under 2.
+    std::fs::copy("examples/tmdb/specs/tmdb_oas.json", dir.path().join("tmdb.json")).unwrap();
+    let toml = |max_mb: u64| format!("[[toolsets]]\nname = \"tmdb\"\nopenapi = \"tmdb.json\"\nmax_mb = {max_mb}\n");
+    let root = dir.path().to_str().unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), toml(1)).unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", root, "check", "--format", "json"]);
+    assert_eq!(code, 1, "{stderr}");
+    let diagnostics: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    let refused = diagnostics.iter().find(|d| d["code"] == "unreadable-protocol").expect("a located refusal");
+    assert!(refused["file"].as_str().unwrap().ends_with("chainsmith.toml"), "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("larger than the 1 MiB limit") && message.contains("`max_mb`"), "{message}");
+
+    std::fs::write(dir.path().join("chainsmith.toml"), toml(2)).unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", root, "tools", "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let tools: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    assert!(tools.iter().any(|t| t["id"] == "tmdb.movie_credits"), "{stdout}");
+
+    std::fs::write(dir.path().join("chainsmith.toml"), toml(0)).unwrap();
+    let (_, stdout, _) = chainsmith(&["--root", root, "check"]);
+    assert!(stdout.contains("`max_mb` must be between 1 and 65536"), "{stdout}");
+}
+
 /// A latin-1 program with its coding line is checked; one without is reported on itself alone.
 #[test]
 fn non_utf8_sources_are_decoded_or_reported_alone() {

@@ -496,6 +496,7 @@ fn requests_from_the_server_pagination_and_versions() {
         args: vec!["-c".into(), SCRIPTED.into()],
         env: [("VERSION".to_string(), version.to_string())].into(),
         timeout_s: 5,
+        ..Default::default()
     };
     let client = start("scripted", &scripted("2025-03-26"), dir.path());
     assert_eq!(client.protocol_version(), "2025-03-26");
@@ -512,4 +513,165 @@ fn requests_from_the_server_pagination_and_versions() {
     let e = mcp_error(McpClient::start_named("future", &scripted("2099-01-01"), dir.path()).unwrap_err());
     assert_eq!(e.kind, McpErrorKind::Protocol);
     assert!(e.message.contains("speaks MCP protocol version `2099-01-01`"), "{}", e.message);
+}
+
+/// server-everything in its Streamable HTTP mode on a free 127.0.0.1 port; its stdout (a line per
+/// POST it receives) is kept, so a test can tell whether chainsmith contacted it.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        use std::io::BufRead;
+        let entry = node_server("server-everything", &[], &[]).args[0].clone();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut child = Command::new("node")
+            .args([entry.as_str(), "streamableHttp"])
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("node starts server-everything");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let stdout = child.stdout.take().unwrap();
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                kept.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server-everything did not listen on port {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        HttpServer { child, url: format!("http://127.0.0.1:{port}/mcp"), log }
+    }
+
+    fn posts(&self) -> usize {
+        self.log.lock().unwrap().matches("Received MCP POST request").count()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A remote server over Streamable HTTP: the session is opened, tools listed and called (answers
+/// arrive as event streams), a slow call times out and the session stays usable; an address
+/// nobody listens on fails at once and says so.
+#[test]
+fn a_remote_server_over_streamable_http() {
+    let server = HttpServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut headers = BTreeMap::new();
+    headers.insert("X-Chainsmith-Test".to_string(), chainsmith::config::HeaderValueConfig::Literal("yes".into()));
+    let config = McpConfig { url: Some(server.url.clone()), headers, ..Default::default() };
+    let client = start("everything", &config, dir.path());
+    assert!(client.protocol_version().starts_with("20"), "{}", client.protocol_version());
+    assert_eq!(client.server_info()["name"], "mcp-servers/everything", "{}", client.server_info());
+    let listed = client.tools().unwrap();
+    tool(&listed, "get-sum");
+    let summed = client.call("get-sum", json!({"a": 2, "b": 3}), CALL).unwrap();
+    assert!(summed.value.as_str().is_some_and(|t| t.contains('5')), "{summed:?}");
+    let structured = client.call("get-structured-content", json!({"location": "Chicago"}), CALL).unwrap();
+    assert!(structured.value.is_object(), "{structured:?}");
+    let slow = mcp_error(
+        client
+            .call("trigger-long-running-operation", json!({"duration": 5, "steps": 5}), Duration::from_millis(300))
+            .unwrap_err(),
+    );
+    assert_eq!(slow.kind, McpErrorKind::Timeout, "{slow:?}");
+    let again = client.call("echo", json!({"message": "still here"}), CALL).unwrap();
+    assert!(again.value.as_str().is_some_and(|t| t.contains("still here")), "{again:?}");
+    drop(client);
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let nobody = McpConfig { url: Some(format!("http://127.0.0.1:{closed}/mcp")), ..Default::default() };
+    let started = Instant::now();
+    let refused = mcp_error(McpClient::start_named("gone", &nobody, dir.path()).unwrap_err());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(refused.kind, McpErrorKind::Closed, "{refused:?}");
+    assert!(refused.message.contains("cannot be reached"), "{}", refused.message);
+}
+
+/// A workspace naming a remote server: untrusted, nothing is sent to it (not even its headers'
+/// secrets) and the warning shows the request that would be made; trusted, its tools load, are
+/// checked and run; a header whose variable is unset is a located error.
+#[test]
+fn a_remote_mcp_toolset_in_a_workspace() {
+    let server = HttpServer::start();
+    let toml = format!(
+        "[[toolsets]]\nname = \"everything\"\nmcp = {{ url = \"{}\", headers = {{ Authorization = {{ value_env = \"CHAINSMITH_TEST_MCP_TOKEN\", prefix = \"Bearer \" }} }} }}\n",
+        server.url
+    );
+    let (_dir, root) = workspace(&toml);
+    let root_arg = root.display().to_string();
+    let with_token = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .args(args)
+            .env("CHAINSMITH_TEST_MCP_TOKEN", "t0ken-for-the-test")
+            .env("XDG_CONFIG_HOME", root.join(".config"))
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+
+    let (_, stdout, stderr) = with_token(&["tools", "--root", &root_arg]);
+    assert!(stdout.contains("everything — 0 tools"), "{stdout}");
+    assert!(stderr.contains("workspace-untrusted"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "would send `POST <{}> -H 'Authorization: Bearer $CHAINSMITH_TEST_MCP_TOKEN'`",
+            server.url
+        )),
+        "the warning shows what would be sent: {stderr}"
+    );
+    assert_eq!(server.posts(), 0, "nothing is sent to an untrusted server");
+
+    let (code, stdout, stderr) = with_token(&["--trust", "tools", "--format", "json", "--root", &root_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    let tools: Vec<Value> = serde_json::from_str(&stdout).unwrap();
+    let sum = tools.iter().find(|t| t["id"] == "everything.get_sum").unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(sum["source"]["kind"], "mcp");
+    assert!(server.posts() >= 2, "initialize and tools/list were posted");
+
+    std::fs::write(
+        root.join("chain.py"),
+        "from chainsmith.tools import everything\nprint(everything.get_sum(a=2, b=40))\neverything.get_sm(a=1, b=2)\n",
+    )
+    .unwrap();
+    let program = root.join("chain.py").display().to_string();
+    let (code, stdout, _) = with_token(&["--trust", "check", "--root", &root_arg, &program]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("chain.py:3:12: error[unknown-tool]"), "{stdout}");
+    std::fs::write(
+        root.join("chain.py"),
+        "from chainsmith.tools import everything\nprint(everything.get_sum(a=2, b=40))\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = with_token(&["--trust", "run", "--root", &root_arg, &program]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(stdout.contains("42"), "{stdout}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(["--trust", "tools", "--root", &root_arg])
+        .env_remove("CHAINSMITH_TEST_MCP_TOKEN")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let line = stderr.lines().find(|l| l.contains("[mcp-unavailable]")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains("chainsmith.toml:1:1: error[mcp-unavailable]"), "{line}");
+    assert!(line.contains("header `Authorization` takes $CHAINSMITH_TEST_MCP_TOKEN, which is not set"), "{line}");
 }
