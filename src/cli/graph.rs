@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use super::{load_workspace, workspace_root};
 use crate::graph::eval::{self, ToolInfo};
 use crate::graph::import::{self, Kind, Resolver};
-use crate::graph::render::render;
+use crate::graph::render::{render, render_svg};
 use crate::graph::store::{ImportedSet, STORE_PATH, Store};
 use crate::graph::trace::TraceEvaluator;
 use crate::graph::workspace::{WorkspaceGraph, run_record};
@@ -18,8 +18,11 @@ pub enum GraphCommand {
     /// Show each node's heaviest successors, with integer weights (0–100).
     Show {
         /// Graphviz DOT instead of text.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "svg")]
         dot: bool,
+        /// An SVG picture instead of text (tools failing lately in red).
+        #[arg(long)]
+        svg: bool,
         /// Only this node (a tool id, a bare tool name, `start`).
         #[arg(long)]
         from: Option<String>,
@@ -47,19 +50,20 @@ pub enum GraphCommand {
 pub fn run(root: Option<&Path>, command: GraphCommand) -> Result<u8> {
     let root = workspace_root(root, &[]);
     match command {
-        GraphCommand::Show { dot, from, top } => show(&root, dot, from.as_deref(), top),
+        GraphCommand::Show { dot, svg, from, top } => show(&root, dot, svg, from.as_deref(), top),
         GraphCommand::Import { files } => import_files(&root, &files),
         GraphCommand::Eval { trajectories, folds } => evaluate(&root, &trajectories, folds),
     }
 }
 
-fn show(root: &Path, dot: bool, from: Option<&str>, top: usize) -> Result<u8> {
+fn show(root: &Path, dot: bool, svg: bool, from: Option<&str>, top: usize) -> Result<u8> {
     let (config, catalog) = load_workspace(root)?;
     let inputs = WorkspaceGraph::load(&config, &catalog);
     for problem in inputs.problems() {
         eprintln!("{}: {}[{}]: {}", problem.file.display(), problem.severity.as_str(), problem.code, problem.message);
     }
-    let text = render(&inputs, &catalog, dot, from, top)?;
+    let text =
+        if svg { render_svg(&inputs, &catalog, from, top, &[])? } else { render(&inputs, &catalog, dot, from, top)? };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(0)
 }

@@ -96,6 +96,12 @@ fn import_then_show() {
     assert!(stdout.starts_with("digraph toolnet {"), "{stdout}");
     assert!(stdout.contains("\"start\" -> \"tmdb.search_tv\" [label="), "{stdout}");
 
+    let (code, stdout, stderr) = chainsmith(&["graph", "show", "--svg", "--top", "2"], dir.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("<svg") && stdout.trim_end().ends_with("</svg>"), "{stdout}");
+    assert!(stdout.contains("tmdb.search_person") && stdout.contains("tmdb.person_movie_credits"), "{stdout}");
+    assert!(stdout.contains(">start<"), "the start node is drawn: {stdout}");
+
     let (code, _, stderr) = chainsmith(&["graph", "show", "--from", "no_such_tool"], dir.path());
     assert_eq!(code, 2);
     assert!(stderr.contains("no_such_tool"), "{stderr}");

@@ -67,6 +67,16 @@ fn successors_rank_completion_and_show_inline() {
     assert!(text.contains("\ntmdb.search_person → person_movie_credits 100"), "{text}");
     // The same graph is logged for the editor's output.
     client.await_notification::<lsp::notification::LogMessage>(|p| p.message.contains("person_movie_credits 100"));
+
+    // From the document: a picture of its tools' neighbourhood, its own tool filled.
+    let graph = client.execute_command("chainsmith.graph", vec![json!(uri.as_str())], None);
+    let graph = graph.unwrap().expect("the graph");
+    assert_eq!(graph["highlighted"], json!(["tmdb.search_person"]), "{graph}");
+    let svg = graph["svg"].as_str().unwrap();
+    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert!(svg.contains(">tmdb.search_person<") && svg.contains(">tmdb.person_movie_credits<"), "{svg}");
+    assert!(svg.contains("#bbdefbff"), "the document's tool is highlighted: {svg}");
+    assert!(!svg.contains(">tmdb.tv_season<"), "only the neighbourhood is drawn: {svg}");
     client.shutdown();
 }
 

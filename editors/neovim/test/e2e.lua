@@ -457,6 +457,14 @@ local main = function()
     local last = chainsmith.last_command
     check(last.command == "chainsmith.graph", vim.inspect(last))
     check(last.err == nil, "chainsmith.graph failed: " .. vim.inspect(last.err))
+    local picture = chainsmith.last_graph_file
+    check(picture ~= nil, "no SVG file written for the graph")
+    local file = io.open(picture, "r")
+    local svg = file and file:read("*a") or ""
+    if file then
+      file:close()
+    end
+    check(svg:find("<svg", 1, true) and svg:find("</svg>", 1, true), "not an SVG picture: " .. svg:sub(1, 200))
     -- Still serving.
     local result = buf_request(client, bufnr, "textDocument/hover", {
       textDocument = { uri = uri },

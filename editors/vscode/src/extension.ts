@@ -15,6 +15,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { SERVER_COMMANDS, commandArguments, commandTitle } from "./commands";
+import { graphPage } from "./graph";
 import { resolveServerPath } from "./serverPath";
 import { type Mapped, answerConfiguration, collect, withWorkspaceTrust } from "./settings";
 import { type ServerState, type Status, isStatus, statusView } from "./status";
@@ -46,6 +47,7 @@ class Extension implements vscode.Disposable {
   private root: string | undefined;
   private lastStatus: Status | undefined;
   private reportedProblems = "";
+  private graphPanel: vscode.WebviewPanel | undefined;
 
   constructor() {
     this.output = vscode.window.createOutputChannel("chainsmith", { log: true });
@@ -187,15 +189,36 @@ class Extension implements vscode.Disposable {
     const active = vscode.window.activeTextEditor?.document.uri;
     const title = commandTitle(command);
     try {
-      return await vscode.window.withProgress(
+      const answer = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Window, title: `chainsmith: ${title}…` },
         async () => await next(command, commandArguments(args, active?.toString())),
       );
+      if (command === "chainsmith.graph") this.showGraph(answer);
+      return answer;
     } catch (error) {
       if (error instanceof vscode.CancellationError) return undefined;
       void this.showError(`${title} failed: ${messageOf(error)}`, "Show Output");
       return undefined;
     }
+  }
+
+  /** "Show tool graph": the server's picture in a webview (one panel, reused); else its text. */
+  private showGraph(answer: unknown): void {
+    const page = graphPage(answer);
+    if (page === undefined) {
+      const text = (answer as { text?: unknown } | null)?.text;
+      if (typeof text === "string") this.output.appendLine(text);
+      this.output.show(true);
+      return;
+    }
+    if (this.graphPanel === undefined) {
+      this.graphPanel = vscode.window.createWebviewPanel("chainsmith.graph", "ToolNet graph", vscode.ViewColumn.Beside, {
+        enableScripts: false,
+      });
+      this.graphPanel.onDidDispose(() => (this.graphPanel = undefined));
+    }
+    this.graphPanel.webview.html = page;
+    this.graphPanel.reveal(vscode.ViewColumn.Beside, true);
   }
 
   private serverSettings(): Mapped {

@@ -295,6 +295,23 @@ try {
   if (!hints.some((h) => h.includes("200"))) throw new Error(`hints without a 200: ${hints.join(" | ")}`);
   await page.screenshot({ path: join(artifacts, "run-chain.png") });
   console.log(`# ${hints.length} ✓ hints`);
+
+  step("Show tool graph draws the program's neighbourhood in a webview, its tools filled");
+  await command("chainsmith: Show tool graph");
+  const drawn = await until("the graph's picture in a webview", async () => {
+    for (const frame of page.frames()) {
+      const found = await frame
+        .evaluate(() => {
+          const svg = document.querySelector("svg");
+          return svg ? { text: svg.textContent ?? "", fills: [...svg.querySelectorAll("[fill]")].map((e) => e.getAttribute("fill")) } : null;
+        })
+        .catch(() => null);
+      if (found?.text.includes("tmdb.person_movie_credits")) return found;
+    }
+    return null;
+  });
+  if (!drawn.fills.includes("#bbdefbff")) throw new Error(`the program's tools are not filled: ${drawn.fills.join(" ")}`);
+  await page.screenshot({ path: join(artifacts, "tool-graph.png") });
   console.log(`ok ${steps.length} steps`);
 } catch (error) {
   console.error(`not ok: ${steps.at(-1) ?? "setup"}: ${error instanceof Error ? error.stack : error}`);

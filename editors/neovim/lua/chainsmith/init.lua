@@ -293,10 +293,44 @@ function M.statusline(bufnr)
   return ""
 end
 
+--- The SVG file the last `:ChainsmithGraph` wrote.
+M.last_graph_file = nil
+
+--- `chainsmith.graph`'s answer: the picture (the server lays it out) is written to an SVG file and
+--- opened with the system's viewer where Neovim (0.10+) has `vim.ui.open` and a UI; its path and
+--- the text's first line are said either way.
+local function show_graph(err, result)
+  if err then
+    notify("Show tool graph failed: " .. tostring(err.message or err), vim.log.levels.ERROR)
+    return
+  end
+  if type(result) ~= "table" then
+    return
+  end
+  local summary = type(result.text) == "string" and vim.split(result.text, "\n", { plain = true })[1] or ""
+  if type(result.svg) ~= "string" then
+    notify("Show tool graph: " .. summary .. " (no picture: " .. tostring(result.svgError) .. ")")
+    return
+  end
+  local path = vim.fn.tempname() .. "-toolnet.svg"
+  local file = io.open(path, "w")
+  if not file then
+    notify("Show tool graph: cannot write " .. path, vim.log.levels.ERROR)
+    return
+  end
+  file:write(result.svg)
+  file:close()
+  M.last_graph_file = path
+  if vim.ui.open and #vim.api.nvim_list_uis() > 0 then
+    vim.ui.open(path)
+  end
+  notify("Show tool graph: " .. summary .. "; the picture is " .. path)
+end
+
 local function define_user_commands()
   for _, c in ipairs(M.commands) do
     vim.api.nvim_create_user_command(c.user, function()
-      M.execute(c.id, 0)
+      M.execute(c.id, 0, c.id == "chainsmith.graph" and show_graph or nil)
     end, { desc = "chainsmith: " .. c.title })
   end
   vim.api.nvim_create_user_command("ChainsmithStatus", function()

@@ -40,8 +40,9 @@ pub enum Outcome {
     Fix,
     /// `chainsmith.probe` (tool ids as arguments) / `chainsmith.probeAll`: probing in the background.
     Probe { all: bool },
-    /// `chainsmith.graph`: the ToolNet graph as text and DOT (from a tool id, when one is given).
-    Graph { from: Option<String> },
+    /// `chainsmith.graph`: the ToolNet graph as text, DOT and an SVG picture (from a tool id, when
+    /// one is given; around the tools of the document, when its URI is given).
+    Graph { from: Option<String>, document: Option<lsp::Uri> },
     /// `chainsmith.trustWorkspace`: record trust for the workspace and reload it.
     TrustWorkspace,
     /// `chainsmith.acceptObserved`: take the response a run observed as the tool's schema.
@@ -58,7 +59,7 @@ pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -
         Outcome::Generate => generate::execute(ctx, params, false).await,
         Outcome::Fix => generate::execute(ctx, params, true).await,
         Outcome::Probe { all } => probe::execute(ctx, params, all).await,
-        Outcome::Graph { from } => graph::execute(ctx, from).await,
+        Outcome::Graph { from, document } => graph::execute(ctx, from, document).await,
         Outcome::TrustWorkspace => trust::execute(ctx).await,
         Outcome::AcceptObserved => observed::execute(ctx, params).await,
         Outcome::Unavailable { message } => {
@@ -81,14 +82,13 @@ pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
     } else if command == "chainsmith.probe" || command == "chainsmith.probeAll" {
         Outcome::Probe { all: command == "chainsmith.probeAll" }
     } else if command == "chainsmith.graph" {
-        // The argument is a tool id (`tmdb.search_person`) or, from editors, the document's URI.
-        let from = params
-            .arguments
-            .first()
-            .and_then(|a| a.as_str())
-            .filter(|a| !a.contains(':') && a.contains('.'))
-            .map(str::to_string);
-        Outcome::Graph { from }
+        // The argument is a tool id (`tmdb.search_person`) or, from editors, the document's URI
+        // (as a string or `{uri}`).
+        let argument = params.arguments.first();
+        let text = argument.and_then(|a| a.as_str().or_else(|| a.get("uri").and_then(|u| u.as_str())));
+        let from = text.filter(|a| !a.contains(':') && a.contains('.')).map(str::to_string);
+        let document = text.filter(|a| a.contains(':')).and_then(|a| a.parse().ok());
+        Outcome::Graph { from, document }
     } else if command == trust::COMMAND {
         Outcome::TrustWorkspace
     } else if command == observed::COMMAND {
