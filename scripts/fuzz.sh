@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs chainsmith's fuzz targets (tests/it/fuzz.rs, proptest on stable Rust) for a CPU-time budget
-# each, in rounds of fresh random cases, and prints each target's CPU seconds and case count.
+# each, in rounds of fresh random cases, and prints each target's case count, CPU and wall seconds
+# (the server's target spends most of its wall time waiting, not computing: its CPU time is small).
 #
 #   scripts/fuzz.sh [CPU_MINUTES_PER_TARGET] [TARGET...]     # default: 10 minutes, all four targets
 #
@@ -30,31 +31,32 @@ fi
 [[ -x "$binary" ]] || { echo "fuzz: no test binary (cargo test --release --test it --no-run failed?)" >&2; exit 2; }
 
 budget=$((minutes * 60))
-declare -A cpu cases
-for target in "${targets[@]}"; do cpu[$target]=0; cases[$target]=0; done
+declare -A cpu wall cases
+for target in "${targets[@]}"; do cpu[$target]=0; wall[$target]=0; cases[$target]=0; done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-TIMEFORMAT='%U %S'
+TIMEFORMAT='%R %U %S'
 # Round-robin, so a run stopped early has spent its time evenly across the targets.
 while :; do
   ran=0
   for target in "${targets[@]}"; do
     python3 -c "import sys; sys.exit(0 if ${cpu[$target]} < $budget else 1)" || continue
     ran=1
-    # The builtin `time` reports the round's user and system CPU seconds on its own stderr line.
+    # The builtin `time` reports the round's wall, user and system seconds on its own stderr line.
     timing=$({ time PROPTEST_CASES="$round" "$binary" "fuzz::$target" --exact --test-threads 1 -q \
       >"$log" 2>&1; } 2>&1) || {
       cat "$log" >&2
       echo "fuzz: $target failed within $round cases after ${cases[$target]} passed" >&2
       exit 1
     }
-    read -r user sys <<<"$timing"
+    read -r real user sys <<<"$timing"
     cpu[$target]=$(python3 -c "print(round(${cpu[$target]} + $user + $sys, 2))")
+    wall[$target]=$(python3 -c "print(round(${wall[$target]} + $real, 2))")
     cases[$target]=$((cases[$target] + round))
-    echo "fuzz: $target: ${cases[$target]} cases, ${cpu[$target]} s CPU so far"
+    echo "fuzz: $target: ${cases[$target]} cases, ${cpu[$target]} s CPU, ${wall[$target]} s wall so far"
   done
   ((ran)) || break
 done
 for target in "${targets[@]}"; do
-  echo "fuzz: $target: ${cases[$target]} cases, ${cpu[$target]} s CPU, no failure"
+  echo "fuzz: $target: ${cases[$target]} cases, ${cpu[$target]} s CPU, ${wall[$target]} s wall, no failure"
 done
