@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Runs chainsmith's fuzz targets (tests/it/fuzz.rs, proptest on stable Rust) for a CPU-time budget
-# each, in rounds of fresh random cases, and prints each target's case count, CPU and wall seconds
-# (the server's target spends most of its wall time waiting, not computing: its CPU time is small).
+# each, in rounds of fresh random cases, and prints each target's case count, CPU and wall seconds.
 #
 #   scripts/fuzz.sh [CPU_MINUTES_PER_TARGET] [TARGET...]     # default: 10 minutes, all four targets
 #
