@@ -37,14 +37,14 @@ impl Severity {
 }
 
 /// A replacement the user can apply as a quick fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Suggestion {
     pub title: String,
     pub range: ByteRange,
     pub replacement: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     pub file: PathBuf,
     pub range: ByteRange,
@@ -52,6 +52,41 @@ pub struct Diagnostic {
     pub code: &'static str,
     pub message: String,
     pub suggestions: Vec<Suggestion>,
+}
+
+/// A diagnostic read back (from the catalog cache): its code becomes a `&'static str` as the codes
+/// chainsmith writes are, each distinct code kept once for the life of the process.
+impl<'de> Deserialize<'de> for Diagnostic {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            file: PathBuf,
+            range: ByteRange,
+            severity: Severity,
+            code: String,
+            message: String,
+            suggestions: Vec<Suggestion>,
+        }
+        static CODES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        let stored = Stored::deserialize(deserializer)?;
+        let mut codes = CODES.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let code = match codes.iter().find(|c| **c == stored.code) {
+            Some(known) => *known,
+            None => {
+                let leaked: &'static str = Box::leak(stored.code.into_boxed_str());
+                codes.push(leaked);
+                leaked
+            }
+        };
+        Ok(Diagnostic {
+            file: stored.file,
+            range: stored.range,
+            severity: stored.severity,
+            code,
+            message: stored.message,
+            suggestions: stored.suggestions,
+        })
+    }
 }
 
 impl Diagnostic {

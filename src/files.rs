@@ -106,6 +106,16 @@ pub fn decode_python(bytes: Vec<u8>) -> Result<String, String> {
     Ok(text.into_owned())
 }
 
+/// chainsmith's folder in the user's cache (`$XDG_CACHE_HOME/chainsmith`, else
+/// `~/.cache/chainsmith`); `None` when neither variable names one.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("chainsmith"));
+    }
+    let home = std::env::var_os("HOME").filter(|d| !d.is_empty())?;
+    Some(PathBuf::from(home).join(".cache").join("chainsmith"))
+}
+
 /// Why a write was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {

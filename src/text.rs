@@ -4,7 +4,7 @@
 //! beside [`ByteRange`], the one span type of the core.
 
 /// A byte range `start..end` in a file's text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct ByteRange {
     pub start: usize,
     pub end: usize,

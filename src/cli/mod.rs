@@ -220,9 +220,15 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
             }
         }
     }
+    // One line index per file: a spec's text can be megabytes, and it may carry many diagnostics.
+    let mut indexes: std::collections::HashMap<&Path, (std::sync::Arc<str>, LineIndex)> = Default::default();
     for d in &catalog.diagnostics {
-        let text = catalog.texts.get(&d.file).cloned().unwrap_or_else(|| "".into());
-        let (line, col) = LineIndex::new(&text).line_col_1based(&text, d.range.start);
+        let (text, index) = indexes.entry(d.file.as_path()).or_insert_with(|| {
+            let text = catalog.texts.get(&d.file).cloned().unwrap_or_else(|| "".into());
+            let index = LineIndex::new(&text);
+            (text, index)
+        });
+        let (line, col) = index.line_col_1based(text, d.range.start);
         eprintln!("{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message);
     }
     Ok(if catalog.diagnostics.iter().any(|d| d.severity == Severity::Error) { 1 } else { 0 })

@@ -31,13 +31,7 @@ fn content_hash() -> u64 {
 }
 
 fn cache_base() -> PathBuf {
-    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join("chainsmith");
-    }
-    if let Some(home) = std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(home).join(".cache").join("chainsmith");
-    }
-    std::env::temp_dir().join("chainsmith-cache")
+    crate::files::user_cache_dir().unwrap_or_else(|| std::env::temp_dir().join("chainsmith-cache"))
 }
 
 /// The folder holding the package (to put on `PYTHONPATH`), written on first use. A folder is

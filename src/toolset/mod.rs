@@ -6,6 +6,7 @@
 //! the one operation it concerns.
 
 pub mod bundle;
+pub mod cache;
 pub mod doc;
 pub mod endpoint;
 pub mod index;
@@ -28,7 +29,7 @@ use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;
 
 /// Where a parameter travels when the tool is called.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ParamLocation {
     Path,
     Query,
@@ -64,7 +65,7 @@ impl ParamLocation {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Param {
     /// The Python keyword: a safe identifier (`person_id`, `from_`).
     pub name: String,
@@ -79,7 +80,7 @@ pub struct Param {
     pub example: Option<Value>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Example {
     pub question: Option<String>,
     pub program: Option<String>,
@@ -87,13 +88,13 @@ pub struct Example {
     pub response: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Provenance {
     Declared,
     Probed { date: String, samples: u32 },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Transport {
     /// `path` is the template relative to the toolset's base URL (`/person/{person_id}`).
     Http {
@@ -109,7 +110,7 @@ pub enum Transport {
     None,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
     Native,
@@ -130,7 +131,7 @@ impl SourceKind {
 }
 
 /// Where a tool is declared: the file and the exact byte range of its operation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Source {
     pub kind: SourceKind,
     /// The protocol file as the workspace names it (relative to the root when inside it).
@@ -148,7 +149,7 @@ pub struct Source {
     pub operation_id: Option<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Tool {
     pub name: String,
     pub toolset: String,
@@ -165,7 +166,9 @@ pub struct Tool {
     /// Hints the protocol gives about the tool's behaviour: MCP `annotations` as the server sent
     /// them (`readOnlyHint`, `destructiveHint`, `idempotentHint`, `openWorldHint`, `title`).
     pub annotations: Option<Value>,
-    /// The named schemas its `$ref`s lead to (shared by every tool of its protocol file).
+    /// The named schemas its `$ref`s lead to (shared by every tool of its protocol file; the
+    /// catalog cache stores them once per file and shares them again on reading).
+    #[serde(skip)]
     pub schemas: Arc<schema::Schemas>,
 }
 
@@ -211,7 +214,7 @@ impl Tool {
 }
 
 /// How a toolset authenticates (from chainsmith.toml or the spec's securitySchemes).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Auth {
     pub query: Option<String>,
     pub header: Option<String>,

@@ -24,7 +24,7 @@ impl Refs for NoRefs {
 }
 
 /// The named schemas of one toolset, each parsed once, keyed as the references to them are written.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Schemas {
     named: HashMap<String, Value>,
 }

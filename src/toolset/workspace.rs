@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use super::doc::{self, Node, Syntax};
 use super::{Auth, Catalog, Loaded, SourceKind, Toolset, Transport, mcp, native, openapi, toolbench};
 use crate::config::{AuthConfig, Config, ToolsetSource};
@@ -82,93 +84,78 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut diagnostics = config.problems.clone();
     let mut texts: Texts = HashMap::new();
     let mut toolsets = Vec::new();
+    let cache = super::cache::Cache::open(&config.root);
+    let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
+        jobs.par_iter().map(|job| load_file(job, &unsaved, cache.as_ref())).collect()
+    };
     if config.toolsets.is_empty() {
-        for file in discover(&config.root.join("protocols")) {
-            let Some((doc, text)) =
-                read_doc(&unsaved, &file, crate::files::MAX_READ, &mut texts, &mut diagnostics, None)
-            else {
-                continue;
-            };
-            let Some(kind) = detect(&doc) else {
-                // Unrecognised JSON under protocols/ is not necessarily a mistake (fixtures, notes).
-                continue;
-            };
-            let stem = file.file_name().and_then(|s| s.to_str()).unwrap_or("tools");
-            let stem = stem.split('.').next().unwrap_or(stem);
-            let mut name = names::toolset_from_stem(stem);
-            if kind == SourceKind::Native
-                && let Some(declared) = doc.get("name").and_then(Node::as_str)
-                && names::is_identifier(declared)
-            {
-                name = declared.to_string();
+        let jobs: Vec<FileJob<'_>> = discover(&config.root.join("protocols"))
+            .into_iter()
+            .map(|file| FileJob { file, toolset: None, kind: None, max_bytes: crate::files::MAX_READ, named_in: None })
+            .collect();
+        for (job, load) in jobs.iter().zip(load_files(&jobs)) {
+            if let Some((kind, name, loaded)) = load.take_into(&mut texts, &mut diagnostics, &job.file) {
+                merge_into(&mut toolsets, name, kind, job.file.clone(), loaded, &mut diagnostics);
             }
-            let loaded = load_doc(kind, &doc, &text, &file, &name, &unsaved, crate::files::MAX_READ);
-            merge_into(&mut toolsets, name, kind, file, loaded, &mut diagnostics);
         }
     } else {
         let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
         let mut mcp_listed = list_mcp_servers(config, &config_file, &trust, &mut texts);
-        for ts in &config.toolsets {
-            let (kind, files) = match &ts.source {
-                ToolsetSource::OpenApi(f) => (Some(SourceKind::OpenApi), vec![f.clone()]),
-                ToolsetSource::Protocol(f) => (None, vec![f.clone()]),
-                ToolsetSource::ToolBench(fs) => (Some(SourceKind::ToolBench), fs.clone()),
-                ToolsetSource::Mcp(server) => {
-                    // Listed by the running server (all servers were started at once, above); a
-                    // server that is untrusted or unavailable leaves the module importable,
-                    // without tools.
-                    let command = trust::Command::mcp(&ts.name, server);
-                    let (mut loaded, unlisted) = match mcp_listed.remove(&ts.name) {
-                        Some(loaded) => {
-                            let failed = loaded.diagnostics.iter().find(|d| d.code == "mcp-unavailable");
-                            let unlisted = failed.map(|d| d.message.lines().next().unwrap_or_default().to_string());
-                            (loaded, unlisted)
-                        }
-                        None => {
-                            let why = trust.refusal(&command);
-                            let untrusted = Diagnostic::warning(&config_file, ts.range, trust::UNTRUSTED, &why);
-                            (Loaded { diagnostics: vec![untrusted], ..Default::default() }, Some(why))
-                        }
-                    };
-                    diagnostics.append(&mut loaded.diagnostics);
-                    toolsets.push(Toolset {
-                        name: ts.name.clone(),
-                        kind: SourceKind::Mcp,
-                        files: vec![],
-                        description: String::new(),
-                        base_url: None,
-                        auth: None,
-                        tools: loaded.tools,
-                        schemas: Default::default(),
-                        unlisted,
-                    });
-                    continue;
-                }
-            };
-            let start = toolsets.len();
-            for rel in files {
-                let file = config.root.join(&rel);
+        // Every file of every toolset at once; merged below in the order the configuration gives.
+        let jobs: Vec<FileJob<'_>> = config
+            .toolsets
+            .iter()
+            .flat_map(|ts| {
+                let (kind, files) = protocol_files(&ts.source);
                 let named_in = Some((config_file.as_path(), ts.range));
-                let Some((doc, text)) = read_doc(&unsaved, &file, ts.max_bytes, &mut texts, &mut diagnostics, named_in)
-                else {
-                    continue;
-                };
-                let detected = detect(&doc);
-                let kind = match (kind, detected) {
-                    (Some(k), _) => k,
-                    (None, Some(k)) => k,
-                    (None, None) => {
-                        diagnostics.push(Diagnostic::error(
-                            &file,
-                            ByteRange::new(0, 0),
-                            "unknown-protocol",
-                            "not a recognised protocol: expected an OpenAPI 3 document, a chainsmith toolset or ToolBench api_list records",
-                        ));
-                        continue;
+                files.iter().map(move |rel| FileJob {
+                    file: config.root.join(rel),
+                    toolset: Some(&ts.name),
+                    kind,
+                    max_bytes: ts.max_bytes,
+                    named_in,
+                })
+            })
+            .collect();
+        let mut loads = jobs.iter().zip(load_files(&jobs));
+        for ts in &config.toolsets {
+            let (kind, files) = protocol_files(&ts.source);
+            if let ToolsetSource::Mcp(server) = &ts.source {
+                // Listed by the running server (all servers were started at once, above); a
+                // server that is untrusted or unavailable leaves the module importable,
+                // without tools.
+                let command = trust::Command::mcp(&ts.name, server);
+                let (mut loaded, unlisted) = match mcp_listed.remove(&ts.name) {
+                    Some(loaded) => {
+                        let failed = loaded.diagnostics.iter().find(|d| d.code == "mcp-unavailable");
+                        let unlisted = failed.map(|d| d.message.lines().next().unwrap_or_default().to_string());
+                        (loaded, unlisted)
+                    }
+                    None => {
+                        let why = trust.refusal(&command);
+                        let untrusted = Diagnostic::warning(&config_file, ts.range, trust::UNTRUSTED, &why);
+                        (Loaded { diagnostics: vec![untrusted], ..Default::default() }, Some(why))
                     }
                 };
-                let loaded = load_doc(kind, &doc, &text, &file, &ts.name, &unsaved, ts.max_bytes);
-                merge_into(&mut toolsets, ts.name.clone(), kind, file, loaded, &mut diagnostics);
+                diagnostics.append(&mut loaded.diagnostics);
+                toolsets.push(Toolset {
+                    name: ts.name.clone(),
+                    kind: SourceKind::Mcp,
+                    files: vec![],
+                    description: String::new(),
+                    base_url: None,
+                    auth: None,
+                    tools: loaded.tools,
+                    schemas: Default::default(),
+                    unlisted,
+                });
+                continue;
+            }
+            let start = toolsets.len();
+            for (job, load) in loads.by_ref().take(files.len()) {
+                if let Some((kind, name, loaded)) = load.take_into(&mut texts, &mut diagnostics, &job.file) {
+                    merge_into(&mut toolsets, name, kind, job.file.clone(), loaded, &mut diagnostics);
+                }
             }
             if let Some(toolset) = toolsets.get_mut(start) {
                 if let Some(url) = &ts.base_url {
@@ -271,17 +258,11 @@ fn load_doc(
     text: &str,
     file: &Path,
     toolset: &str,
-    unsaved: &Unsaved,
-    max_bytes: u64,
+    read: &super::bundle::Reader<'_>,
 ) -> Loaded {
     match kind {
         SourceKind::OpenApi => {
-            // Other files it refers to are read as the editor holds them.
-            let read = |path: &Path| match unsaved.get(&absolute(path)) {
-                Some(text) => Ok(text.clone()),
-                None => crate::files::read_text(path, max_bytes).map_err(|e| read_failure(&e)),
-            };
-            let (bundled, mut problems) = super::bundle::bundle(doc, file, &read);
+            let (bundled, mut problems) = super::bundle::bundle(doc, file, read);
             let mut loaded = openapi::load(bundled.as_ref().unwrap_or(doc), text, file, toolset);
             loaded.diagnostics.append(&mut problems);
             loaded
@@ -289,6 +270,144 @@ fn load_doc(
         SourceKind::Native => native::load(doc, text, file, toolset),
         SourceKind::ToolBench | SourceKind::Mcp => toolbench::load(doc, text, file, toolset),
     }
+}
+
+/// The protocol kind a toolset's entry imposes, and its files (none for an MCP server).
+fn protocol_files(source: &ToolsetSource) -> (Option<SourceKind>, &[String]) {
+    match source {
+        ToolsetSource::OpenApi(f) => (Some(SourceKind::OpenApi), std::slice::from_ref(f)),
+        ToolsetSource::Protocol(f) => (None, std::slice::from_ref(f)),
+        ToolsetSource::ToolBench(fs) => (Some(SourceKind::ToolBench), fs.as_slice()),
+        ToolsetSource::Mcp(_) => (None, &[]),
+    }
+}
+
+/// One protocol file to load, and what the configuration says of it.
+struct FileJob<'c> {
+    file: PathBuf,
+    /// The toolset named for it; `None` for a file found under `protocols/`, named by its stem
+    /// (or, for a native toolset, by the name it declares).
+    toolset: Option<&'c str>,
+    kind: Option<SourceKind>,
+    max_bytes: u64,
+    /// The configuration entry naming it, where a file that cannot be read is reported.
+    named_in: Option<(&'c Path, ByteRange)>,
+}
+
+/// What loading one file gave: its text, its read and parse problems, and its load (kind,
+/// toolset name, tools) unless it could not be read, parsed or recognised.
+struct FileLoad {
+    text: Option<Arc<str>>,
+    diagnostics: Vec<Diagnostic>,
+    loaded: Option<(SourceKind, String, Loaded)>,
+}
+
+impl FileLoad {
+    /// Keeps the text and problems in the workspace's collections and hands on the load.
+    fn take_into(
+        self,
+        texts: &mut Texts,
+        diagnostics: &mut Vec<Diagnostic>,
+        file: &Path,
+    ) -> Option<(SourceKind, String, Loaded)> {
+        if let Some(text) = self.text {
+            texts.insert(file.to_path_buf(), text);
+        }
+        diagnostics.extend(self.diagnostics);
+        self.loaded
+    }
+}
+
+/// Reads, parses and loads one protocol file (from the catalog cache when it holds this text);
+/// every problem becomes a diagnostic on the file, or, when the file cannot be read, on the
+/// configuration entry naming it.
+fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::Cache>) -> FileLoad {
+    let mut out = FileLoad { text: None, diagnostics: Vec::new(), loaded: None };
+    let file = job.file.as_path();
+    let edited = unsaved.get(&absolute(file)).cloned();
+    let from_editor = edited.is_some();
+    let text: Arc<str> = match edited.map(Ok).unwrap_or_else(|| crate::files::read_text(file, job.max_bytes)) {
+        Ok(text) => text.into(),
+        Err(e) => {
+            let (at, range) =
+                job.named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+            let message = format!("cannot read protocol file {}: {}", file.display(), read_failure(&e));
+            out.diagnostics.push(Diagnostic::error(at, range, "unreadable-protocol", message));
+            return out;
+        }
+    };
+    out.text = Some(text.clone());
+    // Other files a protocol refers to are read as the editor holds them.
+    let read = |path: &Path| match unsaved.get(&absolute(path)) {
+        Some(text) => Ok(text.clone()),
+        None => crate::files::read_text(path, job.max_bytes).map_err(|e| read_failure(&e)),
+    };
+    let id = super::cache::Identity {
+        file,
+        toolset: job.toolset.unwrap_or_default(),
+        kind: job.kind,
+        max_bytes: job.max_bytes,
+        text: &text,
+    };
+    if let Some(hit) = cache.and_then(|cache| cache.get(&id, &read)) {
+        out.loaded = Some((hit.kind, hit.name, hit.loaded));
+        return out;
+    }
+    let doc = match doc::parse(&text, Syntax::of_path(file)) {
+        Ok(doc) => doc,
+        Err(failure) => {
+            out.diagnostics.push(Diagnostic::error(file, failure.range, "invalid-protocol", failure.message));
+            return out;
+        }
+    };
+    let kind = match (job.kind, detect(&doc)) {
+        (Some(kind), _) | (None, Some(kind)) => kind,
+        (None, None) => {
+            // Unrecognised JSON under protocols/ is not necessarily a mistake (fixtures, notes);
+            // a file the configuration names is.
+            if job.toolset.is_some() {
+                out.diagnostics.push(Diagnostic::error(
+                    file,
+                    ByteRange::new(0, 0),
+                    "unknown-protocol",
+                    "not a recognised protocol: expected an OpenAPI 3 document, a chainsmith toolset or ToolBench api_list records",
+                ));
+            }
+            return out;
+        }
+    };
+    let name = match job.toolset {
+        Some(name) => name.to_string(),
+        None => discovered_name(file, kind, &doc),
+    };
+    let pulled_in = std::cell::RefCell::new(Vec::new());
+    let recording = |path: &Path| {
+        let read = read(path);
+        if let Ok(text) = &read {
+            pulled_in.borrow_mut().push((path.to_path_buf(), *blake3::hash(text.as_bytes()).as_bytes()));
+        }
+        read
+    };
+    let loaded = load_doc(kind, &doc, &text, file, &name, &recording);
+    if !from_editor && let Some(cache) = cache {
+        cache.put(&id, kind, &name, &loaded, pulled_in.into_inner());
+    }
+    out.loaded = Some((kind, name, loaded));
+    out
+}
+
+/// The toolset name of a file found under `protocols/`: its stem, or the identifier a native
+/// toolset declares.
+fn discovered_name(file: &Path, kind: SourceKind, doc: &Node) -> String {
+    let stem = file.file_name().and_then(|s| s.to_str()).unwrap_or("tools");
+    let stem = stem.split('.').next().unwrap_or(stem);
+    if kind == SourceKind::Native
+        && let Some(declared) = doc.get("name").and_then(Node::as_str)
+        && names::is_identifier(declared)
+    {
+        return declared.to_string();
+    }
+    names::toolset_from_stem(stem)
 }
 
 /// Adds a file's tools to the toolset of that name; several files of one toolset are a union
@@ -327,47 +446,11 @@ fn merge_into(
     }
 }
 
-/// Reads and parses a protocol file, keeping its text; failures become diagnostics on the file
-/// (or, for a file that cannot be read, on the config entry naming it).
 /// Texts replacing files on disk, by absolute path.
 type Unsaved = HashMap<PathBuf, String>;
 
 fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-fn read_doc(
-    unsaved: &Unsaved,
-    file: &Path,
-    max_bytes: u64,
-    texts: &mut Texts,
-    diagnostics: &mut Vec<Diagnostic>,
-    named_in: Option<(&Path, ByteRange)>,
-) -> Option<(Node, Arc<str>)> {
-    let text: Arc<str> =
-        match unsaved.get(&absolute(file)).cloned().map(Ok).unwrap_or_else(|| crate::files::read_text(file, max_bytes))
-        {
-            Ok(t) => t.into(),
-            Err(e) => {
-                let (at, range) =
-                    named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
-                diagnostics.push(Diagnostic::error(
-                    at,
-                    range,
-                    "unreadable-protocol",
-                    format!("cannot read protocol file {}: {}", file.display(), read_failure(&e)),
-                ));
-                return None;
-            }
-        };
-    texts.insert(file.to_path_buf(), text.clone());
-    match doc::parse(&text, Syntax::of_path(file)) {
-        Ok(doc) => Some((doc, text)),
-        Err(failure) => {
-            diagnostics.push(Diagnostic::error(file, failure.range, "invalid-protocol", failure.message));
-            None
-        }
-    }
 }
 
 /// Why a protocol file was not read, with the way out when it is only too large.

@@ -2,6 +2,7 @@
 //! the shared support code in `tests/support/` (the LSP test client, the scripted LLM, the TMDB-like
 //! test server) and the benchmark data the tests read in `tests/fixtures/`.
 
+mod catalog_cache;
 mod check_cli;
 mod editors;
 mod eval_cli;

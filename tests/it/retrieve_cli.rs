@@ -125,8 +125,12 @@ fn dense_retrieval_finds_tools_by_meaning_with_the_real_model() {
     let dense = tmdb_workspace(&format!("[retrieval]\nembedding_model = \"{}\"\n", model.display()));
     let (fused, stderr) = top_ids(dense.path(), task, 3);
     assert!(fused.contains(&"tmdb.movie_credits".to_string()), "with the model: {fused:?}\n{stderr}");
-    let cache: Vec<_> =
-        std::fs::read_dir(dense.path().join(".chainsmith/cache")).unwrap().map(|e| e.unwrap().path()).collect();
+    // The catalog cache keeps the spec's load beside the vectors.
+    let cache: Vec<_> = std::fs::read_dir(dense.path().join(".chainsmith/cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("embeddings-"))
+        .collect();
     assert_eq!(cache.len(), 1, "one cache file for the model");
     let written = std::fs::metadata(&cache[0]).unwrap().modified().unwrap();
     // The second run reads every vector back (the file is rewritten only when one is missing) and

@@ -1,0 +1,229 @@
+//! The catalog cache: what a large protocol file loaded to — its tools, named schemas and
+//! diagnostics — kept in `.chainsmith/cache/`, so a workspace opens without parsing its specs again.
+//!
+//! One entry per file (its slot is named by the toolset and path), used only when it was written
+//! for exactly this text, this chainsmith version and these settings, and when every file the
+//! protocol pulled in (bundled `$ref`s) still reads the same. Entries are MessagePack (rmp-serde,
+//! self-describing, so the JSON values inside keep their shape) sealed by a BLAKE3 keyed hash whose
+//! key is the user's own (`catalog.key` in chainsmith's cache folder, made on first use): a
+//! workspace cannot ship an entry that would be believed, and a corrupt, stale or foreign entry is
+//! ignored and rewritten. Files below [`MIN_BYTES`] load faster than an entry is read, and texts
+//! the editor holds unsaved are never written (they change with every keystroke).
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::{Loaded, SourceKind, Tool};
+
+/// Smaller protocol files are parsed every time: reading an entry would cost about as much.
+pub const MIN_BYTES: usize = 64 * 1024;
+
+/// Starts every entry; a new layout changes it.
+const MAGIC: &[u8; 8] = b"CSCATLG1";
+
+/// The seal of an entry: a keyed hash over what it was written for and what it holds.
+const SEAL_BYTES: usize = 32;
+
+/// Turns the cache off for one process (benchmarks of a cold start, a suspected stale entry).
+pub const DISABLE_ENV: &str = "CHAINSMITH_NO_CACHE";
+
+/// What one file's load depends on besides the files it pulls in.
+pub struct Identity<'a> {
+    pub file: &'a Path,
+    pub toolset: &'a str,
+    /// The protocol kind the configuration imposes, if any (else it is detected from the text).
+    pub kind: Option<SourceKind>,
+    pub max_bytes: u64,
+    pub text: &'a str,
+}
+
+/// A file's load as it is stored: the kind and toolset name it was loaded as (detected and, for
+/// a discovered native file, declared inside it), and what it produced.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry<Tools> {
+    kind: SourceKind,
+    name: String,
+    schemas: std::sync::Arc<super::schema::Schemas>,
+    diagnostics: Vec<crate::diagnostic::Diagnostic>,
+    base_url: Option<String>,
+    auth: Option<super::Auth>,
+    description: String,
+    /// `Vec<Tool>` when read, borrowed when written (a spec's tools are not copied to be stored).
+    tools: Tools,
+    /// Files the protocol pulled in, each with the BLAKE3 hash of the text that was read.
+    pulled_in: Vec<(PathBuf, [u8; 32])>,
+}
+
+/// A load read back from the cache.
+pub struct Hit {
+    pub kind: SourceKind,
+    pub name: String,
+    pub loaded: Loaded,
+}
+
+/// The cache of one workspace.
+pub struct Cache {
+    root: PathBuf,
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl Cache {
+    /// The cache of the workspace at `root`; `None` when it is turned off or the user's key can
+    /// be neither read nor made (then every file is parsed, as without a cache).
+    pub fn open(root: &Path) -> Option<Cache> {
+        if std::env::var_os(DISABLE_ENV).is_some() {
+            return None;
+        }
+        let key = user_key()?;
+        Some(Cache { root: root.to_path_buf(), dir: root.join(".chainsmith").join("cache"), key })
+    }
+
+    /// The stored load of this file, when it was written for exactly this identity and what it
+    /// pulled in is unchanged (`read` reads those files as the workspace's load does).
+    pub fn get(&self, id: &Identity<'_>, read: &dyn Fn(&Path) -> Result<String, String>) -> Option<Hit> {
+        if id.text.len() < MIN_BYTES {
+            return None;
+        }
+        let slot = self.slot(id);
+        // An entry is seldom much larger than its text; the bound keeps a planted giant out of memory.
+        let limit = (id.text.len() as u64).saturating_mul(16).max(64 << 20);
+        let bytes = crate::files::read_bytes(&slot, limit).ok()?;
+        let (seal, payload) = bytes.strip_prefix(MAGIC.as_slice())?.split_at_checked(SEAL_BYTES)?;
+        let seal: [u8; SEAL_BYTES] = seal.try_into().ok()?;
+        // `blake3::Hash` compares in constant time.
+        if blake3::Hash::from_bytes(seal) != self.seal(id, payload) {
+            tracing::debug!("catalog cache: {} is stale or not ours; loading {}", slot.display(), id.file.display());
+            return None;
+        }
+        let entry: Entry<Vec<Tool>> = match rmp_serde::from_slice(payload) {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::debug!("catalog cache: {} does not decode ({e})", slot.display());
+                return None;
+            }
+        };
+        for (path, hash) in &entry.pulled_in {
+            if read(path).map(|text| blake3::hash(text.as_bytes())).ok()? != *hash {
+                tracing::debug!("catalog cache: {} changed since {} was cached", path.display(), id.file.display());
+                return None;
+            }
+        }
+        let mut tools = entry.tools;
+        for tool in &mut tools {
+            tool.schemas = entry.schemas.clone();
+        }
+        let loaded = Loaded {
+            tools,
+            schemas: entry.schemas,
+            diagnostics: entry.diagnostics,
+            base_url: entry.base_url,
+            auth: entry.auth,
+            description: entry.description,
+        };
+        tracing::debug!("catalog cache: {} read from the cache", id.file.display());
+        Some(Hit { kind: entry.kind, name: entry.name, loaded })
+    }
+
+    /// Stores a file's load for next time; failures only cost the next load its speed.
+    pub fn put(
+        &self,
+        id: &Identity<'_>,
+        kind: SourceKind,
+        name: &str,
+        loaded: &Loaded,
+        pulled_in: Vec<(PathBuf, [u8; 32])>,
+    ) {
+        if id.text.len() < MIN_BYTES {
+            return;
+        }
+        let entry = Entry {
+            kind,
+            name: name.to_string(),
+            schemas: loaded.schemas.clone(),
+            diagnostics: loaded.diagnostics.clone(),
+            base_url: loaded.base_url.clone(),
+            auth: loaded.auth.clone(),
+            description: loaded.description.clone(),
+            tools: loaded.tools.as_slice(),
+            pulled_in,
+        };
+        let payload = match rmp_serde::to_vec(&entry) {
+            Ok(payload) => payload,
+            Err(e) => {
+                tracing::debug!("catalog cache: {} not stored ({e})", id.file.display());
+                return;
+            }
+        };
+        let mut bytes = Vec::with_capacity(MAGIC.len() + SEAL_BYTES + payload.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(self.seal(id, &payload).as_bytes());
+        bytes.extend_from_slice(&payload);
+        // Inside the workspace only: a planted link at `.chainsmith/cache` is not followed out.
+        match crate::files::write_inside(&self.root, &self.slot(id), &bytes) {
+            Ok(()) => tracing::debug!("catalog cache: {} stored", id.file.display()),
+            Err(e) => tracing::debug!("catalog cache: {} not stored ({e})", id.file.display()),
+        }
+    }
+
+    /// The entry's file: one per toolset and protocol file, so a changed file replaces its entry.
+    fn slot(&self, id: &Identity<'_>) -> PathBuf {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        hasher.update(b"slot\0");
+        hasher.update(id.toolset.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(id.file.as_os_str().as_bytes());
+        self.dir.join(format!("catalog-{}.bin", &hasher.finalize().to_hex()[..32]))
+    }
+
+    /// The seal binds the entry to chainsmith's version, the identity and the payload.
+    fn seal(&self, id: &Identity<'_>, payload: &[u8]) -> blake3::Hash {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        let kind = id.kind.map(SourceKind::as_str).unwrap_or("detected");
+        for part in [
+            env!("CARGO_PKG_VERSION").as_bytes(),
+            id.toolset.as_bytes(),
+            id.file.as_os_str().as_bytes(),
+            kind.as_bytes(),
+        ] {
+            hasher.update(&(part.len() as u64).to_le_bytes());
+            hasher.update(part);
+        }
+        hasher.update(&id.max_bytes.to_le_bytes());
+        hasher.update(&(id.text.len() as u64).to_le_bytes());
+        hasher.update(id.text.as_bytes());
+        hasher.update(payload);
+        hasher.finalize()
+    }
+}
+
+/// The user's cache key, made (32 random bytes, readable only by the user) on first use.
+fn user_key() -> Option<[u8; 32]> {
+    // Never a shared temporary folder: another user could have put their key there.
+    let path = crate::files::user_cache_dir()?.join("catalog.key");
+    if let Some(key) = read_key(&path) {
+        return Some(key);
+    }
+    let dir = path.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let mut key = [0u8; 32];
+    {
+        use std::io::Read;
+        std::fs::File::open("/dev/urandom").ok()?.read_exact(&mut key).ok()?;
+    }
+    let temp = dir.join(format!(".catalog.key.{}", std::process::id()));
+    {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp).ok()?;
+        file.write_all(&key).ok()?;
+    }
+    // Two processes making a key at once: the first link wins and both use the winner's key.
+    let _ = std::fs::hard_link(&temp, &path);
+    let _ = std::fs::remove_file(&temp);
+    read_key(&path)
+}
+
+fn read_key(path: &Path) -> Option<[u8; 32]> {
+    crate::files::read_bytes(path, 32).ok()?.try_into().ok()
+}
