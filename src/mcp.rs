@@ -761,9 +761,10 @@ impl McpClient {
 /// JSON message, or by an event stream of messages (the server's own requests and notifications,
 /// then the response); each is dispatched as a line from a stdio server would be, so both
 /// transports share every rule above. The session id the server gives at `initialize` and the
-/// negotiated version go with every later POST; the session is ended with a DELETE. The optional
-/// GET stream for messages outside any request is not opened: a `list_changed` sent only there is
-/// missed, and a reload lists the tools again.
+/// negotiated version go with every later request; the session is ended with a DELETE. After the
+/// handshake a GET stream is kept open for what the server sends outside any request (a
+/// `list_changed`, a ping), reopened when the server ends it, given up on when the server offers
+/// none (405) or refuses it three times in a row.
 struct Remote {
     url: String,
     http: reqwest::blocking::Client,
@@ -786,19 +787,13 @@ impl Remote {
                 shared.dispatch(reply, b"");
             }
         };
-        let mut request = self
+        let request = self
             .http
             .post(&self.url)
             .header(reqwest::header::ACCEPT, "application/json, text/event-stream")
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
-        if let Some(session) = lock(&self.session).clone() {
-            request = request.header("mcp-session-id", session);
-        }
-        if let Some(version) = lock(&self.protocol_version).clone() {
-            request = request.header("mcp-protocol-version", version);
-        }
-        let response = match request.send() {
+        let response = match self.in_session(request).send() {
             Ok(response) => response,
             Err(e) => return fail(format!("{} cannot be reached ({})", self.url, error_chain(&e))),
         };
@@ -845,10 +840,62 @@ impl Remote {
         ))
     }
 
+    /// The request with the session's id and protocol version, once the handshake gave them.
+    fn in_session(&self, mut request: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        if let Some(session) = lock(&self.session).clone() {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = lock(&self.protocol_version).clone() {
+            request = request.header("mcp-protocol-version", version);
+        }
+        request
+    }
+
     /// Ends the session, when the server gave one (best effort, briefly: nothing waits on it).
     fn end_session(&self) {
         let Some(session) = lock(&self.session).take() else { return };
         let _ = self.http.delete(&self.url).header("mcp-session-id", session).timeout(Duration::from_secs(2)).send();
+    }
+}
+
+/// Keeps the session's GET stream open while the session stands, dispatching what comes on it.
+/// The stream holds the session only while it is open: once the client is gone, nothing reopens it.
+fn listen(session: std::sync::Weak<Shared>) {
+    let mut refusals = 0;
+    loop {
+        let Some(shared) = session.upgrade() else { return };
+        let Some(remote) = shared.remote.as_ref() else { return };
+        if lock(&shared.outbox).is_none() || lock(&shared.state).closed.is_some() {
+            return;
+        }
+        let request = remote.http.get(&remote.url).header(reqwest::header::ACCEPT, "text/event-stream");
+        match remote.in_session(request).send() {
+            Ok(response) if response.status() == reqwest::StatusCode::METHOD_NOT_ALLOWED => return,
+            Ok(response)
+                if response.status().is_success()
+                    && response
+                        .headers()
+                        .get(reqwest::header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .is_some_and(|v| v.starts_with("text/event-stream")) =>
+            {
+                refusals = 0;
+                read_events(response, |data| shared.dispatch_line(data));
+            }
+            Ok(response) => {
+                tracing::debug!(server = %shared.server, "the GET stream was refused (HTTP {})", response.status());
+                refusals += 1;
+            }
+            Err(e) => {
+                tracing::debug!(server = %shared.server, "the GET stream failed ({})", error_chain(&e));
+                refusals += 1;
+            }
+        }
+        if refusals >= 3 {
+            return;
+        }
+        drop(shared);
+        std::thread::sleep(Duration::from_millis(500 << refusals));
     }
 }
 
@@ -982,7 +1029,12 @@ impl McpClient {
             capabilities: Value::Null,
             instructions: None,
         };
-        client.handshake()
+        let client = client.handshake()?;
+        let session = Arc::downgrade(&client.shared);
+        if let Err(e) = spawn_thread(format!("mcp-{name}-listener"), move || listen(session)) {
+            tracing::debug!(server = %name, "no GET stream ({e})");
+        }
+        Ok(client)
     }
 }
 

@@ -675,3 +675,85 @@ fn a_remote_mcp_toolset_in_a_workspace() {
     assert!(line.contains("chainsmith.toml:1:1: error[mcp-unavailable]"), "{line}");
     assert!(line.contains("header `Authorization` takes $CHAINSMITH_TEST_MCP_TOKEN, which is not set"), "{line}");
 }
+
+/// A scripted Streamable-HTTP server on 127.0.0.1: `tools/list` answers one tool until a GET
+/// stream has been opened and two after; the GET stream carries `notifications/tools/list_changed`
+/// (or, without `offer_stream`, GET is answered 405 as servers without one do). Returns its URL and
+/// the number of GETs it has seen.
+fn scripted_streamable_http(offer_stream: bool) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", server.server_addr().to_ip().unwrap());
+    let gets = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = gets.clone();
+    std::thread::spawn(move || {
+        let header = |name: &str, value: &str| tiny_http::Header::from_bytes(name, value).unwrap();
+        for mut request in server.incoming_requests() {
+            if *request.method() == tiny_http::Method::Get {
+                seen.fetch_add(1, Ordering::SeqCst);
+                let response = if offer_stream {
+                    let event = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n";
+                    tiny_http::Response::from_string(event).with_header(header("Content-Type", "text/event-stream"))
+                } else {
+                    tiny_http::Response::from_string("").with_status_code(405)
+                };
+                let _ = request.respond(response);
+                continue;
+            }
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let message: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let result = match message["method"].as_str() {
+                Some("initialize") => json!({
+                    "protocolVersion": message["params"]["protocolVersion"],
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "scripted", "version": "1"}
+                }),
+                Some("tools/list") => {
+                    let mut tools = vec![json!({"name": "first", "inputSchema": {"type": "object"}})];
+                    if seen.load(Ordering::SeqCst) > 0 {
+                        tools.push(json!({"name": "added", "inputSchema": {"type": "object"}}));
+                    }
+                    json!({"tools": tools})
+                }
+                _ => {
+                    let _ = request.respond(tiny_http::Response::from_string("").with_status_code(202));
+                    continue;
+                }
+            };
+            let reply = json!({"jsonrpc": "2.0", "id": message["id"], "result": result}).to_string();
+            let response = tiny_http::Response::from_string(reply)
+                .with_header(header("Content-Type", "application/json"))
+                .with_header(header("Mcp-Session-Id", "session-1"));
+            let _ = request.respond(response);
+        }
+    });
+    (url, gets)
+}
+
+/// What a remote server says outside any request arrives on the GET stream: a `list_changed`
+/// there tells the client to list again. A server without a stream (405) is asked once.
+#[test]
+fn a_remote_servers_get_stream_is_listened_to() {
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().unwrap();
+    let (url, gets) = scripted_streamable_http(true);
+    let client = start("scripted", &McpConfig { url: Some(url), ..Default::default() }, dir.path());
+    let listed = client.tools().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.tools_changed() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(client.tools_changed(), "no list_changed from the GET stream ({} GETs)", gets.load(Ordering::SeqCst));
+    assert!(listed.len() <= 2);
+    let relisted = client.tools().unwrap();
+    tool(&relisted, "added");
+    drop(client);
+
+    let (url, gets) = scripted_streamable_http(false);
+    let client = start("scripted", &McpConfig { url: Some(url), ..Default::default() }, dir.path());
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(gets.load(Ordering::SeqCst), 1, "asked once, then left alone");
+    assert!(!client.tools_changed());
+    tool(&client.tools().unwrap(), "first");
+}
