@@ -631,7 +631,7 @@ fn param_markdown(refs: &dyn Refs, p: &Param) -> String {
 pub fn signature_line(refs: &dyn Refs, tool: &Tool) -> String {
     let params: Vec<String> =
         tool.params.iter().map(|p| if p.required { p.name.clone() } else { format!("{}?", p.name) }).collect();
-    let response = match &tool.response {
+    let response = match &*tool.response {
         Some(r) => schema::summary(refs, r),
         None => "unknown".into(),
     };
@@ -675,7 +675,7 @@ pub fn describe_tool(refs: &dyn Refs, tool: &Tool) -> String {
             ));
         }
     }
-    match &tool.response {
+    match &*tool.response {
         Some(r) => {
             out.push_str(&format!("\n**Response**: {}\n", schema::summary(refs, r)));
             let lines = schema::outline(refs, r, 24);

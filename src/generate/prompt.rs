@@ -41,7 +41,7 @@ pub fn render_tool(tool: &Tool, outline_lines: usize) -> String {
             out.push_str(&format!("  - {}: {short}\n", p.name));
         }
     }
-    if let Some(response) = &tool.response {
+    if let Some(response) = &*tool.response {
         let lines = schema::outline(tool, response, outline_lines);
         if !lines.is_empty() {
             out.push_str("  returns:\n");

@@ -298,7 +298,7 @@ pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
     for x in catalog.tools() {
         let mut words: HashSet<String> = tokens(&x.name).into_iter().collect();
         let mut keys = HashSet::new();
-        if let Some(schema) = &x.response {
+        if let Some(schema) = &*x.response {
             collect_keys(x, schema, &mut keys, 0, &mut 2_000);
         }
         for k in &keys {

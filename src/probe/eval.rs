@@ -115,7 +115,7 @@ pub fn openapi_examples(file: &Path) -> anyhow::Result<(Agreement, usize)> {
     let mut operations = 0;
     for tool in &loaded.tools {
         let examples: Vec<&Value> = tool.examples.iter().filter_map(|e| e.response.as_ref()).collect();
-        let (Some(declared), false) = (&tool.response, examples.is_empty()) else { continue };
+        let (Some(declared), false) = (&*tool.response, examples.is_empty()) else { continue };
         operations += 1;
         agreement.add(&infer::infer(examples), tool, declared);
     }
@@ -184,8 +184,8 @@ pub fn toolbench_answers(answers_dir: &Path, query_files: &[&Path]) -> anyhow::R
     for file in query_files {
         let text = std::fs::read_to_string(file)?;
         let Ok(node) = doc::parse(&text, doc::Syntax::Json) else { continue };
-        for tool in toolbench::load(&node, &text, file, "eval").tools {
-            if let Some(r) = tool.response {
+        for mut tool in toolbench::load(&node, &text, file, "eval").tools {
+            if let Some(r) = tool.response.take() {
                 declared.entry(tool.name).or_insert(r);
             }
         }

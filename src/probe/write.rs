@@ -233,7 +233,7 @@ mod tests {
         let loaded = crate::toolset::native::load(&node, &out, Path::new("t.toolset.json"), "ts");
         assert!(loaded.diagnostics.is_empty(), "{:?}\n{out}", loaded.diagnostics);
         for tool in &loaded.tools {
-            assert_eq!(tool.response, Some(a.response.clone()), "{out}");
+            assert_eq!(*tool.response, Some(a.response.clone()), "{out}");
             assert_eq!(tool.examples.len(), 1);
             assert!(matches!(tool.provenance, Provenance::Probed { samples: 1, .. }));
         }

@@ -167,7 +167,7 @@ impl Emitter<'_> {
             let default = if param.required { "" } else { " = ..." };
             params.push(format!("{}: {ty}{default}", param.name));
         }
-        let response = match &tool.response {
+        let response = match &*tool.response {
             Some(schema) => self.ty(schema, &format!("{base}Response"), 0),
             None => "Any".to_string(),
         };

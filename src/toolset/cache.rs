@@ -19,7 +19,7 @@ use super::{Loaded, SourceKind, Tool};
 pub const MIN_BYTES: usize = 64 * 1024;
 
 /// Starts every entry; a new layout changes it.
-const MAGIC: &[u8; 8] = b"CSCATLG1";
+const MAGIC: &[u8; 8] = b"CSCATLG2";
 
 /// The seal of an entry: a keyed hash over what it was written for and what it holds.
 const SEAL_BYTES: usize = 32;
@@ -226,4 +226,145 @@ fn user_key() -> Option<[u8; 32]> {
 
 fn read_key(path: &Path) -> Option<[u8; 32]> {
     crate::files::read_bytes(path, 32).ok()?.try_into().ok()
+}
+
+/// A value that may still be in its stored encoding: decoded on first use and kept. Reads and
+/// writes go through `Deref` to the `Option<Value>`; one that does not decode (which the seal
+/// rules out) reads as `None`.
+#[derive(Default)]
+pub struct Deferred {
+    value: std::sync::OnceLock<Option<serde_json::Value>>,
+    encoded: Option<std::sync::Arc<[u8]>>,
+}
+
+impl Deferred {
+    /// Whether there is a value, without decoding it (MessagePack writes `None` as one `nil` byte).
+    pub fn is_some(&self) -> bool {
+        match (self.value.get(), &self.encoded) {
+            (Some(value), _) => value.is_some(),
+            (None, Some(encoded)) => encoded.as_ref() != [0xc0],
+            (None, None) => false,
+        }
+    }
+
+    pub fn is_none(&self) -> bool {
+        !self.is_some()
+    }
+
+    fn decoded(&self) -> &Option<serde_json::Value> {
+        self.value.get_or_init(|| {
+            let encoded = self.encoded.as_deref().unwrap_or_default();
+            rmp_serde::from_slice(encoded).unwrap_or_else(|e| {
+                tracing::debug!("catalog cache: a stored value does not decode ({e})");
+                None
+            })
+        })
+    }
+}
+
+impl From<Option<serde_json::Value>> for Deferred {
+    fn from(value: Option<serde_json::Value>) -> Self {
+        Deferred { value: std::sync::OnceLock::from(value), encoded: None }
+    }
+}
+
+impl std::ops::Deref for Deferred {
+    type Target = Option<serde_json::Value>;
+    fn deref(&self) -> &Self::Target {
+        self.decoded()
+    }
+}
+
+impl std::ops::DerefMut for Deferred {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        self.decoded();
+        self.encoded = None;
+        self.value.get_mut().expect("decoded just above")
+    }
+}
+
+impl Clone for Deferred {
+    fn clone(&self) -> Self {
+        match self.value.get() {
+            Some(value) => Deferred::from(value.clone()),
+            None => Deferred { value: std::sync::OnceLock::new(), encoded: self.encoded.clone() },
+        }
+    }
+}
+
+impl PartialEq<Option<serde_json::Value>> for Deferred {
+    fn eq(&self, other: &Option<serde_json::Value>) -> bool {
+        self.decoded() == other
+    }
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.decoded().fmt(f)
+    }
+}
+
+/// Stored as MessagePack bytes of its own, so reading an entry copies them without decoding.
+impl serde::Serialize for Deferred {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match (self.value.get(), &self.encoded) {
+            (None, Some(encoded)) => serializer.serialize_bytes(encoded),
+            _ => {
+                let encoded = rmp_serde::to_vec(self.decoded()).map_err(serde::ser::Error::custom)?;
+                serializer.serialize_bytes(&encoded)
+            }
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Deferred {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Bytes;
+        impl serde::de::Visitor<'_> for Bytes {
+            type Value = Deferred;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the bytes of an encoded value")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Deferred, E> {
+                Ok(Deferred { value: std::sync::OnceLock::new(), encoded: Some(bytes.into()) })
+            }
+        }
+        deserializer.deserialize_bytes(Bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_deferred_value_reads_as_it_was_written_decoding_once() {
+        let schema = Some(json!({"type": "object", "properties": {"id": {"type": "integer"}}}));
+        let stored = rmp_serde::to_vec(&Deferred::from(schema.clone())).unwrap();
+        let read: Deferred = rmp_serde::from_slice(&stored).unwrap();
+        assert!(read.is_some() && read.value.get().is_none(), "known, and not decoded by reading the entry");
+        let copy = read.clone();
+        assert_eq!(*read, schema);
+        assert_eq!(copy, schema, "a copy made before decoding decodes alike");
+        assert_eq!(rmp_serde::to_vec(&copy).unwrap(), stored, "stored again without a round trip");
+        let mut changed = copy;
+        *changed = None;
+        assert_eq!(*changed, None);
+        let unknown: Deferred = rmp_serde::from_slice(&rmp_serde::to_vec(&changed).unwrap()).unwrap();
+        assert!(unknown.is_none() && unknown.value.get().is_none());
+        let garbage: Deferred = rmp_serde::from_slice(&rmp_serde::to_vec(&serde_bytes_of(b"\xc1")).unwrap()).unwrap();
+        assert_eq!(*garbage, None, "what does not decode is unknown");
+    }
+
+    /// MessagePack `bin` holding `bytes`, as a `Deferred` is stored.
+    fn serde_bytes_of(bytes: &[u8]) -> impl serde::Serialize + '_ {
+        struct Bin<'a>(&'a [u8]);
+        impl serde::Serialize for Bin<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(self.0)
+            }
+        }
+        Bin(bytes)
+    }
 }

@@ -96,7 +96,7 @@ fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: By
         category: String::new(),
         description,
         params: params(&input),
-        response,
+        response: response.into(),
         statuses: Vec::new(),
         examples: Vec::new(),
         provenance: Provenance::Declared,
@@ -259,7 +259,7 @@ mod tests {
         assert_eq!(sum.source.tool.as_deref(), Some("get-sum"));
         assert_eq!(sum.source.range, ByteRange::new(3, 40));
         assert_eq!(sum.read_only(), Some(true));
-        assert_eq!(sum.response, None);
+        assert_eq!(*sum.response, None);
         let params: Vec<(&str, &str, bool)> =
             sum.params.iter().map(|p| (p.name.as_str(), p.wire_name.as_str(), p.required)).collect();
         assert_eq!(

@@ -156,8 +156,10 @@ pub struct Tool {
     pub category: String,
     pub description: String,
     pub params: Vec<Param>,
-    /// JSON Schema of the successful response; `None` when unknown (probing fills it).
-    pub response: Option<Value>,
+    /// JSON Schema of the successful response; `None` when unknown (probing fills it). Read back
+    /// from the catalog cache it stays encoded until first asked for: most of a large catalog's
+    /// responses are never looked at in one session.
+    pub response: cache::Deferred,
     pub statuses: Vec<String>,
     pub examples: Vec<Example>,
     pub provenance: Provenance,

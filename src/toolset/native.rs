@@ -436,7 +436,7 @@ impl<'a> Cx<'a> {
             category,
             description,
             params,
-            response,
+            response: response.into(),
             statuses,
             examples,
             provenance,
@@ -1004,7 +1004,7 @@ mod tests {
 
         let delete = &loaded.tools[5];
         assert_eq!(delete.param("alert_id").unwrap().location, ParamLocation::Path);
-        assert_eq!(delete.response, Some(json!({"type": "null"})));
+        assert_eq!(*delete.response, Some(json!({"type": "null"})));
     }
 
     #[test]
@@ -1090,7 +1090,7 @@ tools:
         assert_eq!(add.source.tool.as_deref(), Some("get-sum"));
         assert_eq!(add.params.len(), 2);
         assert!(add.params.iter().all(|p| p.required && p.location == ParamLocation::Argument));
-        assert_eq!(add.response, Some(json!({"type": "number"})));
+        assert_eq!(*add.response, Some(json!({"type": "number"})));
         assert_eq!(slice(text, add.source.name_range), "add");
         let wc = &loaded.tools[1];
         assert_eq!(wc.transport, Transport::Command { argv: vec!["wc".into(), "-w".into()] });

@@ -710,7 +710,7 @@ impl<'a> Loader<'a, '_> {
             category,
             description,
             params,
-            response,
+            response: response.into(),
             statuses,
             examples,
             provenance: Provenance::Declared,
@@ -1331,7 +1331,7 @@ paths:
         assert_eq!(loaded.tools.len(), 1, "{:#?}", loaded.diagnostics);
         let post = &loaded.tools[0];
         assert_eq!(post.name, "post_x");
-        assert_eq!(post.response, Some(json!({"type": "object"})));
+        assert_eq!(*post.response, Some(json!({"type": "object"})));
         let body = post.param("body").unwrap();
         assert_eq!((body.location, body.required), (ParamLocation::Body, false));
         assert_eq!(body.schema, json!({"type": "array"}));

@@ -66,7 +66,7 @@ pub fn example_json(example: &Example) -> Value {
 
 /// Puts an entry's schema, examples and provenance on a tool.
 pub fn apply(tool: &mut Tool, entry: &OverlayEntry) {
-    tool.response = Some(entry.response.clone());
+    *tool.response = Some(entry.response.clone());
     for e in &entry.examples {
         tool.examples.push(Example {
             question: e.get("question").and_then(Value::as_str).map(str::to_string),

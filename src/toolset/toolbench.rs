@@ -302,7 +302,7 @@ impl<'a> Loader<'a> {
             category,
             description,
             params,
-            response,
+            response: response.into(),
             statuses: Vec::new(),
             examples: Vec::new(),
             provenance: Provenance::Declared,
@@ -437,7 +437,7 @@ impl<'a> Loader<'a> {
             category: String::new(),
             description,
             params,
-            response: None,
+            response: None.into(),
             statuses: Vec::new(),
             examples: Vec::new(),
             provenance: Provenance::Declared,
@@ -770,7 +770,7 @@ mod tests {
             );
             // No `_list_length` survives anywhere.
             for tool in &loaded.tools {
-                if let Some(r) = &tool.response {
+                if let Some(r) = &*tool.response {
                     assert!(!r.to_string().contains("_list_length"), "{group}: {}", tool.name);
                 }
             }
@@ -795,7 +795,7 @@ mod tests {
         assert!(tool.params[0].required);
         assert_eq!(tool.params[0].schema, json!({"type": "string"}));
         assert_eq!(tool.params[0].default, Some(json!("fru")));
-        assert_eq!(tool.response, Some(json!({"type": "object", "properties": {"word": {"type": "string"}}})));
+        assert_eq!(*tool.response, Some(json!({"type": "object", "properties": {"word": {"type": "string"}}})));
     }
 
     #[test]
