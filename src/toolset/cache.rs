@@ -50,8 +50,17 @@ struct Entry<Tools> {
     description: String,
     /// `Vec<Tool>` when read, borrowed when written (a spec's tools are not copied to be stored).
     tools: Tools,
-    /// Files the protocol pulled in, each with the BLAKE3 hash of the text that was read.
-    pulled_in: Vec<(PathBuf, [u8; 32])>,
+    /// Files the protocol pulled in, each with what reading it gave.
+    pulled_in: Vec<(PathBuf, PulledIn)>,
+}
+
+/// What reading a file a protocol pulls in gave: the BLAKE3 hash of its text, or `None` when it
+/// could not be read (the load then says so, and stays true only while the file stays unreadable).
+pub type PulledIn = Option<[u8; 32]>;
+
+/// What reading `path` gives, as an entry records it.
+pub fn pulled_in(read: &Result<String, String>) -> PulledIn {
+    read.as_ref().ok().map(|text| *blake3::hash(text.as_bytes()).as_bytes())
 }
 
 /// A load read back from the cache.
@@ -103,8 +112,8 @@ impl Cache {
                 return None;
             }
         };
-        for (path, hash) in &entry.pulled_in {
-            if read(path).map(|text| blake3::hash(text.as_bytes())).ok()? != *hash {
+        for (path, recorded) in &entry.pulled_in {
+            if pulled_in(&read(path)) != *recorded {
                 tracing::debug!("catalog cache: {} changed since {} was cached", path.display(), id.file.display());
                 return None;
             }
@@ -132,7 +141,7 @@ impl Cache {
         kind: SourceKind,
         name: &str,
         loaded: &Loaded,
-        pulled_in: Vec<(PathBuf, [u8; 32])>,
+        pulled_in: Vec<(PathBuf, PulledIn)>,
     ) {
         if id.text.len() < MIN_BYTES {
             return;

@@ -383,9 +383,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
     let pulled_in = std::cell::RefCell::new(Vec::new());
     let recording = |path: &Path| {
         let read = read(path);
-        if let Ok(text) = &read {
-            pulled_in.borrow_mut().push((path.to_path_buf(), *blake3::hash(text.as_bytes()).as_bytes()));
-        }
+        pulled_in.borrow_mut().push((path.to_path_buf(), super::cache::pulled_in(&read)));
         read
     };
     let loaded = load_doc(kind, &doc, &text, file, &name, &recording);

@@ -118,7 +118,6 @@ fn a_change_to_a_file_the_spec_pulls_in_is_seen() {
     std::fs::write(dir.path().join("pets.json"), serde_json::to_string_pretty(&spec).unwrap()).unwrap();
     let pet =
         |key: &str| format!(r#"{{"Pet": {{"type": "object", "properties": {{"{key}": {{"type": "string"}}}}}}}}"#);
-    std::fs::write(dir.path().join("pet.json"), pet("name")).unwrap();
     std::fs::write(dir.path().join("chainsmith.toml"), "[[toolsets]]\nname = \"pets\"\nopenapi = \"pets.json\"\n")
         .unwrap();
     std::fs::write(
@@ -127,6 +126,10 @@ fn a_change_to_a_file_the_spec_pulls_in_is_seen() {
     )
     .unwrap();
     let user = tempfile::tempdir().unwrap();
+    // Missing at first: the load says so, and that holds only until the file appears.
+    let missing = run(dir.path(), user.path(), &["check", "chain.py"]);
+    assert!(text(&missing.stdout).contains("pet.json"), "{}", text(&missing.stdout));
+    std::fs::write(dir.path().join("pet.json"), pet("name")).unwrap();
     let first = run(dir.path(), user.path(), &["check", "chain.py"]);
     assert!(first.status.success(), "{}{}", text(&first.stdout), text(&first.stderr));
     assert_eq!(entries(dir.path()).len(), 1, "{}", text(&first.stderr));
