@@ -125,19 +125,33 @@ pub enum WriteError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
+/// A suffix for a temporary file's name that no other thread or process uses at the same time.
+pub fn unique_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    format!("{}.{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
 /// Writes `contents` to `path`, which must resolve inside `boundary` (after following every link
-/// in its folders); a link at `path` itself is replaced, not followed.
+/// in its folders); a link at `path` itself is replaced, not followed. Missing folders are made only
+/// once the deepest existing one is known to resolve inside.
 pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder).map_err(io)?;
     let boundary = std::fs::canonicalize(boundary).map_err(io)?;
+    let existing =
+        folder.ancestors().find(|a| a.as_os_str().is_empty() || a.symlink_metadata().is_ok()).unwrap_or(folder);
+    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+    let resolved = std::fs::canonicalize(existing).map_err(io)?;
+    if !resolved.starts_with(&boundary) {
+        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
+    }
+    std::fs::create_dir_all(folder).map_err(io)?;
     let resolved = std::fs::canonicalize(folder).map_err(io)?;
     if !resolved.starts_with(&boundary) {
         return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
     }
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("no file name")))?;
-    let staging = resolved.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let staging = resolved.join(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -19,7 +19,7 @@ use super::{Loaded, SourceKind, Tool};
 pub const MIN_BYTES: usize = 64 * 1024;
 
 /// Starts every entry; a new layout changes it.
-const MAGIC: &[u8; 8] = b"CSCATLG2";
+const MAGIC: &[u8; 8] = b"CSCATLG3";
 
 /// The seal of an entry: a keyed hash over what it was written for and what it holds.
 const SEAL_BYTES: usize = 32;
@@ -95,9 +95,7 @@ impl Cache {
             return None;
         }
         let slot = self.slot(id);
-        // An entry is seldom much larger than its text; the bound keeps a planted giant out of memory.
-        let limit = (id.text.len() as u64).saturating_mul(16).max(64 << 20);
-        let bytes = crate::files::read_bytes(&slot, limit).ok()?;
+        let bytes = crate::files::read_bytes(&slot, largest_entry(id)).ok()?;
         let (seal, payload) = bytes.strip_prefix(MAGIC.as_slice())?.split_at_checked(SEAL_BYTES)?;
         let seal: [u8; SEAL_BYTES] = seal.try_into().ok()?;
         // `blake3::Hash` compares in constant time.
@@ -164,6 +162,10 @@ impl Cache {
                 return;
             }
         };
+        if (MAGIC.len() + SEAL_BYTES + payload.len()) as u64 > largest_entry(id) {
+            tracing::debug!("catalog cache: {} not stored (its entry would be too large)", id.file.display());
+            return;
+        }
         let mut bytes = Vec::with_capacity(MAGIC.len() + SEAL_BYTES + payload.len());
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(self.seal(id, &payload).as_bytes());
@@ -189,12 +191,10 @@ impl Cache {
     fn seal(&self, id: &Identity<'_>, payload: &[u8]) -> blake3::Hash {
         let mut hasher = blake3::Hasher::new_keyed(&self.key);
         let kind = id.kind.map(SourceKind::as_str).unwrap_or("detected");
-        for part in [
-            env!("CARGO_PKG_VERSION").as_bytes(),
-            id.toolset.as_bytes(),
-            id.file.as_os_str().as_bytes(),
-            kind.as_bytes(),
-        ] {
+        // The version and the sources it was built from: a build whose loaders differ never
+        // believes another's entries.
+        let build = concat!(env!("CARGO_PKG_VERSION"), "+", env!("CHAINSMITH_SOURCE_HASH"));
+        for part in [build.as_bytes(), id.toolset.as_bytes(), id.file.as_os_str().as_bytes(), kind.as_bytes()] {
             hasher.update(&(part.len() as u64).to_le_bytes());
             hasher.update(part);
         }
@@ -204,6 +204,12 @@ impl Cache {
         hasher.update(payload);
         hasher.finalize()
     }
+}
+
+/// The largest entry read or written for a file: an entry is seldom much larger than its text, and
+/// the bound keeps a giant out of memory.
+fn largest_entry(id: &Identity<'_>) -> u64 {
+    (id.text.len() as u64).saturating_mul(16).max(64 << 20)
 }
 
 /// The user's cache key, made (32 random bytes, readable only by the user) on first use.
@@ -220,7 +226,7 @@ fn user_key() -> Option<[u8; 32]> {
         use std::io::Read;
         std::fs::File::open("/dev/urandom").ok()?.read_exact(&mut key).ok()?;
     }
-    let temp = dir.join(format!(".catalog.key.{}", std::process::id()));
+    let temp = dir.join(format!(".catalog.key.{}", crate::files::unique_suffix()));
     {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;

@@ -86,7 +86,11 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut toolsets = Vec::new();
     let cache = super::cache::Cache::open(&config.root);
     let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
-        jobs.par_iter().map(|job| load_file(job, &unsaved, cache.as_ref())).collect()
+        let load = |job: &FileJob<'_>| load_file(job, &unsaved, cache.as_ref());
+        match loading_pool() {
+            Some(pool) => pool.install(|| jobs.par_iter().map(load).collect()),
+            None => jobs.iter().map(load).collect(),
+        }
     };
     if config.toolsets.is_empty() {
         let jobs: Vec<FileJob<'_>> = discover(&config.root.join("protocols"))
@@ -270,6 +274,16 @@ fn load_doc(
         SourceKind::Native => native::load(doc, text, file, toolset),
         SourceKind::ToolBench | SourceKind::Mcp => toolbench::load(doc, text, file, toolset),
     }
+}
+
+/// The threads protocol files load on: the parsers recurse with a document's nesting, so they get
+/// the main thread's 8 MiB of stack rather than a pool's default 2 MiB.
+fn loading_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new().stack_size(8 << 20).thread_name(|i| format!("chainsmith-load-{i}")).build().ok()
+    })
+    .as_ref()
 }
 
 /// The protocol kind a toolset's entry imposes, and its files (none for an MCP server).

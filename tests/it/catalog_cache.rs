@@ -55,6 +55,9 @@ fn a_large_spec_is_read_back_from_the_cache_with_the_same_answers() {
     let parsed = chainsmith(dir.path(), &["tools", "--format", "json"], &[("CHAINSMITH_NO_CACHE", "1")]);
     assert!(read_from_cache(&cached));
     assert_eq!(text(&cached.stdout), text(&parsed.stdout), "the same tools, aliases and sources");
+    let problems =
+        |out: &Output| text(&out.stderr).lines().filter(|l| !l.contains("DEBUG")).collect::<Vec<_>>().join("\n");
+    assert_eq!(problems(&cached), problems(&parsed), "the same problems in the spec");
     assert!(text(&cached.stdout).matches("\"id\"").count() > 400);
 }
 
