@@ -99,6 +99,21 @@ impl Node {
         Some(node)
     }
 
+    /// A tree of a JSON value that has no text (an MCP server's schemas): every range is `at`.
+    pub fn from_json(value: &Value, at: ByteRange) -> Node {
+        let kind = match value {
+            Value::Null => NodeKind::Null,
+            Value::Bool(b) => NodeKind::Bool(*b),
+            Value::Number(n) => NodeKind::Number(n.clone()),
+            Value::String(s) => NodeKind::String(s.clone()),
+            Value::Array(items) => NodeKind::Array(items.iter().map(|i| Node::from_json(i, at)).collect()),
+            Value::Object(map) => {
+                NodeKind::Object(map.iter().map(|(k, v)| (k.clone(), at, Node::from_json(v, at))).collect())
+            }
+        };
+        Node { kind, range: at }
+    }
+
     /// The plain JSON value, without positions.
     pub fn to_json(&self) -> Value {
         match &self.kind {

@@ -10,18 +10,17 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use super::schema::NoRefs;
+use super::doc::Node;
+use super::refs::Resolver;
+use super::schema::Schemas;
 use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::config::McpConfig;
 use crate::diagnostic::Diagnostic;
 use crate::mcp::McpClient;
 use crate::names;
 use crate::text::ByteRange;
-
-/// Expansions of `$ref` along one path before the rest is left as is (cycles, runaway schemas).
-const MAX_REF_DEPTH: usize = 16;
 
 /// Starts the toolset's server, lists its tools and shuts it down again. A server that cannot be
 /// started or listed yields no tools and an `mcp-unavailable` error on the toolset's entry.
@@ -50,6 +49,7 @@ pub fn load_server(name: &str, config: &McpConfig, root: &Path, file: &Path, ran
 /// skipped; two tools whose Python names collide keep the first name, the second gets a suffix.
 pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: ByteRange) -> Loaded {
     let mut loaded = Loaded::default();
+    let mut store = Schemas::default();
     let mut taken: HashSet<String> = HashSet::new();
     for described in listed {
         let Some(original) = described.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
@@ -61,7 +61,9 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
             ));
             continue;
         };
-        let mut tool = tool(described, original, toolset, file, range);
+        let mut schemas = ToolSchemas { toolset, original, file, range, store: &mut store, problems: Vec::new() };
+        let mut tool = tool(described, original, toolset, &mut schemas);
+        loaded.diagnostics.append(&mut schemas.problems);
         if !taken.insert(tool.name.clone()) {
             let base = tool.name.clone();
             let unique = (2..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).expect("a free name");
@@ -76,26 +78,80 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
         }
         loaded.tools.push(tool);
     }
+    loaded.schemas = std::sync::Arc::new(store);
+    for tool in &mut loaded.tools {
+        tool.schemas = loaded.schemas.clone();
+    }
     loaded
 }
 
+/// Converts one listed tool's schemas into the toolset's store (each schema is a document of its
+/// own: its `$ref`s point into itself).
+struct ToolSchemas<'a> {
+    toolset: &'a str,
+    original: &'a str,
+    file: &'a Path,
+    range: ByteRange,
+    store: &'a mut Schemas,
+    problems: Vec<Diagnostic>,
+}
+
+impl ToolSchemas<'_> {
+    /// `member` of the listed tool (`inputSchema`, `outputSchema`) with its `$ref`s as keys of the
+    /// store and its `$defs`/`definitions`/`$schema` dropped (what they hold is stored by key). A
+    /// reference that leads nowhere leaves the schema as listed, its references unknown (not
+    /// checked), with a warning on the entry.
+    fn convert(&mut self, member: &str, schema: &Value) -> Value {
+        let root = Node::from_json(schema, self.range);
+        let mut resolver = Resolver::new(&root, format!("{}/{}/{member}", self.toolset, self.original));
+        let converted = resolver.schema(&root);
+        let mut problems: Vec<&str> = resolver.problems.iter().map(|p| p.reference).collect();
+        // The schema as listed keeps its parameters known; its references then lead nowhere
+        // (unknown, so unchecked) instead of the whole tool losing its arguments.
+        let mut converted = converted.unwrap_or_else(|e| {
+            problems.push(e.reference);
+            schema.clone()
+        });
+        for reference in problems {
+            self.problems.push(Diagnostic::warning(
+                self.file,
+                self.range,
+                "invalid-protocol",
+                format!(
+                    "MCP tool `{}` of toolset `{}`: `$ref` `{reference}` in its {member} does not resolve; what it stands for is not checked",
+                    self.original, self.toolset
+                ),
+            ));
+        }
+        if let Value::Object(map) = &mut converted {
+            for key in ["$defs", "definitions", "$schema"] {
+                map.remove(key);
+            }
+        }
+        self.store.extend(std::mem::take(&mut resolver.store));
+        converted
+    }
+}
+
 /// One listed tool.
-fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: ByteRange) -> Tool {
+fn tool(described: &Value, original: &str, toolset: &str, schemas: &mut ToolSchemas<'_>) -> Tool {
     let text = |key: &str| described.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty());
     let annotations = described.get("annotations").filter(|a| a.is_object()).cloned();
     let title = text("title").or_else(|| annotations.as_ref().and_then(|a| a.get("title")?.as_str()));
     let description = text("description").or(title).unwrap_or_default().to_string();
-    let input = described.get("inputSchema").map(inline_refs).unwrap_or_else(|| json!({}));
+    let input = described.get("inputSchema").map(|s| schemas.convert("inputSchema", s)).unwrap_or_else(|| json!({}));
     // Every declared output schema is kept, a `{content: string}` wrapper too: the server must send
     // `structuredContent` of that shape, which is what a call returns.
-    let response =
-        described.get("outputSchema").map(inline_refs).filter(|s| s.as_object().is_some_and(|o| !o.is_empty()));
+    let response = described
+        .get("outputSchema")
+        .map(|s| schemas.convert("outputSchema", s))
+        .filter(|s| s.as_object().is_some_and(|o| !o.is_empty()));
     Tool {
         name: names::mcp_tool(original),
         toolset: toolset.to_string(),
         category: String::new(),
         description,
-        params: params(&input),
+        params: params(&input, schemas.store),
         response: response.into(),
         statuses: Vec::new(),
         examples: Vec::new(),
@@ -104,9 +160,9 @@ fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: By
         annotations,
         source: Source {
             kind: SourceKind::Mcp,
-            file: file.to_path_buf(),
-            range,
-            name_range: range,
+            file: schemas.file.to_path_buf(),
+            range: schemas.range,
+            name_range: schemas.range,
             method: None,
             path: None,
             tool: Some(original.to_string()),
@@ -118,7 +174,7 @@ fn tool(described: &Value, original: &str, toolset: &str, file: &Path, range: By
 }
 
 /// The arguments of an `inputSchema`: its `properties`, required per `required`.
-fn params(input: &Value) -> Vec<Param> {
+fn params(input: &Value, refs: &Schemas) -> Vec<Param> {
     let required: HashSet<&str> =
         input.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let Some(properties) = input.get("properties").and_then(Value::as_object) else { return Vec::new() };
@@ -143,7 +199,7 @@ fn params(input: &Value) -> Vec<Param> {
             wire_name: wire.clone(),
             location: ParamLocation::Argument,
             required: required.contains(wire.as_str()),
-            description: schema::description(&NoRefs, schema)
+            description: schema::description(refs, schema)
                 .or_else(|| schema.get("title").and_then(Value::as_str))
                 .unwrap_or_default()
                 .to_string(),
@@ -153,63 +209,6 @@ fn params(input: &Value) -> Vec<Param> {
         });
     }
     params
-}
-
-/// A schema with its local `$ref`s (`#/$defs/…`, `#/definitions/…`, any JSON pointer into the
-/// schema) inlined and its `$defs`/`definitions`/`$schema` dropped, so the analysis reads it
-/// without following references. A reference that loops is cut with a description saying so.
-pub fn inline_refs(schema: &Value) -> Value {
-    let mut stack = Vec::new();
-    let mut out = inline(schema, schema, &mut stack);
-    if let Value::Object(map) = &mut out {
-        map.remove("$defs");
-        map.remove("definitions");
-        map.remove("$schema");
-    }
-    out
-}
-
-fn inline(node: &Value, root: &Value, stack: &mut Vec<String>) -> Value {
-    match node {
-        Value::Object(map) => {
-            if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-                let target = reference.strip_prefix('#').and_then(|pointer| root.pointer(pointer));
-                if let Some(target) = target {
-                    if stack.iter().any(|r| r == reference) || stack.len() >= MAX_REF_DEPTH {
-                        return json!({"description": format!("recursive: `{reference}` again (not expanded further)")});
-                    }
-                    stack.push(reference.to_string());
-                    let mut expanded = inline(target, root, stack);
-                    stack.pop();
-                    // Keywords beside the `$ref` (a description, a default) refine the target.
-                    if let Value::Object(expanded_map) = &mut expanded {
-                        for (key, value) in map {
-                            if key != "$ref" {
-                                expanded_map.insert(key.clone(), inline(value, root, stack));
-                            }
-                        }
-                    }
-                    return expanded;
-                }
-            }
-            let mut out = Map::with_capacity(map.len());
-            for (key, value) in map {
-                if matches!(key.as_str(), "$defs" | "definitions") && stack.is_empty() && std::ptr::eq(node, root) {
-                    continue;
-                }
-                // `default`, `examples`, `const`, `enum` hold data, not schemas.
-                let value = if matches!(key.as_str(), "default" | "examples" | "example" | "const" | "enum") {
-                    value.clone()
-                } else {
-                    inline(value, root, stack)
-                };
-                out.insert(key.clone(), value);
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(|i| inline(i, root, stack)).collect()),
-        other => other.clone(),
-    }
 }
 
 #[cfg(test)]
@@ -272,27 +271,47 @@ mod tests {
 
         let convert = &loaded.tools[1];
         let response = convert.response.as_ref().expect("real structure");
-        assert_eq!(response["properties"]["source"]["properties"]["timezone"]["type"], "string");
+        let schema::KeyLookup::Declared(source) = schema::property(convert, response, "source") else { panic!() };
+        let schema::KeyLookup::Declared(timezone) = schema::property(convert, source, "timezone") else { panic!() };
+        assert_eq!(schema::types(convert, timezone), ["string"]);
         assert!(response.get("$defs").is_none());
 
         let fetch = &loaded.tools[2];
         // A text wrapper is a known object: `r["contnt"]` is caught before the run.
         let response = fetch.response.as_ref().expect("the declared wrapper");
-        assert_eq!(schema::property(&NoRefs, response, "contnt"), schema::KeyLookup::Missing);
-        assert_eq!(schema::types(&NoRefs, &response["properties"]["content"]), ["string"]);
+        assert_eq!(schema::property(fetch, response, "contnt"), schema::KeyLookup::Missing);
+        assert_eq!(schema::types(fetch, &response["properties"]["content"]), ["string"]);
         assert_eq!(fetch.description, "Fetch a URL");
         assert_eq!(fetch.read_only(), None);
     }
 
     #[test]
-    fn recursive_refs_are_cut() {
-        let schema = json!({
-            "$ref": "#/$defs/Node",
-            "$defs": {"Node": {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}}
-        });
-        let inlined = inline_refs(&schema);
-        let again = &inlined["properties"]["children"]["items"]["description"];
-        assert!(again.as_str().unwrap().starts_with("recursive:"), "{inlined}");
-        assert!(inlined.get("$defs").is_none());
+    fn recursive_refs_are_followed_to_any_depth() {
+        let listed = [
+            json!({"name": "tree", "outputSchema": {
+                "$ref": "#/$defs/Node",
+                "$defs": {"Node": {"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                }}}
+            }}),
+            json!({"name": "broken", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Nope"}}}}),
+        ];
+        let loaded = tools_from_list(&listed, "demo", Path::new("chainsmith.toml"), ByteRange::new(0, 1));
+        let tree = &loaded.tools[0];
+        let mut node = tree.response.as_ref().unwrap();
+        for _ in 0..40 {
+            let schema::KeyLookup::Declared(children) = schema::property(tree, node, "children") else { panic!() };
+            node = schema::items(tree, children).unwrap();
+        }
+        assert!(matches!(schema::property(tree, node, "name"), schema::KeyLookup::Declared(_)));
+        assert_eq!(schema::property(tree, node, "nmae"), schema::KeyLookup::Missing);
+        assert_eq!(loaded.schemas.len(), 1, "the recursive schema is stored once");
+        // A reference that leads nowhere: the tool loads with its argument, that part unchecked,
+        // and the user is told.
+        assert_eq!(loaded.tools[1].name, "broken");
+        assert_eq!(loaded.tools[1].params.len(), 1);
+        let [d] = loaded.diagnostics.as_slice() else { panic!("{:?}", loaded.diagnostics) };
+        assert!(d.message.contains("`#/$defs/Nope`"), "{}", d.message);
     }
 }

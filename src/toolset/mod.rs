@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod native;
 pub mod openapi;
 pub mod overlay;
+pub mod refs;
 pub mod schema;
 pub mod swagger;
 pub mod toolbench;

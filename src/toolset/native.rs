@@ -19,8 +19,8 @@
 //! A parameter's key is its name on the wire; its Python keyword follows the one naming rule
 //! ([`names::python_param`]). Where it goes defaults to `path` when the HTTP path template names
 //! it, else `query` for GET/DELETE/HEAD/OPTIONS and `body` for other methods, and `argument` for
-//! tools without an HTTP transport. `$ref`s to `#/$defs/...` (or any pointer into the file) are
-//! resolved on load.
+//! tools without an HTTP transport. `$ref`s to `#/$defs/...` (or any pointer into the file) become
+//! references into the toolset's schema store (`refs.rs`), so recursive definitions are natural.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -28,7 +28,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::doc::{Node, NodeKind};
-use super::schema::NoRefs;
+use super::refs::{RefProblem, Resolver};
 use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::diagnostic::{Diagnostic, Severity, did_you_mean};
 use crate::names;
@@ -117,7 +117,8 @@ const SCHEMA_KEYWORDS: &[&str] = &[
 ];
 
 pub fn load(doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
-    let mut cx = Cx { root: doc, text, file, diagnostics: Vec::new(), quiet: 0 };
+    let resolver = Resolver::new(doc, format!("{toolset}/{}", file.display()));
+    let mut cx = Cx { text, file, diagnostics: Vec::new(), resolver };
     let mut loaded = Loaded::default();
     if !doc.is_object() {
         cx.error(
@@ -166,7 +167,7 @@ pub fn load(doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
     }
     if let Some(defs) = doc.get("$defs") {
         if defs.is_object() {
-            // Checked once here; `$ref`s to them are expanded without repeating their diagnostics.
+            // Checked once here; what `$ref`s to them lead to is converted by the resolver.
             for (_, _, def) in defs.members() {
                 cx.schema(def, 0);
             }
@@ -198,6 +199,18 @@ pub fn load(doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
         }
         loaded.tools.push(tool);
     }
+    cx.resolver.drain();
+    // A `$ref` inside a referenced schema that leads nowhere was reported where `$defs` were
+    // checked, or is reported here once, where it is written.
+    for problem in std::mem::take(&mut cx.resolver.problems) {
+        if !cx.diagnostics.iter().any(|d| d.range == problem.range) {
+            cx.error(problem.range, "invalid-ref", format!("`{}` does not exist in this file", problem.reference));
+        }
+    }
+    loaded.schemas = std::sync::Arc::new(std::mem::take(&mut cx.resolver.store));
+    for tool in &mut loaded.tools {
+        tool.schemas = loaded.schemas.clone();
+    }
     loaded.diagnostics = cx.diagnostics;
     loaded
 }
@@ -209,19 +222,16 @@ fn head(node: &Node) -> ByteRange {
 }
 
 struct Cx<'a> {
-    root: &'a Node,
     text: &'a str,
     file: &'a Path,
     diagnostics: Vec<Diagnostic>,
-    /// > 0 while expanding a `$ref`: its target was checked (and reported) once already.
-    quiet: usize,
+    /// The named schemas `$ref`s lead to, each converted once into the toolset's store.
+    resolver: Resolver<'a>,
 }
 
 impl<'a> Cx<'a> {
     fn push(&mut self, d: Diagnostic) {
-        if self.quiet == 0 {
-            self.diagnostics.push(d);
-        }
+        self.diagnostics.push(d);
     }
     fn error(&mut self, range: ByteRange, code: &'static str, message: impl Into<String>) {
         self.push(Diagnostic::error(self.file, range, code, message));
@@ -364,7 +374,7 @@ impl<'a> Cx<'a> {
     }
 
     /// One entry of `tools`. `None` (with diagnostics) when it has an error.
-    fn tool(&mut self, entry: &Node, toolset: &str) -> Option<Tool> {
+    fn tool(&mut self, entry: &'a Node, toolset: &str) -> Option<Tool> {
         if !entry.is_object() {
             self.error(entry.range, "invalid-field", "a tool entry must be an object with a `name`");
             return None;
@@ -525,7 +535,7 @@ impl<'a> Cx<'a> {
         Transport::None
     }
 
-    fn parameters(&mut self, node: &Node, transport: &Transport) -> Vec<Param> {
+    fn parameters(&mut self, node: &'a Node, transport: &Transport) -> Vec<Param> {
         let mut params: Vec<Param> = Vec::new();
         for (key, key_range, spec) in node.members() {
             if let Some(param) = self.parameter(key, *key_range, spec, transport) {
@@ -543,7 +553,7 @@ impl<'a> Cx<'a> {
         params
     }
 
-    fn parameter(&mut self, key: &str, key_range: ByteRange, spec: &Node, transport: &Transport) -> Option<Param> {
+    fn parameter(&mut self, key: &str, key_range: ByteRange, spec: &'a Node, transport: &Transport) -> Option<Param> {
         if key.trim().is_empty() {
             self.error(key_range, "invalid-name", "a parameter needs a non-empty name");
             return None;
@@ -668,7 +678,8 @@ impl<'a> Cx<'a> {
         let mut literal = |field: &str| -> Option<Value> {
             let node = spec.get(field)?;
             let value = node.to_json();
-            if let Err(why) = schema::check_literal(&NoRefs, &schema, &value) {
+            self.resolver.drain();
+            if let Err(why) = schema::check_literal(&self.resolver.store, &schema, &value) {
                 self.warning(
                     node.range,
                     "invalid-field",
@@ -696,7 +707,7 @@ impl<'a> Cx<'a> {
     }
 
     /// A JSON Schema in the file: `type`s checked, `$ref`s resolved, subschemas walked.
-    fn schema(&mut self, node: &Node, depth: usize) -> Value {
+    fn schema(&mut self, node: &'a Node, depth: usize) -> Value {
         match &node.kind {
             NodeKind::Object(members) => Value::Object(self.schema_members(members.iter(), depth)),
             NodeKind::Bool(b) => Value::Bool(*b),
@@ -707,23 +718,22 @@ impl<'a> Cx<'a> {
         }
     }
 
-    fn schema_members<'n>(
+    fn schema_members(
         &mut self,
-        members: impl Iterator<Item = &'n (String, ByteRange, Node)>,
+        members: impl Iterator<Item = &'a (String, ByteRange, Node)>,
         depth: usize,
     ) -> Map<String, Value> {
         let mut out = Map::new();
-        let mut referenced: Option<Value> = None;
         for (key, _, value) in members {
             if depth > 32 {
-                // A recursive `$ref` chain: stop expanding, leave it unconstrained.
+                // Nesting this deep is no schema a person writes: the rest is left unconstrained.
                 break;
             }
             let converted = match key.as_str() {
-                "$ref" => {
-                    referenced = Some(self.reference(value, depth));
-                    continue;
-                }
+                "$ref" => match self.reference(value) {
+                    Some(key) => Value::String(key),
+                    None => continue,
+                },
                 "type" => {
                     self.check_type(value);
                     value.to_json()
@@ -753,36 +763,25 @@ impl<'a> Cx<'a> {
             };
             out.insert(key.clone(), converted);
         }
-        match referenced {
-            // `$ref` with siblings: the target, refined by them.
-            Some(Value::Object(mut target)) => {
-                target.extend(out);
-                target
-            }
-            Some(Value::Bool(true)) | None => out,
-            Some(other) => {
-                let mut map = Map::new();
-                map.insert("allOf".into(), Value::Array(vec![other, Value::Object(out)]));
-                map
-            }
-        }
+        // A `$ref` with siblings stays one: the siblings refine its target where it is read.
+        out
     }
 
-    fn reference(&mut self, value: &Node, depth: usize) -> Value {
-        let Some(pointer) = value.as_str().and_then(|r| r.strip_prefix('#')) else {
+    /// The store's key for a `$ref` into this file; `None` (and a diagnostic) when it leads nowhere.
+    fn reference(&mut self, value: &'a Node) -> Option<String> {
+        let Some(reference) = value.as_str().filter(|r| r.starts_with('#')) else {
             self.error(value.range, "invalid-ref", "only references into this file are supported (`#/$defs/Name`)");
-            return Value::Object(Map::new());
+            return None;
         };
-        match self.root.pointer(pointer) {
-            Some(target) => {
-                self.quiet += 1;
-                let resolved = self.schema(target, depth + 1);
-                self.quiet -= 1;
-                resolved
-            }
-            None => {
-                self.error(value.range, "invalid-ref", format!("`#{pointer}` does not exist in this file"));
-                Value::Object(Map::new())
+        match self.resolver.stored(reference, value.range) {
+            Ok(key) => Some(key),
+            Err(e) => {
+                let message = match e.problem {
+                    RefProblem::Cycle => format!("`{}` only leads to other `$ref`s in a cycle", e.reference),
+                    _ => format!("`{}` does not exist in this file", e.reference),
+                };
+                self.error(e.range, "invalid-ref", message);
+                None
             }
         }
     }
@@ -960,10 +959,10 @@ mod tests {
         assert!(!count.required);
         assert_eq!(count.default, Some(json!(5)));
         let response = geocode.response.as_ref().unwrap();
-        let KeyLookup::Declared(results) = schema::property(&NoRefs, response, "results") else { panic!("{response}") };
-        let item = schema::items(&NoRefs, results).unwrap();
+        let KeyLookup::Declared(results) = schema::property(geocode, response, "results") else { panic!("{response}") };
+        let item = schema::items(geocode, results).unwrap();
         for key in ["name", "latitude", "longitude", "country"] {
-            assert!(matches!(schema::property(&NoRefs, item, key), KeyLookup::Declared(_)), "{key}");
+            assert!(matches!(schema::property(geocode, item, key), KeyLookup::Declared(_)), "{key}");
         }
         assert_eq!(slice(&text, geocode.source.name_range), "\"geocode\"");
         assert!(slice(&text, geocode.source.range).starts_with('{'));
@@ -977,14 +976,16 @@ mod tests {
         assert_eq!(units.default, Some(json!("metric")));
         assert_eq!(forecast.param("days").unwrap().schema["maximum"], json!(16));
         assert!(forecast.param("latitude").unwrap().required && forecast.param("longitude").unwrap().required);
-        // `$ref: #/$defs/...` is resolved.
-        let daily = schema::property(&NoRefs, forecast.response.as_ref().unwrap(), "daily");
+        // `$ref: #/$defs/...` stays a reference into the toolset's store, followed where it is read.
+        let daily = schema::property(forecast, forecast.response.as_ref().unwrap(), "daily");
         let KeyLookup::Declared(daily) = daily else { panic!() };
         assert!(matches!(
-            schema::property(&NoRefs, schema::items(&NoRefs, daily).unwrap(), "temperature_max"),
+            schema::property(forecast, schema::items(forecast, daily).unwrap(), "temperature_max"),
             KeyLookup::Declared(_)
         ));
-        assert!(!forecast.response.as_ref().unwrap().to_string().contains("$ref"));
+        let written = forecast.response.as_ref().unwrap().to_string();
+        assert!(written.contains("\"$ref\":\"weather/"), "{written}");
+        assert!(std::sync::Arc::ptr_eq(&forecast.schemas, &loaded.schemas) && !loaded.schemas.is_empty());
 
         let current = &loaded.tools[2];
         assert!(matches!(current.provenance, Provenance::Probed { samples: 3, .. }));
@@ -1121,6 +1122,35 @@ tools:
         let loaded = load_as(r#"{"tools": []}"#, Syntax::Json);
         assert_eq!(loaded.diagnostics[0].code, "missing-version");
         assert_eq!(loaded.diagnostics[0].severity, Severity::Warning);
+    }
+
+    #[test]
+    fn recursive_defs_are_followed_and_broken_refs_reported_once() {
+        let text = r##"{"chainsmith": "toolset/1", "name": "files",
+          "$defs": {
+            "Entry": {"type": "object", "properties": {"name": {"type": "string"},
+                      "children": {"type": "array", "items": {"$ref": "#/$defs/Entry"}}}},
+            "Loop": {"$ref": "#/$defs/Loop"},
+            "Broken": {"type": "object", "properties": {"x": {"$ref": "#/$defs/Nope"}}}
+          },
+          "tools": [
+            {"name": "tree", "description": "d", "response": {"$ref": "#/$defs/Entry", "description": "the root"}},
+            {"name": "odd", "description": "d", "response": {"$ref": "#/$defs/Broken"}}
+          ]}"##;
+        let loaded = load_as(text, Syntax::Json);
+        let problems: Vec<(&str, &str)> = loaded.diagnostics.iter().map(|d| (d.code, slice(text, d.range))).collect();
+        assert_eq!(problems, [("invalid-ref", "\"#/$defs/Loop\""), ("invalid-ref", "\"#/$defs/Nope\"")]);
+        let tree = &loaded.tools[0];
+        let mut node = tree.response.as_ref().unwrap();
+        for _ in 0..50 {
+            let KeyLookup::Declared(children) = schema::property(tree, node, "children") else { panic!("{node}") };
+            node = schema::items(tree, children).unwrap();
+        }
+        assert!(matches!(schema::property(tree, node, "name"), KeyLookup::Declared(_)));
+        assert_eq!(schema::property(tree, node, "nmae"), KeyLookup::Missing);
+        // The broken schema is unknown where it is used: its tool loads, its keys are not checked.
+        let odd = &loaded.tools[1];
+        assert!(!matches!(schema::property(odd, odd.response.as_ref().unwrap(), "anything"), KeyLookup::Missing));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use chainsmith::config::McpConfig;
 use chainsmith::mcp::{McpClient, McpError, McpErrorKind};
 use chainsmith::text::ByteRange;
+use chainsmith::toolset::schema::{self, KeyLookup};
 use chainsmith::toolset::{ParamLocation, SourceKind, Transport, mcp};
 use serde_json::{Value, json};
 
@@ -84,9 +85,12 @@ fn time_server_lists_and_calls() {
     assert_eq!(now.params[0].location, ParamLocation::Argument);
     let response = now.response.as_ref().expect("get_current_time declares a real output schema");
     assert_eq!(response["properties"]["is_dst"]["type"], "boolean");
-    // convert_time's schema refers to `#/$defs/TimeResult`: inlined.
-    let convert = &loaded.tools[1].response.as_ref().unwrap()["properties"]["source"];
-    assert_eq!(convert["properties"]["day_of_week"]["type"], "string", "{convert}");
+    // convert_time's schema refers to `#/$defs/TimeResult`: a reference into the toolset's store,
+    // followed where it is read.
+    let convert = &loaded.tools[1];
+    let source = &convert.response.as_ref().unwrap()["properties"]["source"];
+    let KeyLookup::Declared(day) = schema::property(convert, source, "day_of_week") else { panic!("{source}") };
+    assert_eq!(schema::types(convert, day), ["string"], "{source}");
 
     let utc = client.call("get_current_time", json!({"timezone": "UTC"}), CALL).unwrap();
     assert!(!utc.is_error, "{utc:?}");
