@@ -68,6 +68,9 @@ pub enum EvalCommand {
         files: Vec<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Only the tasks every variant has answered, so rows of unfinished runs compare alike.
+        #[arg(long)]
+        common: bool,
     },
 }
 
@@ -179,7 +182,7 @@ fn print(records: &[TaskRecord], format: Format) -> Result<()> {
     Ok(())
 }
 
-pub fn merge(files: &[PathBuf], format: Format) -> Result<u8> {
+pub fn merge(files: &[PathBuf], format: Format, common: bool) -> Result<u8> {
     let mut records: Vec<TaskRecord> = Vec::new();
     for file in files {
         for record in read_records(file)? {
@@ -188,14 +191,22 @@ pub fn merge(files: &[PathBuf], format: Format) -> Result<u8> {
             records.push(record);
         }
     }
+    if common {
+        let variants: std::collections::BTreeSet<String> = records.iter().map(|r| r.variant.clone()).collect();
+        let answered_by_all =
+            |index: usize| variants.iter().all(|v| records.iter().any(|r| r.index == index && &r.variant == v));
+        let keep: Vec<bool> = records.iter().map(|r| answered_by_all(r.index)).collect();
+        let mut keep = keep.into_iter();
+        records.retain(|_| keep.next().unwrap_or(false));
+    }
     records.sort_by_key(|r| r.index);
     print(&records, format)?;
     Ok(0)
 }
 
 pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -> Result<u8> {
-    if let Some(EvalCommand::Merge { files, format }) = command {
-        return merge(&files, format);
+    if let Some(EvalCommand::Merge { files, format, common }) = command {
+        return merge(&files, format, common);
     }
     if args.files.is_empty() {
         bail!("give benchmark task files (`chainsmith eval tmdb.json`), or `eval merge RESULTS…`");

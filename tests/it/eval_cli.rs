@@ -51,4 +51,16 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     assert!(text(&again.stdout).contains("| full | 2 | 100.0 | 100.0 | 50.00 | 50.00 |"), "{}", text(&again.stdout));
     // Runs during an evaluation leave the workspace as it was.
     assert!(!ws.path().join(".chainsmith/runs").exists());
+
+    // An unfinished variant beside it: `--common` compares both on the tasks both answered.
+    let results = std::fs::read_to_string(ws.path().join("results.jsonl")).unwrap();
+    let first = results.lines().find(|l| l.contains("\"index\":0")).unwrap();
+    std::fs::write(ws.path().join("other.jsonl"), first.replace("\"variant\":\"full\"", "\"variant\":\"width1\""))
+        .unwrap();
+    let merged = chainsmith(ws.path(), &["eval", "merge", "results.jsonl", "other.jsonl", "--common"], &[]);
+    let table = text(&merged.stdout);
+    assert!(table.contains("| full | 1 | 100.0 | 100.0 | 100.00 | 100.00 |"), "{table}");
+    assert!(table.contains("| width1 | 1 |"), "{table}");
+    let all = text(&chainsmith(ws.path(), &["eval", "merge", "results.jsonl", "other.jsonl"], &[]).stdout);
+    assert!(all.contains("| full | 2 |"), "{all}");
 }
