@@ -224,3 +224,21 @@ fn a_real_swagger_two_description_is_read_directly() {
     std::fs::write(dir.path().join("mistakes.py"), NETLIFY_MISTAKES).unwrap();
     assert_eq!(checked(dir.path(), "mistakes.py"), planted(NETLIFY_MISTAKES));
 }
+
+/// Stripe through `requests`: the URL finds the operation, and its keys are checked as deep.
+const STRIPE_REQUESTS: &str = r#"import requests
+
+charge = requests.get("https://api.stripe.com/v1/charges/ch_1", auth=("sk_test", "")).json()
+if charge["billing_details"]["address"]:
+    print(charge["billing_details"]["address"]["city"])
+print(charge["amount"], charge["currency"], charge["payment_method_details"]["type"])  # mistake: possibly-null
+charges = requests.get("https://api.stripe.com/v1/charges", params={"limit": 3}).json()
+print([c["id"] for c in charges["data"]])
+print(charges["data"][0]["amout"])  # mistake: unknown-key
+"#;
+
+#[test]
+fn stripe_through_requests_is_checked_as_deep() {
+    let dir = stripe_workspace(STRIPE_REQUESTS);
+    assert_eq!(checked(dir.path(), "chain.py"), planted(STRIPE_REQUESTS));
+}
