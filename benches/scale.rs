@@ -281,7 +281,8 @@ fn basedpyright(binary: &Path, root: &Path, check_ms: &[(&str, f64)]) {
     walls.sort();
     let median = ms(walls[1]);
     let version = String::from_utf8_lossy(&version.stdout);
-    println!("basedpyright chain.py with the stubs ({}): median {median:.0} ms", version.trim());
+    let version = version.lines().next().unwrap_or("").trim();
+    println!("basedpyright chain.py with the stubs ({version}): median {median:.0} ms");
     for (label, chainsmith) in check_ms {
         println!("  ratio to chainsmith check ({label}): {:.1}x", median / chainsmith);
     }
