@@ -269,7 +269,15 @@ fn basedpyright(binary: &Path, root: &Path, check_ms: &[(&str, f64)]) {
         println!("basedpyright: not on PATH; the comparison is skipped");
         return;
     };
-    let stubs = Command::new(binary).arg("--root").arg(root).args(["stubs", "--out", "typings"]).output().unwrap();
+    // `typings/` beside the program, where basedpyright looks for stubs by default.
+    let stubs = Command::new(binary)
+        .arg("--root")
+        .arg(root)
+        .args(["stubs", "--out", "typings"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(root.join("typings/chainsmith/tools").is_dir(), "the stubs are beside the program");
     assert!(stubs.status.success(), "stubs: {}", String::from_utf8_lossy(&stubs.stderr));
     let mut walls = Vec::new();
     for _ in 0..3 {
@@ -277,6 +285,9 @@ fn basedpyright(binary: &Path, root: &Path, check_ms: &[(&str, f64)]) {
         let out = Command::new("basedpyright").arg("chain.py").current_dir(root).output().unwrap();
         walls.push(start.elapsed());
         assert!(out.status.code().is_some_and(|c| c <= 1), "basedpyright: {}", String::from_utf8_lossy(&out.stderr));
+        // A checker that did not find the stubs would be timed on nothing.
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(!report.contains("reportMissingImports"), "basedpyright found no stubs: {report}");
     }
     walls.sort();
     let median = ms(walls[1]);
