@@ -192,12 +192,13 @@ pub fn merge(files: &[PathBuf], format: Format, common: bool) -> Result<u8> {
         }
     }
     if common {
-        let variants: std::collections::BTreeSet<String> = records.iter().map(|r| r.variant.clone()).collect();
-        let answered_by_all =
-            |index: usize| variants.iter().all(|v| records.iter().any(|r| r.index == index && &r.variant == v));
-        let keep: Vec<bool> = records.iter().map(|r| answered_by_all(r.index)).collect();
-        let mut keep = keep.into_iter();
-        records.retain(|_| keep.next().unwrap_or(false));
+        // Each (variant, task) holds one record, so a task every variant answered has as many.
+        let variants = records.iter().map(|r| r.variant.as_str()).collect::<std::collections::HashSet<_>>().len();
+        let mut answers: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+        for r in &records {
+            *answers.entry(r.index).or_default() += 1;
+        }
+        records.retain(|r| answers[&r.index] == variants);
     }
     records.sort_by_key(|r| r.index);
     print(&records, format)?;
