@@ -164,7 +164,8 @@ fn print(records: &[TaskRecord], format: Format) -> Result<()> {
                     let s = crate::eval::summarize(&rs);
                     let value = serde_json::json!({
                         "tasks": s.tasks, "executable": s.executable, "solved": s.solved, "path": s.path,
-                        "precision": s.precision, "static_first_bad": s.static_first_bad,
+                        "precision": s.precision, "path_ran": s.path_ran,
+                        "precision_ran": s.precision_ran, "static_first_bad": s.static_first_bad,
                         "static_fixed": s.static_fixed, "no_program": s.no_program,
                         "reflections": s.reflections, "nodes": s.nodes, "llm_calls": s.llm_calls,
                         "tokens": s.tokens, "wall_s": s.wall_s,

@@ -7,7 +7,10 @@
 //! (`executable`), whether the judge took its output as an answer (`solved`), **Path** — the share
 //! of the gold solution's tools the program called — and **Prec** — the share of the tools it
 //! called that are gold. "Called" is the tools of the best program's run when it ran, else of its
-//! static analysis. Also: static problems in the model's first program and in its last,
+//! static analysis. Path and Prec credit a program's tools also when it failed, so the summary
+//! also gives both **over programs that ran** (a task whose best program failed counts 0): a
+//! revision that trades a wide failing program for a narrow running one lowers Path and raises
+//! these. Also: static problems in the model's first program and in its last,
 //! reflections (revision nodes), DFSDT nodes, LLM calls, tokens and wall time.
 //!
 //! ToolNet expansion of the candidates uses a graph learnt from the gold solutions of the *other*
@@ -220,6 +223,9 @@ pub struct Summary {
     pub solved: f64,
     pub path: f64,
     pub precision: f64,
+    /// Path and Prec where the best program ran without error, 0 where it did not.
+    pub path_ran: f64,
+    pub precision_ran: f64,
     /// Tasks whose first program had static problems, and of those, how many ended without.
     pub static_first_bad: usize,
     pub static_fixed: usize,
@@ -244,6 +250,8 @@ pub fn summarize(records: &[&TaskRecord]) -> Summary {
         solved: mean(&|r| f64::from(u8::from(r.solved))),
         path: mean(&|r| r.path),
         precision: mean(&|r| r.precision),
+        path_ran: mean(&|r| if r.executable { r.path } else { 0.0 }),
+        precision_ran: mean(&|r| if r.executable { r.precision } else { 0.0 }),
         static_first_bad: records.iter().filter(|r| r.static_first.is_some_and(|s| s > 0)).count(),
         static_fixed: records
             .iter()
@@ -269,17 +277,19 @@ pub fn table(records: &[TaskRecord]) -> String {
         by_variant.entry(&r.variant).or_default().push(r);
     }
     let mut out = String::from(
-        "| variant | tasks | exec % | solved % | Path % | Prec % | first program with static errors → fixed | no program | reflections | DFSDT nodes | LLM calls | tokens | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| variant | tasks | exec % | solved % | Path % | Prec % | Path ran % | Prec ran % | first program with static errors → fixed | no program | reflections | DFSDT nodes | LLM calls | tokens | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for variant in order {
         let s = summarize(&by_variant[variant]);
         out.push_str(&format!(
-            "| {variant} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} → {} | {} | {:.2} | {:.2} | {:.1} | {:.0} | {:.0} |\n",
+            "| {variant} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {} → {} | {} | {:.2} | {:.2} | {:.1} | {:.0} | {:.0} |\n",
             s.tasks,
             100.0 * s.executable,
             100.0 * s.solved,
             100.0 * s.path,
             100.0 * s.precision,
+            100.0 * s.path_ran,
+            100.0 * s.precision_ran,
             s.static_first_bad,
             s.static_fixed,
             s.no_program,
@@ -323,14 +333,14 @@ mod tests {
 
     #[test]
     fn the_table_has_a_row_per_variant() {
-        let record = |variant: &str, path: f64| TaskRecord {
+        let record = |variant: &str, path: f64, executable: bool| TaskRecord {
             variant: variant.into(),
             index: 0,
             query: "q".into(),
             gold: vec!["t.a".into()],
             called: vec!["t.a".into()],
             program: Some("p".into()),
-            executable: true,
+            executable,
             solved: false,
             path,
             precision: 1.0,
@@ -343,10 +353,14 @@ mod tests {
             wall_ms: 2000,
             stop: None,
         };
-        let text = table(&[record("full", 1.0), record("full", 0.5), record("no-dfsdt", 0.0)]);
+        // The second program failed: its tools count for Path and Prec, not for the "ran" columns.
+        let text = table(&[record("full", 1.0, true), record("full", 0.5, false), record("no-dfsdt", 0.0, true)]);
         let rows: Vec<&str> = text.lines().skip(2).collect();
         assert_eq!(rows.len(), 2, "{text}");
-        assert!(rows[0].starts_with("| full | 2 | 100.0 | 0.0 | 75.00 | 100.00 | 2 → 2 | 0 |"), "{text}");
+        assert!(
+            rows[0].starts_with("| full | 2 | 50.0 | 0.0 | 75.00 | 100.00 | 50.00 | 50.00 | 2 → 2 | 0 |"),
+            "{text}"
+        );
         assert!(rows[1].starts_with("| no-dfsdt | 1 |"), "{text}");
     }
 }

@@ -42,6 +42,8 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     let summary = &report["summary"]["full"];
     assert_eq!((summary["tasks"].as_u64(), summary["executable"].as_f64()), (Some(2), Some(1.0)));
     assert_eq!(summary["path"].as_f64(), Some(0.5));
+    // Both programs ran, so crediting only running programs changes nothing here.
+    assert_eq!(summary["path_ran"].as_f64(), Some(0.5));
 
     // Run again: both tasks are in the results file, so no model is asked.
     let asked = llm.count();
