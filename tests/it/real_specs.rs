@@ -170,7 +170,11 @@ fn github_operation_ids_are_aliases_and_its_nullable_users_are_flagged() {
     std::fs::write(dir.path().join("mistakes.py"), GITHUB_MISTAKES).unwrap();
     assert_eq!(checked(dir.path(), "mistakes.py"), planted(GITHUB_MISTAKES));
     let out = chainsmith(dir.path(), &["check", "mistakes.py"], &[]);
-    assert!(text(&out.stdout).contains("no tool `pulls_gte`; did you mean `pulls_get`?"), "{}", text(&out.stdout));
+    let report = text(&out.stdout);
+    assert!(report.contains("no tool `pulls_gte`; did you mean `pulls_get`?"), "{report}");
+    // The argument messages name the tool as written, not its path-derived primary name.
+    assert!(report.contains("`pulls_get` is missing required argument `pull_number`"), "{report}");
+    assert!(report.contains("`pulls_get` has no parameter `pull_numbr`; did you mean `pull_number`?"), "{report}");
 }
 
 #[test]

@@ -50,6 +50,9 @@ impl<'t, 'c> Walker<'t, 'c> {
             .and_then(|t| self.catalog.toolset(&t.toolset))
             .and_then(|ts| ts.auth.as_ref())
             .and_then(|a| a.query.clone());
+        // Messages name the tool as the user wrote it (an alias stays an alias); a URL is not a name.
+        let written = self.out.calls.get(call_index).filter(|_| !wire).map(|c| c.name.clone());
+        let shown = |tool: &Tool| written.clone().unwrap_or_else(|| tool.name.clone());
         for site in &given.sites {
             let ty = match site.value {
                 Some(v) if literal_json(v, self.text).is_none() => self.expr(v),
@@ -69,13 +72,13 @@ impl<'t, 'c> Walker<'t, 'c> {
                 None if wire
                     && (auth_param.as_deref() == Some(site.name.as_str())
                         || site.location == Some(ParamLocation::Header)) => {}
-                None => self.report_unknown_argument(tool, site, wire),
+                None => self.report_unknown_argument(tool, &shown(tool), site, wire),
             }
         }
         if let Some(tool) = tool
             && !given.incomplete
         {
-            self.check_missing_args(tool, &recorded, wire, auth_param.as_deref(), anchor, arguments);
+            self.check_missing_args(tool, &shown(tool), &recorded, wire, auth_param.as_deref(), anchor, arguments);
         }
         if let Some(call) = self.out.calls.get_mut(call_index) {
             call.args = recorded;
@@ -95,10 +98,10 @@ impl<'t, 'c> Walker<'t, 'c> {
         }
     }
 
-    fn report_unknown_argument(&mut self, tool: &Tool, site: &ArgSite<'t>, wire: bool) {
+    fn report_unknown_argument(&mut self, tool: &Tool, shown: &str, site: &ArgSite<'t>, wire: bool) {
         let range = site.name_range.unwrap_or(site.value_range);
         let names: Vec<&str> = tool.params.iter().map(|p| spelling(p, wire)).collect();
-        let mut d = self.error(range, "unknown-argument", format!("`{}` has no parameter `{}`", tool.name, site.name));
+        let mut d = self.error(range, "unknown-argument", format!("`{shown}` has no parameter `{}`", site.name));
         if let Some(best) = did_you_mean(&site.name, names.iter().copied()) {
             d.message.push_str(&format!("; did you mean `{best}`?"));
             if let Some(name_range) = site.name_range {
@@ -120,6 +123,7 @@ impl<'t, 'c> Walker<'t, 'c> {
     fn check_missing_args(
         &mut self,
         tool: &Tool,
+        shown: &str,
         recorded: &[CallArg],
         wire: bool,
         auth_param: Option<&str>,
@@ -143,7 +147,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         let mut d = self.error(
             anchor,
             "missing-argument",
-            format!("`{}` is missing required argument{plural} {}", tool.name, list.join(", ")),
+            format!("`{shown}` is missing required argument{plural} {}", list.join(", ")),
         );
         // Only keywords can be added for the user: HTTP arguments live in a URL or a dict.
         if !wire && let Some(arguments) = arguments {
