@@ -46,10 +46,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         arguments: Option<Node<'t>>,
     ) {
         let mut recorded = Vec::new();
-        let auth_param = tool
-            .and_then(|t| self.catalog.toolset(&t.toolset))
-            .and_then(|ts| ts.auth.as_ref())
-            .and_then(|a| a.query.clone());
+        let auth_param = tool.and_then(|t| self.auth_query_param(t));
         // Messages name the tool as the user wrote it (an alias stays an alias); a URL is not a name.
         let written = self.out.calls.get(call_index).filter(|_| !wire).map(|c| c.name.clone());
         let shown = |tool: &Tool| written.clone().unwrap_or_else(|| tool.name.clone());
@@ -78,11 +75,16 @@ impl<'t, 'c> Walker<'t, 'c> {
         if let Some(tool) = tool
             && !given.incomplete
         {
-            self.check_missing_args(tool, &shown(tool), &recorded, wire, auth_param.as_deref(), anchor, arguments);
+            self.check_missing_args(tool, &shown(tool), &recorded, wire, anchor, arguments);
         }
         if let Some(call) = self.out.calls.get_mut(call_index) {
             call.args = recorded;
         }
+    }
+
+    /// The query parameter that carries the toolset's API key: the runtime adds it.
+    fn auth_query_param(&self, tool: &Tool) -> Option<String> {
+        self.catalog.toolset(&tool.toolset).and_then(|ts| ts.auth.as_ref()).and_then(|a| a.query.clone())
     }
 
     fn check_arg_value(&mut self, param: &Param, site: &ArgSite<'t>, ty: Ty<'c>) {
@@ -126,17 +128,19 @@ impl<'t, 'c> Walker<'t, 'c> {
         shown: &str,
         recorded: &[CallArg],
         wire: bool,
-        auth_param: Option<&str>,
         anchor: ByteRange,
         arguments: Option<Node<'t>>,
     ) {
+        let auth_param = self.auth_query_param(tool);
         let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
         let missing: Vec<&Param> = tool
             .required()
             .filter(|p| {
                 // The URL carries path parameters and the runtime adds headers and the auth key.
                 let supplied_elsewhere = wire && matches!(p.location, ParamLocation::Path | ParamLocation::Header);
-                !given.contains(&spelling(p, wire)) && !supplied_elsewhere && auth_param != Some(p.wire_name.as_str())
+                !given.contains(&spelling(p, wire))
+                    && !supplied_elsewhere
+                    && auth_param.as_deref() != Some(p.wire_name.as_str())
             })
             .collect();
         if missing.is_empty() {
