@@ -13,6 +13,10 @@
 //! these. Also: static problems in the model's first program and in its last,
 //! reflections (revision nodes), DFSDT nodes, LLM calls, tokens and wall time.
 //!
+//! Beside the means, the table compares each variant with the first one task by task (higher /
+//! lower Path, with a sign test), so an ablation row says whether its difference is more than the
+//! model's sampling.
+//!
 //! ToolNet expansion of the candidates uses a graph learnt from the gold solutions of the *other*
 //! folds only (task i is in fold i mod 5), never from the task itself; runs during an evaluation
 //! teach the workspace nothing.
@@ -279,7 +283,7 @@ pub fn table(records: &[TaskRecord]) -> String {
     let mut out = String::from(
         "| variant | tasks | exec % | solved % | Path % | Prec % | Path ran % | Prec ran % | first program with static errors → fixed | no program | reflections | DFSDT nodes | LLM calls | tokens | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    for variant in order {
+    for variant in &order {
         let s = summarize(&by_variant[variant]);
         out.push_str(&format!(
             "| {variant} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {} → {} | {} | {:.2} | {:.2} | {:.1} | {:.0} | {:.0} |\n",
@@ -300,7 +304,58 @@ pub fn table(records: &[TaskRecord]) -> String {
             s.wall_s
         ));
     }
+    if let Some((reference, others)) = order.split_first()
+        && !others.is_empty()
+    {
+        out.push_str(&paired_table(reference, others, &by_variant));
+    }
     out
+}
+
+/// Per-task comparisons with the first variant: on 30 tasks one task moves a mean by several
+/// points, so a difference of means alone cannot tell a lever from the model's sampling.
+fn paired_table(reference: &str, others: &[&str], by_variant: &BTreeMap<&str, Vec<&TaskRecord>>) -> String {
+    let path_ran = |r: &TaskRecord| if r.executable { r.path } else { 0.0 };
+    let mut out = format!(
+        "\nPer task against `{reference}`, on the tasks both answered (ties left out; p: two-sided sign test):\n\n| variant | tasks | Path higher / lower | p | Path ran higher / lower | p |\n|---|---|---|---|---|---|\n"
+    );
+    for variant in others {
+        let pairs: Vec<(&TaskRecord, &TaskRecord)> = by_variant[variant]
+            .iter()
+            .filter_map(|r| by_variant[reference].iter().find(|f| f.index == r.index).map(|f| (*r, *f)))
+            .collect();
+        let count = |metric: &dyn Fn(&TaskRecord) -> f64| {
+            let higher = pairs.iter().filter(|(r, f)| metric(r) > metric(f)).count();
+            let lower = pairs.iter().filter(|(r, f)| metric(r) < metric(f)).count();
+            (higher, lower, sign_test(higher, lower))
+        };
+        let (path_higher, path_lower, path_p) = count(&|r| r.path);
+        let (ran_higher, ran_lower, ran_p) = count(&path_ran);
+        out.push_str(&format!(
+            "| {variant} | {} | {path_higher} / {path_lower} | {path_p:.2} | {ran_higher} / {ran_lower} | {ran_p:.2} |\n",
+            pairs.len()
+        ));
+    }
+    out
+}
+
+/// Two-sided sign test: the chance of a split at least as uneven as `wins` to `losses` when
+/// either side is equally likely. Written out rather than taken from a statistics crate: it is one
+/// binomial tail.
+pub fn sign_test(wins: usize, losses: usize) -> f64 {
+    let n = wins + losses;
+    if n == 0 {
+        return 1.0;
+    }
+    let mut term = 0.5f64.powi(n as i32); // C(n, 0) / 2^n
+    let mut tail = 0.0;
+    for k in 0..=wins.min(losses) {
+        if k > 0 {
+            term *= (n - k + 1) as f64 / k as f64;
+        }
+        tail += term;
+    }
+    (2.0 * tail).min(1.0)
 }
 
 #[cfg(test)]
@@ -355,12 +410,24 @@ mod tests {
         };
         // The second program failed: its tools count for Path and Prec, not for the "ran" columns.
         let text = table(&[record("full", 1.0, true), record("full", 0.5, false), record("no-dfsdt", 0.0, true)]);
-        let rows: Vec<&str> = text.lines().skip(2).collect();
+        let rows: Vec<&str> = text.lines().skip(2).take_while(|l| !l.is_empty()).collect();
         assert_eq!(rows.len(), 2, "{text}");
         assert!(
             rows[0].starts_with("| full | 2 | 50.0 | 0.0 | 75.00 | 100.00 | 50.00 | 50.00 | 2 → 2 | 0 |"),
             "{text}"
         );
         assert!(rows[1].starts_with("| no-dfsdt | 1 |"), "{text}");
+        // Task 0 is the only one both answered: the ablation's Path 0 is lower than the full 1.0 there.
+        assert!(text.contains("| no-dfsdt | 1 | 0 / 1 | 1.00 | 0 / 1 | 1.00 |"), "{text}");
+    }
+
+    #[test]
+    fn the_sign_test_is_a_two_sided_binomial_tail() {
+        assert_eq!(sign_test(0, 0), 1.0);
+        assert_eq!(sign_test(4, 4), 1.0);
+        // 1 of 10: 2 * (1 + 10) / 1024.
+        assert!((sign_test(1, 9) - 22.0 / 1024.0).abs() < 1e-12);
+        assert!((sign_test(9, 1) - sign_test(1, 9)).abs() < 1e-12);
+        assert!((sign_test(0, 5) - 2.0 / 32.0).abs() < 1e-12);
     }
 }

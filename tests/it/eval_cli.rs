@@ -63,6 +63,9 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     let table = text(&merged.stdout);
     assert!(table.contains("| full | 1 | 100.0 | 100.0 | 100.00 | 100.00 |"), "{table}");
     assert!(table.contains("| width1 | 1 |"), "{table}");
+    // The same record under two names: per task, neither is higher.
+    assert!(table.contains("Per task against `full`"), "{table}");
+    assert!(table.contains("| width1 | 1 | 0 / 0 | 1.00 | 0 / 0 | 1.00 |"), "{table}");
     let all = text(&chainsmith(ws.path(), &["eval", "merge", "results.jsonl", "other.jsonl"], &[]).stdout);
     assert!(all.contains("| full | 2 |"), "{all}");
 }
