@@ -78,6 +78,18 @@ pub struct TaskRecord {
     pub stop: Option<String>,
 }
 
+impl TaskRecord {
+    /// Path where the best program ran without error, 0 where it did not.
+    pub fn path_ran(&self) -> f64 {
+        if self.executable { self.path } else { 0.0 }
+    }
+
+    /// Prec where the best program ran without error, 0 where it did not.
+    pub fn precision_ran(&self) -> f64 {
+        if self.executable { self.precision } else { 0.0 }
+    }
+}
+
 /// Path and Prec of `called` against `gold`, both taken as sets of tool ids.
 pub fn path_and_precision(gold: &[String], called: &[String]) -> (f64, f64) {
     let distinct = |ids: &[String]| {
@@ -254,8 +266,8 @@ pub fn summarize(records: &[&TaskRecord]) -> Summary {
         solved: mean(&|r| f64::from(u8::from(r.solved))),
         path: mean(&|r| r.path),
         precision: mean(&|r| r.precision),
-        path_ran: mean(&|r| if r.executable { r.path } else { 0.0 }),
-        precision_ran: mean(&|r| if r.executable { r.precision } else { 0.0 }),
+        path_ran: mean(&TaskRecord::path_ran),
+        precision_ran: mean(&TaskRecord::precision_ran),
         static_first_bad: records.iter().filter(|r| r.static_first.is_some_and(|s| s > 0)).count(),
         static_fixed: records
             .iter()
@@ -315,7 +327,6 @@ pub fn table(records: &[TaskRecord]) -> String {
 /// Per-task comparisons with the first variant: on 30 tasks one task moves a mean by several
 /// points, so a difference of means alone cannot tell a lever from the model's sampling.
 fn paired_table(reference: &str, others: &[&str], by_variant: &BTreeMap<&str, Vec<&TaskRecord>>) -> String {
-    let path_ran = |r: &TaskRecord| if r.executable { r.path } else { 0.0 };
     let mut out = format!(
         "\nPer task against `{reference}`, on the tasks both answered (ties left out; p: two-sided sign test):\n\n| variant | tasks | Path higher / lower | p | Path ran higher / lower | p |\n|---|---|---|---|---|---|\n"
     );
@@ -330,7 +341,7 @@ fn paired_table(reference: &str, others: &[&str], by_variant: &BTreeMap<&str, Ve
             (higher, lower, sign_test(higher, lower))
         };
         let (path_higher, path_lower, path_p) = count(&|r| r.path);
-        let (ran_higher, ran_lower, ran_p) = count(&path_ran);
+        let (ran_higher, ran_lower, ran_p) = count(&TaskRecord::path_ran);
         out.push_str(&format!(
             "| {variant} | {} | {path_higher} / {path_lower} | {path_p:.2} | {ran_higher} / {ran_lower} | {ran_p:.2} |\n",
             pairs.len()

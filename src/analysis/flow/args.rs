@@ -46,10 +46,10 @@ impl<'t, 'c> Walker<'t, 'c> {
         arguments: Option<Node<'t>>,
     ) {
         let mut recorded = Vec::new();
-        let auth_param = tool.and_then(|t| self.auth_query_param(t));
-        // Messages name the tool as the user wrote it (an alias stays an alias); a URL is not a name.
-        let written = self.out.calls.get(call_index).filter(|_| !wire).map(|c| c.name.clone());
-        let shown = |tool: &Tool| written.clone().unwrap_or_else(|| tool.name.clone());
+        let auth_param = tool
+            .and_then(|t| self.catalog.toolset(&t.toolset))
+            .and_then(|ts| ts.auth.as_ref())
+            .and_then(|a| a.query.clone());
         for site in &given.sites {
             let ty = match site.value {
                 Some(v) if literal_json(v, self.text).is_none() => self.expr(v),
@@ -69,22 +69,27 @@ impl<'t, 'c> Walker<'t, 'c> {
                 None if wire
                     && (auth_param.as_deref() == Some(site.name.as_str())
                         || site.location == Some(ParamLocation::Header)) => {}
-                None => self.report_unknown_argument(tool, &shown(tool), site, wire),
+                None => self.report_unknown_argument(call_index, tool, site, wire),
             }
         }
         if let Some(tool) = tool
             && !given.incomplete
         {
-            self.check_missing_args(tool, &shown(tool), &recorded, wire, anchor, arguments);
+            let missing = missing_params(tool, &recorded, wire, auth_param.as_deref());
+            if !missing.is_empty() {
+                self.report_missing_args(call_index, tool, &missing, wire, anchor, arguments);
+            }
         }
         if let Some(call) = self.out.calls.get_mut(call_index) {
             call.args = recorded;
         }
     }
 
-    /// The query parameter that carries the toolset's API key: the runtime adds it.
-    fn auth_query_param(&self, tool: &Tool) -> Option<String> {
-        self.catalog.toolset(&tool.toolset).and_then(|ts| ts.auth.as_ref()).and_then(|a| a.query.clone())
+    /// The tool as the user wrote it at call `call_index` (an alias stays an alias); an HTTP call's
+    /// URL is not a name, so it gets the tool's own.
+    fn written_name(&self, call_index: usize, tool: &Tool, wire: bool) -> String {
+        let written = self.out.calls.get(call_index).filter(|_| !wire);
+        written.map_or_else(|| tool.name.clone(), |call| call.name.clone())
     }
 
     fn check_arg_value(&mut self, param: &Param, site: &ArgSite<'t>, ty: Ty<'c>) {
@@ -100,8 +105,9 @@ impl<'t, 'c> Walker<'t, 'c> {
         }
     }
 
-    fn report_unknown_argument(&mut self, tool: &Tool, shown: &str, site: &ArgSite<'t>, wire: bool) {
+    fn report_unknown_argument(&mut self, call_index: usize, tool: &Tool, site: &ArgSite<'t>, wire: bool) {
         let range = site.name_range.unwrap_or(site.value_range);
+        let shown = self.written_name(call_index, tool, wire);
         let names: Vec<&str> = tool.params.iter().map(|p| spelling(p, wire)).collect();
         let mut d = self.error(range, "unknown-argument", format!("`{shown}` has no parameter `{}`", site.name));
         if let Some(best) = did_you_mean(&site.name, names.iter().copied()) {
@@ -122,30 +128,16 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.diag(d);
     }
 
-    fn check_missing_args(
+    fn report_missing_args(
         &mut self,
+        call_index: usize,
         tool: &Tool,
-        shown: &str,
-        recorded: &[CallArg],
+        missing: &[&Param],
         wire: bool,
         anchor: ByteRange,
         arguments: Option<Node<'t>>,
     ) {
-        let auth_param = self.auth_query_param(tool);
-        let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
-        let missing: Vec<&Param> = tool
-            .required()
-            .filter(|p| {
-                // The URL carries path parameters and the runtime adds headers and the auth key.
-                let supplied_elsewhere = wire && matches!(p.location, ParamLocation::Path | ParamLocation::Header);
-                !given.contains(&spelling(p, wire))
-                    && !supplied_elsewhere
-                    && auth_param.as_deref() != Some(p.wire_name.as_str())
-            })
-            .collect();
-        if missing.is_empty() {
-            return;
-        }
+        let shown = self.written_name(call_index, tool, wire);
         let list: Vec<String> = missing.iter().map(|p| format!("`{}`", spelling(p, wire))).collect();
         let plural = if missing.len() > 1 { "s" } else { "" };
         let mut d = self.error(
@@ -221,6 +213,18 @@ impl<'t, 'c> Walker<'t, 'c> {
 
 /// A parameter's name as a dialect spells it: the wire name in the HTTP dialect, else the Python
 /// keyword.
+/// The required parameters a call does not give. The URL carries an HTTP call's path parameters,
+/// and the runtime adds headers and the API key.
+fn missing_params<'a>(tool: &'a Tool, recorded: &[CallArg], wire: bool, auth_param: Option<&str>) -> Vec<&'a Param> {
+    let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
+    tool.required()
+        .filter(|p| {
+            let supplied_elsewhere = wire && matches!(p.location, ParamLocation::Path | ParamLocation::Header);
+            !given.contains(&spelling(p, wire)) && !supplied_elsewhere && auth_param != Some(p.wire_name.as_str())
+        })
+        .collect()
+}
+
 fn spelling(param: &Param, wire: bool) -> &str {
     if wire { &param.wire_name } else { &param.name }
 }
