@@ -13,6 +13,7 @@ pub mod eval;
 pub mod files;
 pub mod generate;
 pub mod graph;
+pub mod jobs;
 pub mod llm;
 pub mod logging;
 pub mod mcp;

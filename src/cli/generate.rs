@@ -12,20 +12,15 @@ use anyhow::{Context, Result, bail};
 
 use super::{load_workspace, workspace_root};
 use crate::config::Config;
-use crate::generate::reflect::{Execution, Runner};
-use crate::generate::search::{self, Outcome, Request, Settings, Verdict};
-use crate::llm;
+use crate::generate::search::Verdict;
+use crate::jobs::chain::{self, ChainRequest, Finished, Goal, Options, Searched};
+use crate::jobs::{Silent, Workspace};
 use crate::runtime::Cancel;
 use crate::toolset::Catalog;
 
-fn report(client: &llm::Client, outcome: &Outcome) {
-    eprintln!(
-        "chainsmith: {} LLM call{}, {}; search: {}",
-        client.meter.requests(),
-        if client.meter.requests() == 1 { "" } else { "s" },
-        client.meter.usage(),
-        outcome.shape()
-    );
+fn report(searched: &Searched) {
+    eprintln!("chainsmith: {}", searched.summary());
+    let outcome = &searched.outcome;
     if !outcome.dropped.is_empty() {
         eprintln!("chainsmith: dropped as broken: {}", outcome.dropped.join(", "));
     }
@@ -44,63 +39,53 @@ fn report(client: &llm::Client, outcome: &Outcome) {
     }
 }
 
-fn setup(config: &Config) -> Result<(llm::Client, Settings)> {
-    let client = llm::Client::new(&config.llm).map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok((client, Settings::from_config(&config.generate)))
-}
-
-fn runner(root: &Path, program: &Path, config: Config, catalog: Catalog, yes: bool) -> Runner {
-    Runner {
+/// The workspace a terminal job runs in: the catalog's retrieval index as configured and ToolNet
+/// learnt from the workspace; runs are saved and learnt from.
+fn workspace<'a>(
+    root: &Path,
+    config: Config,
+    catalog: Catalog,
+    index: &'a crate::toolset::index::CatalogIndex,
+) -> Workspace<'a> {
+    let toolnet = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph();
+    Workspace {
         root: root.to_path_buf(),
-        program: program.to_path_buf(),
         config: Arc::new(config),
         catalog: Arc::new(catalog),
-        allow_writes: yes,
-        cancel: Cancel::new(),
+        index,
+        toolnet: Some(toolnet),
         mcp: None,
         upstream: Vec::new(),
         learn: true,
     }
 }
 
-/// Generation runs every attempt: with an interpreter the workspace is not trusted with, none
-/// could run, so nothing is asked of the model.
-fn refuse_untrusted_interpreter(config: &crate::config::Config, catalog: &crate::toolset::Catalog) -> Result<()> {
-    match crate::runtime::untrusted_interpreter(config, catalog) {
-        Some(why) => bail!("not running any program: {why}"),
-        None => Ok(()),
-    }
+fn run_job(ws: &Workspace<'_>, request: ChainRequest) -> Result<Finished> {
+    let prepared = chain::prepare(ws, request, Options::of(&ws.config.generate)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    Ok(tokio.block_on(prepared.run(&Silent)))
 }
 
 /// `chainsmith generate`: exit 0 when a program was found that runs and answers the task.
 pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) -> Result<u8> {
     let root = workspace_root(root, &out.map(|o| vec![o.to_path_buf()]).unwrap_or_default());
     let (config, catalog) = load_workspace(&root)?;
-    refuse_untrusted_interpreter(&config, &catalog)?;
-    let (client, settings) = setup(&config)?;
-    let graph = crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph();
-    let selected = search::named_tools(task, &catalog);
     let index = super::retrieval_index(&catalog, &config);
-    let (candidates, allowed) =
-        search::candidates(task, &catalog, &index, config.generate.candidates, &selected, Some(&graph));
-    if candidates.is_empty() {
-        bail!("no tool of the workspace matches the task");
-    }
+    let ws = workspace(&root, config, catalog, &index);
     let program_path = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("generated.py"));
-    let runner = runner(&root, &program_path, config, catalog, yes);
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let outcome = tokio.block_on(search::search(
-        Request { task, candidates, allowed, given: None, judge: true },
-        &runner.catalog,
-        &index,
-        &client,
-        &runner,
-        &settings,
-    ));
-    report(&client, &outcome);
-    let Some(best) = outcome.best_node() else {
-        let why = outcome.stop.as_ref().map(ToString::to_string).unwrap_or_default();
-        eprintln!("chainsmith: no program was generated: {why}");
+    let request = ChainRequest {
+        goal: Goal::Generate { task: task.to_string() },
+        tools: Vec::new(),
+        program: program_path,
+        allow_writes: yes,
+        cancel: Cancel::new(),
+    };
+    let Finished::Searched(searched) = run_job(&ws, request)? else {
+        unreachable!("only a fix finds its program already running")
+    };
+    report(&searched);
+    let Some(best) = searched.outcome.best_node() else {
+        eprintln!("chainsmith: no program was generated: {}", searched.why());
         return Ok(1);
     };
     let program = format!("\"\"\"{}\"\"\"\n{}", task.trim().replace("\"\"\"", "'''"), best.program);
@@ -111,11 +96,10 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) 
         }
         None => print!("{program}"),
     }
-    if outcome.solved {
+    if searched.outcome.solved {
         Ok(0)
     } else {
-        let why = outcome.stop.as_ref().map(ToString::to_string).unwrap_or_default();
-        eprintln!("chainsmith: the best attempt does not solve the task: {why}");
+        eprintln!("chainsmith: the best attempt does not solve the task: {}", searched.why());
         Ok(1)
     }
 }
@@ -128,59 +112,35 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     let root = workspace_root(root, &[file.to_path_buf()]);
     let (config, catalog) = load_workspace(&root)?;
     let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    refuse_untrusted_interpreter(&config, &catalog)?;
-    let (client, settings) = setup(&config)?;
-    let task = search::task_of(&text);
-    let selected = task.as_deref().map(|t| search::named_tools(t, &catalog)).unwrap_or_default();
-    let called: Vec<String> = {
-        let tree = crate::analysis::parse::parse(&text);
-        let analysis = crate::analysis::analyze(file, &text, &tree, &catalog, &Default::default());
-        crate::graph::workspace::program_tools(&analysis)
-    };
-    let query = format!("{} {}", task.clone().unwrap_or_default(), called.join(" "));
     let index = super::retrieval_index(&catalog, &config);
-    let (mut candidates, allowed) =
-        search::candidates(&query, &catalog, &index, config.generate.candidates, &selected, None);
-    for id in called.iter().rev() {
-        if !candidates.contains(id) {
-            candidates.insert(0, id.clone());
+    let ws = workspace(&root, config, catalog, &index);
+    let request = ChainRequest {
+        goal: Goal::Fix { text: text.clone() },
+        tools: Vec::new(),
+        program: file.to_path_buf(),
+        allow_writes: yes,
+        cancel: Cancel::new(),
+    };
+    let searched = match run_job(&ws, request)? {
+        Finished::AlreadyRuns => {
+            eprintln!("chainsmith: {} runs without error; nothing to fix", file.display());
+            return Ok(0);
         }
-    }
-    let runner = runner(&root, file, config, catalog, yes);
-    let tokio = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    // A program that already runs needs no fix.
-    if let Execution::Ran(first) = tokio.block_on(runner.execute(&text, None))
-        && first.trace.ok
-        && first.exit_status() == 0
-    {
-        eprintln!("chainsmith: {} runs without error; nothing to fix", file.display());
-        return Ok(0);
-    }
-    let task_text = task.clone().unwrap_or_else(|| "make this program run without errors".into());
-    let outcome = tokio.block_on(search::search(
-        Request { task: &task_text, candidates, allowed, given: Some(text.clone()), judge: task.is_some() },
-        &runner.catalog,
-        &index,
-        &client,
-        &runner,
-        &settings,
-    ));
-    report(&client, &outcome);
-    match outcome.best_node() {
-        Some(best) if outcome.solved && best.program != text => {
-            let fixed = search::with_header(&text, &best.program);
-            std::fs::write(file, &fixed).with_context(|| format!("cannot write {}", file.display()))?;
+        Finished::Searched(searched) => searched,
+    };
+    report(&searched);
+    match (&searched.program, searched.outcome.best_node()) {
+        (Some(fixed), Some(best)) if *fixed != text => {
+            std::fs::write(file, fixed).with_context(|| format!("cannot write {}", file.display()))?;
             eprintln!("chainsmith: fixed {} (attempt #{})", file.display(), best.id);
             Ok(0)
         }
-        Some(best) if outcome.solved => {
+        (Some(_), _) => {
             eprintln!("chainsmith: {} runs as it is", file.display());
-            let _ = best;
             Ok(0)
         }
-        best => {
-            let why = outcome.stop.as_ref().map(ToString::to_string).unwrap_or_default();
-            eprintln!("chainsmith: no fix found ({why}); {} is unchanged", file.display());
+        (None, best) => {
+            eprintln!("chainsmith: no fix found ({}); {} is unchanged", searched.why(), file.display());
             if let Some(best) = best.filter(|b| b.program != text) {
                 print!("{}", diff(&file.display().to_string(), &text, &best.program));
             }

@@ -1,4 +1,5 @@
-//! `chainsmith eval`: benchmark tasks run through exactly what a user's `generate` does —
+//! `chainsmith eval`: benchmark tasks run through exactly what a user's `generate` does (the same
+//! job, [`crate::jobs::chain`]) —
 //! retrieval, the ATC draft with static feedback, runs, attributable reflection, the DFSDT search
 //! with its judge — against the workspace's tools (or a mock of them, [`crate::mock`]), scored
 //! against each task's gold tools.
@@ -29,11 +30,11 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-use crate::generate::reflect::Runner;
 use crate::generate::retrieve::Query;
-use crate::generate::search::{self, Kind, Request, Settings, Verdict};
+use crate::generate::search::{self, Kind, Settings, Verdict};
 use crate::graph::ToolGraph;
-use crate::llm;
+use crate::jobs::chain::{self, ChainRequest, Finished, Goal, Options};
+use crate::jobs::{Silent, Workspace};
 use crate::runtime::Cancel;
 use crate::toolset::Catalog;
 use crate::toolset::index::CatalogIndex;
@@ -131,31 +132,41 @@ pub struct Bench {
 }
 
 impl Bench {
-    /// Runs task `index` of `queries` under `variant`.
+    /// Runs task `index` of `queries` under `variant`: the job a user's `generate` runs, with
+    /// ToolNet learnt from the other folds only and the runs teaching the workspace nothing.
     pub async fn run_task(&self, queries: &[Query], index: usize, variant: &Variant, folds: usize) -> TaskRecord {
         let query = &queries[index];
-        let client = match llm::Client::new(&self.config.llm) {
-            Ok(client) => client,
-            Err(e) => return self.failed(query, index, variant, format!("{e}")),
-        };
         let started = Instant::now();
-        let graph = variant.toolnet.then(|| fold_graph(queries, index, folds, &self.config));
-        let k = variant.candidates.unwrap_or(self.catalog.tool_count());
-        let (candidates, allowed) = search::candidates(&query.text, &self.catalog, &self.index, k, &[], graph.as_ref());
-        let runner = Runner {
+        let ws = Workspace {
             root: self.root.clone(),
-            // Where `chainsmith generate` puts its program: the workspace root is its working folder.
-            program: self.root.join("generated.py"),
             config: self.config.clone(),
             catalog: self.catalog.clone(),
-            allow_writes: false,
-            cancel: Cancel::new(),
+            index: &self.index,
+            toolnet: variant.toolnet.then(|| fold_graph(queries, index, folds, &self.config)),
             mcp: None,
             upstream: self.upstream.clone(),
             learn: false,
         };
-        let request = Request { task: &query.text, candidates, allowed, given: None, judge: true };
-        let outcome = search::search(request, &self.catalog, &self.index, &client, &runner, &variant.settings).await;
+        let options = Options {
+            settings: variant.settings.clone(),
+            candidates: variant.candidates.unwrap_or(self.catalog.tool_count()),
+        };
+        let request = ChainRequest {
+            goal: Goal::Generate { task: query.text.clone() },
+            tools: Vec::new(),
+            // Where `chainsmith generate` puts its program: the workspace root is its working folder.
+            program: self.root.join("generated.py"),
+            allow_writes: false,
+            cancel: Cancel::new(),
+        };
+        let prepared = match chain::prepare(&ws, request, options) {
+            Ok(prepared) => prepared,
+            Err(e) => return self.failed(query, index, variant, e.to_string()),
+        };
+        let Finished::Searched(searched) = prepared.run(&Silent).await else {
+            unreachable!("only a fix finds its program already running")
+        };
+        let outcome = &searched.outcome;
         let best = outcome.best_node();
         let called = best.map(|b| called_tools(b, &self.catalog)).unwrap_or_default();
         let gold = if query.sequence.is_empty() { query.gold.clone() } else { query.sequence.clone() };
@@ -175,8 +186,8 @@ impl Bench {
             static_last: outcome.static_checks.last().copied(),
             reflections: outcome.nodes.iter().filter(|n| n.kind == Kind::Revision).count(),
             nodes: outcome.nodes.len().saturating_sub(1),
-            llm_calls: client.meter.requests(),
-            tokens: client.meter.usage().total(),
+            llm_calls: searched.llm_calls,
+            tokens: searched.usage.total(),
             wall_ms: started.elapsed().as_millis() as u64,
             stop: outcome.stop.as_ref().map(ToString::to_string),
         }

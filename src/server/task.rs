@@ -255,6 +255,36 @@ impl Drop for Progress {
     }
 }
 
+/// How a task shows itself: its work-done progress and what the user is told when another task of
+/// its kind is already at work on the same thing.
+pub struct Showing {
+    /// The progress token the command came with, if any.
+    pub client_token: Option<lsp::ProgressToken>,
+    /// Whether the client lets the server create progress tokens.
+    pub server_initiated: bool,
+    pub title: String,
+    pub first_message: Option<&'static str>,
+    pub already_running: String,
+}
+
+/// Begins a task under `key` with its progress, the one way every long command starts: `None`
+/// when it cannot start (another task of its kind on the same thing — the user is told — or
+/// shutdown).
+pub async fn begin(tasks: &Arc<Tasks>, client: &Client, key: TaskKey, showing: Showing) -> Option<(Task, Progress)> {
+    let task = match tasks.begin(key) {
+        Ok(task) => task,
+        Err(Refused::AlreadyRunning) => {
+            client.show_message(lsp::MessageType::INFO, showing.already_running).await;
+            return None;
+        }
+        Err(Refused::ShuttingDown) => return None,
+    };
+    let progress = task
+        .progress(client, showing.client_token, showing.server_initiated, showing.title, showing.first_message)
+        .await;
+    Some((task, progress))
+}
+
 /// Spawns a background task whose panic is logged and shown to the user instead of vanishing.
 /// Whatever the future owns (its [`Task`], its [`Progress`]) is dropped either way, which ends its
 /// progress and frees its document.

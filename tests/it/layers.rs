@@ -16,7 +16,9 @@ const LAYERS: &[&[&str]] = &[
     &["runtime"],
     &["graph"],
     &["generate"],
-    &["probe", "eval"],
+    &["probe"],
+    &["jobs"],
+    &["eval"],
     &["server", "cli"],
 ];
 

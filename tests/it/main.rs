@@ -16,6 +16,7 @@ mod graph_figure4_generated_traces;
 mod graph_figure4_runtime;
 mod graph_import;
 mod graph_store;
+mod jobs;
 mod layers;
 mod llm_client;
 mod lsp_in_process;

@@ -10,18 +10,19 @@
 //! those tools and their ToolNet neighbours.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::generate::reflect::Runner;
-use crate::generate::search::{self, Request, Settings};
-use crate::llm;
+use crate::generate::search;
+use crate::jobs::chain::{self, ChainRequest, Finished, Goal, Options, Refusal};
+use crate::jobs::{Sink, Workspace};
 use crate::server::context::Context;
 use crate::server::session::Snapshot;
-use crate::server::task::{CLIENT_REQUEST_TIMEOUT, Progress, Refused, TaskKey, TaskKind, spawn_guarded};
+use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, TaskKey, TaskKind, spawn_guarded};
 use crate::server::{convert, session};
 use crate::text::ByteRange;
 /// Diagnostic codes of a failed run (src/runtime/attribute.rs).
@@ -165,139 +166,96 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, fix: bool
         return Ok(None);
     };
     let text = snap.text().to_string();
-    let task_text = target.task.clone().or_else(|| search::task_of(&text));
-    if !fix && task_text.is_none() {
-        let message = "chainsmith: no task to generate for: write it in the module docstring or a `# task:` comment, or select it";
-        ctx.client.show_message(lsp::MessageType::ERROR, message).await;
-        return Ok(None);
-    }
-    let client = match llm::Client::new(&snap.world.config.llm) {
-        Ok(c) => c,
-        Err(e) => {
-            ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
+    let goal = match (fix, target.task.clone().or_else(|| search::task_of(&text))) {
+        (true, _) => Goal::Fix { text },
+        (false, Some(task)) => Goal::Generate { task },
+        (false, None) => {
+            let message = format!("chainsmith: {}", Refusal::NoTask);
+            ctx.client.show_message(lsp::MessageType::ERROR, message).await;
             return Ok(None);
         }
     };
-    let task = match ctx.tasks.begin(TaskKey::document(&target.uri, kind)) {
-        Ok(task) => task,
-        Err(Refused::AlreadyRunning) => {
-            let message = format!("chainsmith: {command} is already running on this document");
-            ctx.client.show_message(lsp::MessageType::INFO, message).await;
-            return Ok(None);
-        }
-        Err(Refused::ShuttingDown) => return Ok(None),
+    let name = file_name(&snap);
+    let showing = Showing {
+        client_token: params.work_done_progress_params.work_done_token.clone(),
+        server_initiated: snap.world.support.work_done_progress,
+        title: if fix { format!("Fixing {name}") } else { format!("Generating a tool chain in {name}") },
+        first_message: Some("asking the model"),
+        already_running: format!("chainsmith: {command} is already running on this document"),
     };
-    let name =
-        session::document_path(&snap.uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let title = if fix { format!("Fixing {name}") } else { format!("Generating a tool chain in {name}") };
-    let client_token = params.work_done_progress_params.work_done_token.clone();
-    let progress = task
-        .progress(&ctx.client, client_token, snap.world.support.work_done_progress, title, Some("asking the model"))
-        .await;
-    let runner = Runner {
-        root,
+    let key = TaskKey::document(&target.uri, kind);
+    let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
+    let request = ChainRequest {
+        goal,
+        tools: target.tools,
         program: snap.path.clone(),
-        config: snap.world.config.clone(),
-        catalog: snap.world.catalog.clone(),
         allow_writes: target.allow_writes,
         cancel: task.cancel.clone(),
-        mcp: Some(ctx.mcp.clone()),
-        upstream: Vec::new(),
-        learn: true,
     };
     let context = ctx.clone();
     spawn_guarded(&ctx.client, command, async move {
-        let job = Job { snap: &snap, task: task_text, tools: target.tools, fix };
-        background(&context, job, client, runner, progress).await;
+        background(&context, &snap, root, request, progress).await;
         drop(task);
     });
     Ok(None)
 }
 
-/// What one generation or fix works on.
-struct Job<'a> {
-    snap: &'a Snapshot,
-    task: Option<String>,
-    tools: Vec<String>,
-    fix: bool,
+fn file_name(snap: &Snapshot) -> String {
+    session::document_path(&snap.uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Runner, progress: Progress) {
-    let Job { snap, task, tools, fix } = job;
-    let name =
-        session::document_path(&snap.uri).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = snap.text().to_string();
-    let world = &snap.world;
-    let settings = Settings::from_config(&world.config.generate);
-    let graph = world.toolnet.inputs.graph();
-    let task_text = task.clone().unwrap_or_else(|| "make this program run without errors".into());
-    let index = world.relevance.of(&world.catalog);
-    let mut selected = tools;
-    if fix {
-        for id in crate::graph::workspace::program_tools(snap.analysis()) {
-            if !selected.contains(&id) {
-                selected.push(id);
-            }
-        }
+/// The editor as a job's sink: LLM calls as progress, consent as a question to the user.
+struct Editor<'a> {
+    ctx: &'a Context,
+    progress: &'a Progress,
+}
+
+impl Sink for Editor<'_> {
+    async fn progress(&self, message: String) {
+        self.progress.report(message).await;
     }
-    let (candidates, allowed) = if fix && task.is_some() {
-        // A fix keeps its program's tools first, then retrieval for the task.
-        let (mut c, _) =
-            search::candidates(&task_text, &world.catalog, index, world.config.generate.candidates, &[], Some(&graph));
-        for id in selected.iter().rev() {
-            c.retain(|x| x != id);
-            c.insert(0, id.clone());
-        }
-        (c, None)
-    } else {
-        search::candidates(&task_text, &world.catalog, index, world.config.generate.candidates, &selected, Some(&graph))
+
+    async fn confirm_writes(&self, tools: &[String]) -> bool {
+        confirm(self.ctx, tools).await
+    }
+}
+
+async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: ChainRequest, progress: Progress) {
+    let name = file_name(snap);
+    let world = &snap.world;
+    let fix = matches!(request.goal, Goal::Fix { .. });
+    let ws = Workspace {
+        root,
+        config: world.config.clone(),
+        catalog: world.catalog.clone(),
+        index: world.relevance.of(&world.catalog),
+        toolnet: Some(world.toolnet.inputs.graph()),
+        mcp: Some(ctx.mcp.clone()),
+        upstream: Vec::new(),
+        learn: true,
     };
-    let mut runner = runner;
-    let mut given = fix.then(|| text.clone());
-    let outcome = loop {
-        let request = Request {
-            task: &task_text,
-            candidates: candidates.clone(),
-            allowed: allowed.clone(),
-            given: given.clone(),
-            judge: task.is_some(),
-        };
-        let outcome = {
-            let search = search::search(request, &world.catalog, index, &client, &runner, &settings);
-            tokio::pin!(search);
-            let mut ticker = tokio::time::interval(Duration::from_millis(250));
-            let mut reported = 0;
-            loop {
-                tokio::select! {
-                    outcome = &mut search => break outcome,
-                    _ = ticker.tick() => {
-                        let calls = client.meter.requests();
-                        if calls != reported {
-                            reported = calls;
-                            progress.report(format!("{calls} LLM call{}", if calls == 1 { "" } else { "s" })).await;
-                        }
-                    }
-                }
-            }
-        };
-        // The editor's confirmation: a program that calls tools which may write runs only if agreed.
-        if let Some(search::Stop::NeedsConsent(tools)) = &outcome.stop
-            && !runner.allow_writes
-            && confirm(ctx, tools).await
-        {
-            runner.allow_writes = true;
-            given = outcome.best_node().map(|b| b.program.clone());
-            continue;
+    let finished = match chain::prepare(&ws, request, Options::of(&world.config.generate)) {
+        Ok(prepared) => prepared.run(&Editor { ctx, progress: &progress }).await,
+        Err(refusal) => {
+            progress.end(format!("not started: {refusal}")).await;
+            ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {refusal}")).await;
+            return;
         }
-        break outcome;
     };
-    let usage = format!("{} LLM calls, {}; {}", client.meter.requests(), client.meter.usage(), outcome.shape());
+    let searched = match finished {
+        Finished::AlreadyRuns => {
+            progress.end("done: it runs without error").await;
+            ctx.client.show_message(lsp::MessageType::INFO, format!("chainsmith: {name} runs as it is")).await;
+            return;
+        }
+        Finished::Searched(searched) => searched,
+    };
+    let usage = searched.summary();
     ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {name}: {usage}")).await;
-    let best = outcome.best_node().filter(|_| outcome.solved).map(|b| b.program.clone());
-    let Some(program) = best else {
-        let why = outcome.stop.as_ref().map(ToString::to_string).unwrap_or_else(|| "no attempt succeeded".into());
+    let Some(program) = searched.program.clone() else {
+        let why = searched.why();
         progress.end(format!("no change: {why}")).await;
-        let kind = if matches!(outcome.stop, Some(search::Stop::Cancelled)) {
+        let kind = if matches!(searched.outcome.stop, Some(search::Stop::Cancelled)) {
             lsp::MessageType::INFO
         } else {
             lsp::MessageType::ERROR
@@ -308,6 +266,7 @@ async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Ru
         return;
     };
     progress.end(format!("done: {usage}")).await;
+    let text = snap.text();
     if fix && program == text {
         ctx.client.show_message(lsp::MessageType::INFO, format!("chainsmith: {name} runs as it is")).await;
         return;
@@ -323,10 +282,10 @@ async fn background(ctx: &Context, job: Job<'_>, client: llm::Client, runner: Ru
         return;
     }
     let (range, new_text) = if fix {
-        let all = convert::range(&snap.line_index, &text, ByteRange::new(0, text.len()), world.encoding);
-        (all, search::with_header(&text, &program))
+        // The job already kept the document's task header.
+        (convert::range(&snap.line_index, text, ByteRange::new(0, text.len()), world.encoding), program.clone())
     } else {
-        let end = convert::range(&snap.line_index, &text, ByteRange::new(text.len(), text.len()), world.encoding);
+        let end = convert::range(&snap.line_index, text, ByteRange::new(text.len(), text.len()), world.encoding);
         let sep = if text.is_empty() || text.ends_with("\n\n") {
             ""
         } else if text.ends_with('\n') {

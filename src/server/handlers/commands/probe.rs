@@ -22,7 +22,7 @@ use crate::probe::write;
 use crate::server::context::Context;
 use crate::server::convert;
 use crate::server::session::World;
-use crate::server::task::{Progress, Refused, TaskKey, TaskKind, spawn_guarded};
+use crate::server::task::{self, Progress, Showing, TaskKey, TaskKind, spawn_guarded};
 use crate::text::LineIndex;
 use crate::toolset::Catalog;
 
@@ -97,23 +97,21 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
             return Ok(None);
         }
     };
-    let task = match ctx.tasks.begin(TaskKey::workspace(TaskKind::Probe)) {
-        Ok(task) => task,
-        Err(Refused::AlreadyRunning) => {
-            ctx.client.show_message(lsp::MessageType::INFO, "chainsmith: probing is already running").await;
-            return Ok(None);
-        }
-        Err(Refused::ShuttingDown) => return Ok(None),
+    let showing = Showing {
+        client_token: params.work_done_progress_params.work_done_token.clone(),
+        server_initiated: world.support.work_done_progress,
+        title: format!("Probing {} tool{}", targets.len(), if targets.len() == 1 { "" } else { "s" }),
+        first_message: None,
+        already_running: "chainsmith: probing is already running".into(),
     };
+    let key = TaskKey::workspace(TaskKind::Probe);
+    let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
     let mut prober = Prober::new(world.config.clone(), client, allow_writes);
     prober.mcp = ctx.mcp.clone();
     prober.cancel = task.cancel.clone();
     let n = targets.len() as u32;
     prober.budget.max_llm_calls = (prober.samples + 1) * n * world.config.probe.rounds.max(1);
     prober.budget.max_tokens = world.config.generate.max_tokens.max(1) * u64::from(n);
-    let title = format!("Probing {} tool{}", targets.len(), if targets.len() == 1 { "" } else { "s" });
-    let client_token = params.work_done_progress_params.work_done_token.clone();
-    let progress = task.progress(&ctx.client, client_token, world.support.work_done_progress, title, None).await;
     let context = ctx.clone();
     spawn_guarded(&ctx.client, "chainsmith.probe", async move {
         background(&context, root, catalog, prober, targets, progress).await;

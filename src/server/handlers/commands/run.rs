@@ -18,7 +18,7 @@ use crate::runtime::{self, RunObserver, RunRequest, Stream, TraceCall};
 use crate::server::context::{Context, guarded};
 use crate::server::marks::{RunMarks, mark};
 use crate::server::session::{self, Snapshot};
-use crate::server::task::{CLIENT_REQUEST_TIMEOUT, Progress, Refused, Task, TaskKey, TaskKind, spawn_guarded};
+use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, Task, TaskKey, TaskKind, spawn_guarded};
 use crate::text::LineIndex;
 
 /// The program a `chainsmith.run` names: its URI as the first argument (a string, or an object
@@ -92,19 +92,15 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
         }
         return Ok(None);
     }
-    let task = match ctx.tasks.begin(TaskKey::document(&uri, TaskKind::Run)) {
-        Ok(task) => task,
-        Err(Refused::AlreadyRunning) => {
-            let message = format!("chainsmith: {} is already running", file_name(&path));
-            ctx.client.show_message(lsp::MessageType::INFO, message).await;
-            return Ok(None);
-        }
-        Err(Refused::ShuttingDown) => return Ok(None),
+    let showing = Showing {
+        client_token: params.work_done_progress_params.work_done_token.clone(),
+        server_initiated: world.support.work_done_progress,
+        title: format!("Running {}", file_name(&path)),
+        first_message: Some("starting"),
+        already_running: format!("chainsmith: {} is already running", file_name(&path)),
     };
-    let client_token = params.work_done_progress_params.work_done_token.clone();
-    let title = format!("Running {}", file_name(&path));
-    let progress =
-        task.progress(&ctx.client, client_token, world.support.work_done_progress, title, Some("starting")).await;
+    let key = TaskKey::document(&uri, TaskKind::Run);
+    let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
     request.mcp = Some(ctx.mcp.clone());

@@ -1,0 +1,156 @@
+//! One job behind every front end: the same task generated from the terminal (`chainsmith
+//! generate`), from the editor (`chainsmith.generate` over LSP) and by `chainsmith eval` asks the
+//! model exactly the same things — the same candidate tools, the same revision with the same
+//! protocol, the same judge — so the benchmark measures what a user's command runs.
+
+use serde_json::Value;
+use tower_lsp_server::lsp_types as lsp;
+use tower_lsp_server::lsp_types::request::ApplyWorkspaceEdit;
+
+use crate::support::lsp::TestClient;
+use crate::support::openai::{Answer, Server};
+use crate::support::runtime::{TmdbServer, chainsmith, text, workspace};
+
+const TASK: &str = "print the biography of Sofia Coppola";
+
+const GOOD: &str = "```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\nperson = tmdb.person(person_id=found[\"results\"][0][\"id\"])\nprint(person[\"biography\"])\n```";
+
+/// A draft that fails at run time (the test server answers 404 for that id), the revision that
+/// works, and the judge's "Solved": the conversation touches candidates, runs, attribution,
+/// revision with a tool's protocol and the judge.
+fn scripted() -> Server {
+    Server::start(|body, _| {
+        let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+        if last.contains("Does the output answer the task") {
+            Answer::text("Solved.")
+        } else if last.contains("Revise it") {
+            Answer::text(GOOD)
+        } else {
+            Answer::text(
+                "```python\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n```",
+            )
+        }
+    })
+}
+
+fn llm_config(llm: &Server) -> String {
+    format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n", llm.base_url)
+}
+
+/// The requests the model received, with call durations (`12 ms`) masked: they are the only
+/// thing two runs of the same chain may differ in.
+fn conversation(llm: &Server) -> Vec<Value> {
+    llm.bodies()
+        .into_iter()
+        .map(|body| {
+            let masked = mask_durations(&serde_json::to_string(&body).unwrap());
+            serde_json::from_str(&masked).unwrap()
+        })
+        .collect()
+}
+
+fn mask_durations(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut masked = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].is_ascii_digit() {
+            masked.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && chars[i].is_ascii_digit() {
+            i += 1;
+        }
+        if chars[i..].starts_with(&[' ', 'm', 's']) {
+            masked.push('N');
+        } else {
+            masked.extend(&chars[start..i]);
+        }
+    }
+    masked
+}
+
+#[test]
+fn generate_asks_the_model_the_same_from_the_terminal_the_editor_and_eval() {
+    let tmdb = TmdbServer::start(&[]);
+
+    let terminal_llm = scripted();
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&terminal_llm));
+    let out = chainsmith(ws.path(), &["generate", TASK, "-o", "bio.py"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let editor_llm = scripted();
+    let mut client =
+        TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &llm_config(&editor_llm))).start();
+    let uri = client.open("bio.py", &format!("\"\"\"{TASK}\"\"\"\n"));
+    client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
+        applied: true,
+        failure_reason: None,
+        failed_change: None,
+    });
+    let arguments = vec![serde_json::json!({"uri": uri.as_str(), "task": TASK, "tools": []})];
+    assert_eq!(client.execute_command("chainsmith.generate", arguments, None), Ok(None));
+    let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    assert!(format!("{:?}", edit.params).contains("person_id=found"), "{:?}", edit.params);
+    client.shutdown();
+
+    let eval_llm = scripted();
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&eval_llm));
+    let tasks = format!(r#"[{{"query": "{TASK}", "solution": ["GET /search/person", "GET /person/{{person_id}}"]}}]"#);
+    std::fs::write(ws.path().join("tasks.json"), tasks).unwrap();
+    // `--live`: the same test server answers all three, so the runs' outputs are the same too.
+    let out = chainsmith(ws.path(), &["eval", "tasks.json", "--live", "--out", "results.jsonl"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let terminal = conversation(&terminal_llm);
+    assert_eq!(terminal.len(), 3, "draft, revision, judge: {terminal:#?}");
+    let revision = terminal[1]["messages"].to_string();
+    assert!(revision.contains("attributed to the tool `tmdb.person`"), "{revision}");
+    assert_eq!(conversation(&editor_llm), terminal, "the editor's generation asked otherwise");
+    assert_eq!(conversation(&eval_llm), terminal, "eval asked otherwise than the user's command");
+}
+
+#[test]
+fn durations_are_masked_and_other_numbers_kept() {
+    assert_eq!(
+        mask_durations("#1 tmdb.person(person_id=404)  ✗ 404  12 ms  line 3"),
+        "#1 tmdb.person(person_id=404)  ✗ 404  N ms  line 3"
+    );
+}
+
+#[test]
+fn fix_asks_the_model_the_same_from_the_terminal_and_the_editor() {
+    let tmdb = TmdbServer::start(&[]);
+    let broken = format!(
+        "# task: {TASK}\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n"
+    );
+
+    let terminal_llm = scripted();
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&terminal_llm));
+    std::fs::write(ws.path().join("bio.py"), &broken).unwrap();
+    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let fixed = std::fs::read_to_string(ws.path().join("bio.py")).unwrap();
+
+    let editor_llm = scripted();
+    let mut client =
+        TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &llm_config(&editor_llm))).start();
+    let uri = client.open("bio.py", &broken);
+    client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
+        applied: true,
+        failure_reason: None,
+        failed_change: None,
+    });
+    let arguments = vec![serde_json::json!({"uri": uri.as_str()})];
+    assert_eq!(client.execute_command("chainsmith.fix", arguments, None), Ok(None));
+    let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    let edits = &edit.params.edit.changes.as_ref().unwrap()[&uri];
+    assert_eq!(edits[0].new_text, fixed, "the same fixed program, task header kept");
+    client.shutdown();
+
+    let terminal = conversation(&terminal_llm);
+    assert_eq!(terminal.len(), 2, "the given program's revision and the judge: {terminal:#?}");
+    assert_eq!(conversation(&editor_llm), terminal, "the editor's fix asked otherwise");
+}
