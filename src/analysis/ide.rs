@@ -9,7 +9,7 @@ use tree_sitter::Tree;
 
 use super::dialect::Imports;
 use super::parse::fields;
-use super::{Analysis, Dialect, Key, analyze, analyze_until, parse};
+use super::{Analysis, Dialect, Key, analyze_until, parse};
 use crate::config::DiagnosticsConfig;
 use crate::text::ByteRange;
 use crate::toolset::schema::Refs;
@@ -820,16 +820,9 @@ pub fn signature_help(
     Some(SignatureHelp { label, documentation: tool.description.clone(), parameters, active_parameter })
 }
 
-/// The protocol declaration of the tool (or response field's tool) at `offset`.
-pub fn definition(
-    file: &Path,
-    text: &str,
-    tree: &Tree,
-    offset: usize,
-    catalog: &Catalog,
-    config: &DiagnosticsConfig,
-) -> Option<Definition> {
-    let analysis = analyze_until(file, text, tree, catalog, config, Some(offset));
+/// The protocol declaration of the tool (or response field's tool) at `offset`, in a program's
+/// analysis (the editor's cached one of the whole program).
+pub fn definition(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Option<Definition> {
     if let Some(import) = analysis.imports.iter().find(|i| i.range.contains(offset)) {
         let ts = catalog.toolset(&import.toolset)?;
         return Some(Definition { file: ts.files.first()?.clone(), range: ByteRange::default() });
@@ -842,14 +835,8 @@ pub fn definition(
     Some(Definition { file: tool.source.file.clone(), range: tool.source.range })
 }
 
-pub fn document_symbols(
-    file: &Path,
-    text: &str,
-    tree: &Tree,
-    catalog: &Catalog,
-    config: &DiagnosticsConfig,
-) -> Vec<Symbol> {
-    let analysis: Analysis = analyze(file, text, tree, catalog, config);
+/// The program's tool calls (from its analysis) and its functions.
+pub fn document_symbols(analysis: &Analysis<'_>, text: &str, tree: &Tree) -> Vec<Symbol> {
     let mut symbols = Vec::new();
     for call in &analysis.calls {
         let id = format!("{}.{}", call.toolset, call.name);

@@ -357,14 +357,15 @@ mod ide {
         assert!(s.label.starts_with("search_person(query: string, page: integer = …"), "{}", s.label);
         assert_eq!(s.active_parameter, Some(1));
 
-        let d = ide::definition(Path::new("p.py"), text, &tree, at("search_person"), &catalog, &cfg).unwrap();
+        let whole = crate::analysis::analyze(Path::new("p.py"), text, &tree, &catalog, &cfg);
+        let d = ide::definition(&whole, at("search_person"), &catalog).unwrap();
         assert!(d.file.ends_with("protocols/films.yaml"));
         let spec = &catalog.texts[&d.file];
         assert!(spec[d.range.start..].starts_with("parameters:"), "{:?}", &spec[d.range.start..d.range.start + 20]);
-        let d2 = ide::definition(Path::new("p.py"), text, &tree, at("\"id\""), &catalog, &cfg).unwrap();
+        let d2 = ide::definition(&whole, at("\"id\""), &catalog).unwrap();
         assert_eq!(d, d2);
 
-        let symbols = ide::document_symbols(Path::new("p.py"), text, &tree, &catalog, &cfg);
+        let symbols = ide::document_symbols(&whole, text, &tree);
         assert_eq!(symbols[0].name, "x = films.search_person");
         assert_eq!(ide::workspace_symbols(&catalog, "person", 10).len(), 4);
     }

@@ -10,9 +10,10 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use futures::FutureExt;
 use serde_json::Value;
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
@@ -179,7 +180,21 @@ impl Context {
     /// Analyses one program and publishes its diagnostics unless a newer edit or load has
     /// superseded the snapshot by the time they are sent.
     pub async fn publish_program(&self, snap: &Snapshot) {
-        let diagnostics = guarded("publish diagnostics", || handlers::diagnostics::program(snap)).unwrap_or_default();
+        let (ctx, owned) = (self.clone(), snap.clone());
+        let diagnostics = off_loop("publish diagnostics", move || {
+            // A newer edit arrived while this waited for the pool: its own publish supersedes this.
+            if !ctx.is_current(&owned.uri, owned.version, owned.world.generation) {
+                return None;
+            }
+            Some(handlers::diagnostics::program(&owned))
+        })
+        .await;
+        let diagnostics = match diagnostics {
+            Ok(Some(diagnostics)) => diagnostics,
+            Ok(None) => return,
+            // The analysis panicked (logged): no diagnostics rather than stale ones.
+            Err(_) => Vec::new(),
+        };
         let _turn = self.publishing.lock().await;
         if self.is_current(&snap.uri, snap.version, snap.world.generation) {
             self.client.publish_diagnostics(snap.uri.clone(), diagnostics, Some(snap.version)).await;
@@ -194,19 +209,48 @@ impl Context {
 
 /// Runs `f`, turning a panic into an `InternalError` answer (and a log line on stderr).
 pub fn guarded<R>(method: &str, f: impl FnOnce() -> R) -> Result<R> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
-        let reason = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        tracing::error!("{method} panicked: {reason}");
-        Error {
-            code: ErrorCode::InternalError,
-            message: format!("chainsmith: {method} failed: {reason}").into(),
-            data: None,
+    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_error(method, panic.as_ref()))
+}
+
+/// [`guarded`] for an entry point's whole future (notifications, `initialize`, commands): the
+/// framework catches no panic, and one there would end the server.
+pub async fn guarded_async<R>(method: &str, future: impl Future<Output = R>) -> Result<R> {
+    AssertUnwindSafe(future).catch_unwind().await.map_err(|panic| panic_error(method, panic.as_ref()))
+}
+
+/// Runs `work` on the blocking pool, off the I/O loop, so the server keeps reading messages —
+/// the next `didChange`, a `$/cancelRequest` — while it works. A request cancelled (its future
+/// dropped) before its turn on the pool never starts; one already running finishes unseen.
+pub async fn off_loop<R: Send + 'static>(method: &'static str, work: impl FnOnce() -> R + Send + 'static) -> Result<R> {
+    struct Dropped(Arc<AtomicBool>);
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
         }
-    })
+    }
+    let dropped = Dropped(Arc::new(AtomicBool::new(false)));
+    let abandoned = dropped.0.clone();
+    let handle =
+        tokio::task::spawn_blocking(move || (!abandoned.load(Ordering::SeqCst)).then(|| guarded(method, work)));
+    match handle.await {
+        Ok(Some(result)) => result,
+        Ok(None) => Err(Error::request_cancelled()),
+        Err(e) => Err(panic_error(method, &e.to_string())),
+    }
+}
+
+fn panic_error(method: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+    let reason = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    tracing::error!("{method} panicked: {reason}");
+    Error {
+        code: ErrorCode::InternalError,
+        message: format!("chainsmith: {method} failed: {reason}").into(),
+        data: None,
+    }
 }
 
 /// The configuration and catalog of a workspace; nothing without a root.

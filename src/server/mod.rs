@@ -5,8 +5,12 @@
 //!
 //! Concurrency (DESIGN.md, "LSP conventions"): notification handlers change the [`session::Session`] under a
 //! `std::sync::Mutex` before their first `.await` and never hold it across one; requests copy out a
-//! [`session::Snapshot`] and run a plain handler function on it under `catch_unwind`, so a panic in
-//! the core answers an internal error instead of taking the server down. Long work (runs,
+//! [`session::Snapshot`] and run a plain handler function on it on the blocking pool
+//! ([`context::off_loop`]: the I/O loop keeps reading the next `didChange` and `$/cancelRequest`
+//! meanwhile, and a request cancelled before its turn never starts) under `catch_unwind`, so a
+//! panic in the core answers an internal error instead of taking the server down. Only
+//! `completionItem/resolve`, one tool's rendering, runs on the loop. Every other entry point —
+//! `initialize`, notifications, `executeCommand` — is guarded the same way ([`context::guarded_async`]). Long work (runs,
 //! generation, probing) runs as registered tasks ([`task`]) that shutdown cancels.
 
 pub mod context;
@@ -28,7 +32,7 @@ use tower_lsp_server::lsp_types::{self as lsp, notification::Notification};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::toolset::Catalog;
-use context::{Context, guarded};
+use context::{Context, guarded, guarded_async, off_loop};
 use handlers::notifications as notify;
 use session::{Snapshot, World};
 
@@ -103,33 +107,43 @@ impl Backend {
         self.ctx.tasks.cancel_token(&params.token);
     }
 
-    /// A request on an open program: `None` when the document is not open.
-    fn on_document<R>(
+    /// A request on an open program, on the blocking pool: `None` when the document is not open.
+    async fn on_document<R: Send + 'static>(
         &self,
-        method: &str,
+        method: &'static str,
         uri: &lsp::Uri,
-        handler: impl FnOnce(Snapshot) -> Option<R>,
+        handler: impl FnOnce(Snapshot) -> Option<R> + Send + 'static,
     ) -> Result<Option<R>> {
         let snapshot = self.ctx.session().snapshot(uri);
         match snapshot {
-            Some(snap) => guarded(method, || handler(snap)),
+            Some(snap) => off_loop(method, move || handler(snap)).await,
             None => Ok(None),
         }
     }
 
-    fn on_world<R>(&self, method: &str, handler: impl FnOnce(World) -> R) -> Result<R> {
+    /// A request on the workspace, on the blocking pool.
+    async fn on_world<R: Send + 'static>(
+        &self,
+        method: &'static str,
+        handler: impl FnOnce(World) -> R + Send + 'static,
+    ) -> Result<R> {
         let world = self.ctx.session().world();
-        guarded(method, || handler(world))
+        off_loop(method, move || handler(world)).await
+    }
+
+    /// A notification's handler, with a panic logged instead of ending the server.
+    async fn notified(&self, method: &'static str, handler: impl Future<Output = ()>) {
+        let _ = guarded_async(method, handler).await;
     }
 }
 
 impl LanguageServer for Backend {
     async fn initialize(&self, params: lsp::InitializeParams) -> Result<lsp::InitializeResult> {
-        handlers::initialize::initialize(&self.ctx, params).await
+        guarded_async("initialize", handlers::initialize::initialize(&self.ctx, params)).await?
     }
 
     async fn initialized(&self, params: lsp::InitializedParams) {
-        notify::initialized::initialized(&self.ctx, params).await
+        self.notified("initialized", notify::initialized::initialized(&self.ctx, params)).await
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -140,45 +154,47 @@ impl LanguageServer for Backend {
     }
 
     async fn did_open(&self, params: lsp::DidOpenTextDocumentParams) {
-        notify::did_open::did_open(&self.ctx, params).await
+        self.notified("textDocument/didOpen", notify::did_open::did_open(&self.ctx, params)).await
     }
 
     async fn did_change(&self, params: lsp::DidChangeTextDocumentParams) {
-        notify::did_change::did_change(&self.ctx, params).await
+        self.notified("textDocument/didChange", notify::did_change::did_change(&self.ctx, params)).await
     }
 
     async fn did_save(&self, params: lsp::DidSaveTextDocumentParams) {
-        notify::did_save::did_save(&self.ctx, params).await
+        self.notified("textDocument/didSave", notify::did_save::did_save(&self.ctx, params)).await
     }
 
     async fn did_close(&self, params: lsp::DidCloseTextDocumentParams) {
-        notify::did_close::did_close(&self.ctx, params).await
+        self.notified("textDocument/didClose", notify::did_close::did_close(&self.ctx, params)).await
     }
 
     async fn did_change_watched_files(&self, params: lsp::DidChangeWatchedFilesParams) {
-        notify::did_change_watched_files::did_change_watched_files(&self.ctx, params).await
+        let handler = notify::did_change_watched_files::did_change_watched_files(&self.ctx, params);
+        self.notified("workspace/didChangeWatchedFiles", handler).await
     }
 
     async fn did_change_configuration(&self, params: lsp::DidChangeConfigurationParams) {
-        notify::did_change_configuration::did_change_configuration(&self.ctx, params).await
+        let handler = notify::did_change_configuration::did_change_configuration(&self.ctx, params);
+        self.notified("workspace/didChangeConfiguration", handler).await
     }
 
     async fn completion(&self, params: lsp::CompletionParams) -> Result<Option<lsp::CompletionResponse>> {
         let uri = params.text_document_position.text_document.uri.clone();
-        self.on_document("textDocument/completion", &uri, |snap| handlers::completion::completion(&snap, params))
+        self.on_document("textDocument/completion", &uri, |snap| handlers::completion::completion(&snap, params)).await
     }
 
     async fn completion_resolve(&self, params: lsp::CompletionItem) -> Result<lsp::CompletionItem> {
+        // Cheap (one tool's rendering), so it stays on the I/O loop.
         let fallback = params.clone();
-        self.on_world("completionItem/resolve", |world| {
-            handlers::completion_resolve::completion_resolve(&world, params)
-        })
-        .or(Ok(fallback))
+        let world = self.ctx.session().world();
+        guarded("completionItem/resolve", || handlers::completion_resolve::completion_resolve(&world, params))
+            .or(Ok(fallback))
     }
 
     async fn hover(&self, params: lsp::HoverParams) -> Result<Option<lsp::Hover>> {
         let uri = params.text_document_position_params.text_document.uri.clone();
-        self.on_document("textDocument/hover", &uri, |snap| handlers::hover::hover(&snap, params))
+        self.on_document("textDocument/hover", &uri, |snap| handlers::hover::hover(&snap, params)).await
     }
 
     async fn signature_help(&self, params: lsp::SignatureHelpParams) -> Result<Option<lsp::SignatureHelp>> {
@@ -186,11 +202,12 @@ impl LanguageServer for Backend {
         self.on_document("textDocument/signatureHelp", &uri, |snap| {
             handlers::signature_help::signature_help(&snap, params)
         })
+        .await
     }
 
     async fn goto_definition(&self, params: lsp::GotoDefinitionParams) -> Result<Option<lsp::GotoDefinitionResponse>> {
         let uri = params.text_document_position_params.text_document.uri.clone();
-        self.on_document("textDocument/definition", &uri, |snap| handlers::definition::definition(&snap, params))
+        self.on_document("textDocument/definition", &uri, |snap| handlers::definition::definition(&snap, params)).await
     }
 
     async fn document_symbol(&self, params: lsp::DocumentSymbolParams) -> Result<Option<lsp::DocumentSymbolResponse>> {
@@ -198,13 +215,14 @@ impl LanguageServer for Backend {
         self.on_document("textDocument/documentSymbol", &uri, |snap| {
             handlers::document_symbol::document_symbol(&snap, params)
         })
+        .await
     }
 
     async fn symbol(
         &self,
         params: lsp::WorkspaceSymbolParams,
     ) -> Result<Option<lsp::OneOf<Vec<lsp::SymbolInformation>, Vec<lsp::WorkspaceSymbol>>>> {
-        self.on_world("workspace/symbol", |world| handlers::workspace_symbol::workspace_symbol(&world, params))
+        self.on_world("workspace/symbol", |world| handlers::workspace_symbol::workspace_symbol(&world, params)).await
     }
 
     async fn code_action(&self, params: lsp::CodeActionParams) -> Result<Option<lsp::CodeActionResponse>> {
@@ -213,27 +231,28 @@ impl LanguageServer for Backend {
             let s = self.ctx.session();
             (s.snapshot(&uri), s.world(), s.drift.clone())
         };
-        guarded("textDocument/codeAction", || match snapshot {
+        off_loop("textDocument/codeAction", move || match snapshot {
             Some(snap) => handlers::code_action::code_action(&snap, &params),
             None => {
                 let path = session::document_path(&uri);
                 handlers::code_action::protocol_code_action(&world, &path, &params, &observed)
             }
         })
+        .await
     }
 
     async fn code_lens(&self, params: lsp::CodeLensParams) -> Result<Option<Vec<lsp::CodeLens>>> {
         let uri = params.text_document.uri.clone();
-        self.on_document("textDocument/codeLens", &uri, |snap| handlers::code_lens::code_lens(&snap, params))
+        self.on_document("textDocument/codeLens", &uri, |snap| handlers::code_lens::code_lens(&snap, params)).await
     }
 
     async fn inlay_hint(&self, params: lsp::InlayHintParams) -> Result<Option<Vec<lsp::InlayHint>>> {
         let uri = params.text_document.uri.clone();
-        self.on_document("textDocument/inlayHint", &uri, |snap| handlers::inlay_hint::inlay_hint(&snap, params))
+        self.on_document("textDocument/inlayHint", &uri, |snap| handlers::inlay_hint::inlay_hint(&snap, params)).await
     }
 
     async fn execute_command(&self, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
-        handlers::commands::execute_command(&self.ctx, params).await
+        guarded_async("workspace/executeCommand", handlers::commands::execute_command(&self.ctx, params)).await?
     }
 }
 
@@ -241,6 +260,17 @@ impl LanguageServer for Backend {
 mod tests {
     use super::*;
     use tower_lsp_server::jsonrpc::ErrorCode;
+
+    #[tokio::test]
+    async fn entry_points_and_pool_work_answer_a_panic_with_an_internal_error() {
+        let notified: Result<()> = guarded_async("textDocument/didSave", async { panic!("in a notification") }).await;
+        let error = notified.unwrap_err();
+        assert_eq!(error.code, ErrorCode::InternalError);
+        assert!(error.message.contains("didSave failed: in a notification"), "{}", error.message);
+        let pooled: Result<()> = off_loop("textDocument/hover", || panic!("on the pool")).await;
+        assert!(pooled.unwrap_err().message.contains("hover failed: on the pool"));
+        assert_eq!(off_loop("textDocument/hover", || 7).await.unwrap(), 7);
+    }
 
     #[test]
     fn panics_become_internal_errors() {

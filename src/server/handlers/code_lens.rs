@@ -2,16 +2,12 @@
 
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::analysis;
 use crate::server::session::Snapshot;
 
 pub const RUN_TITLE: &str = "▶ Run chain";
 
 pub fn code_lens(snap: &Snapshot, _params: lsp::CodeLensParams) -> Option<Vec<lsp::CodeLens>> {
-    let world = &snap.world;
-    let result =
-        analysis::analyze(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
-    if result.calls.is_empty() {
+    if snap.analysis().calls.is_empty() {
         return Some(Vec::new());
     }
     let top = lsp::Range::new(lsp::Position::new(0, 0), lsp::Position::new(0, 0));

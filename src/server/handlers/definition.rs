@@ -12,8 +12,7 @@ pub fn definition(snap: &Snapshot, params: lsp::GotoDefinitionParams) -> Option<
     let world = &snap.world;
     let position = params.text_document_position_params.position;
     let offset = convert::offset(&snap.line_index, snap.text(), position, world.encoding);
-    let target =
-        ide::definition(&snap.path, snap.text(), &snap.parsed.tree, offset, &world.catalog, &world.config.diagnostics)?;
+    let target = ide::definition(snap.analysis(), offset, &world.catalog)?;
     let location = if world.resolve(&target.file) == world.resolve(&snap.path) {
         lsp::Location::new(
             snap.uri.clone(),

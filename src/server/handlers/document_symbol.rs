@@ -8,8 +8,7 @@ use crate::server::session::Snapshot;
 
 pub fn document_symbol(snap: &Snapshot, _params: lsp::DocumentSymbolParams) -> Option<lsp::DocumentSymbolResponse> {
     let world = &snap.world;
-    let symbols =
-        ide::document_symbols(&snap.path, snap.text(), &snap.parsed.tree, &world.catalog, &world.config.diagnostics);
+    let symbols = ide::document_symbols(snap.analysis(), snap.text(), &snap.parsed.tree);
     if world.support.hierarchical_symbols {
         let nested = symbols
             .iter()

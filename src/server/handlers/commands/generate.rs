@@ -65,7 +65,8 @@ pub fn task_at(snap: &Snapshot, requested: ByteRange) -> Option<(String, Vec<Str
         let task = words.join(" ").trim_matches(|c: char| c == '"' || c == '\'' || c.is_whitespace()).to_string();
         (!task.is_empty()).then_some(task)
     } else {
-        search::task_of(text)
+        // The snapshot's tree: this runs on every code action request.
+        crate::analysis::ide::task_of(text, &snap.parsed.tree)
     }?;
     for named in search::named_tools(&task, catalog) {
         if !tools.contains(&named) {
