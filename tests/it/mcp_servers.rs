@@ -1,7 +1,8 @@
 //! The MCP client and MCP toolsets against real MCP servers: `mcp-server-time` and
 //! `mcp-server-git` (PyPI), `@modelcontextprotocol/server-memory` and
 //! `@modelcontextprotocol/server-everything` (npm, installed locally in `tests/mcp/`).
-//! `.ci/run` installs all four; a missing one fails its test with the install step, never skips.
+//! `scripts/test-deps.sh` installs all four; without one its tests skip, or fail under
+//! `CHAINSMITH_REQUIRE_EXTERNAL=1` (see `tests/support/external.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,38 +16,25 @@ use chainsmith::toolset::schema::{self, KeyLookup};
 use chainsmith::toolset::{ParamLocation, SourceKind, Transport, mcp};
 use serde_json::{Value, json};
 
-const PIP_STEP: &str =
-    "python3 -m pip install mcp-server-time==2026.10.19 mcp-server-git==2026.10.19 (as .ci/run does)";
-const NPM_STEP: &str = "(cd tests/mcp && npm ci --no-audit --no-fund) (as .ci/run does)";
+use crate::support::external;
+
 const CALL: Duration = Duration::from_secs(20);
 
-fn manifest_dir() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+/// Whether mcp-server-time is installed (a skip when not).
+fn time_installed() -> bool {
+    external::python_package("mcp_server_time", "mcp-server-time")
 }
 
 /// A PyPI server run as `python3 -m <module>`, so it does not depend on where pip put scripts.
 fn python_server(module: &str, args: &[&str]) -> McpConfig {
-    let found = Command::new("python3").args(["-c", &format!("import {module}")]).output();
-    match found {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => panic!(
-            "the MCP server module `{module}` is not installed: {PIP_STEP}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => panic!("python3 cannot be run ({e}); the MCP server tests need it and {PIP_STEP}"),
-    }
     let mut all = vec!["-m".to_string(), module.to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     McpConfig { command: "python3".into(), args: all, ..Default::default() }
 }
 
-/// An npm server from `tests/mcp/node_modules`.
-fn node_server(package: &str, args: &[&str], env: &[(&str, &str)]) -> McpConfig {
-    let entry = manifest_dir().join("tests/mcp/node_modules/@modelcontextprotocol").join(package).join("dist/index.js");
-    assert!(entry.is_file(), "{} is missing: install the test MCP servers with {NPM_STEP}", entry.display());
-    let node = Command::new("node").arg("--version").output();
-    assert!(node.is_ok_and(|o| o.status.success()), "node (Node.js 20+) is needed to run the npm MCP test servers");
-    let mut all = vec![entry.display().to_string()];
+/// An npm server run by `node` from its `entry` ([`external::npm_mcp_server`]).
+fn node_server(entry: &str, args: &[&str], env: &[(&str, &str)]) -> McpConfig {
+    let mut all = vec![entry.to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     let env: BTreeMap<String, String> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     McpConfig { command: "node".into(), args: all, env, ..Default::default() }
@@ -66,6 +54,9 @@ fn mcp_error(e: anyhow::Error) -> McpError {
 
 #[test]
 fn time_server_lists_and_calls() {
+    if !time_installed() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let client = start("time", &python_server("mcp_server_time", &[]), dir.path());
     assert!(client.protocol_version().starts_with("20"), "{}", client.protocol_version());
@@ -115,6 +106,9 @@ fn time_server_lists_and_calls() {
 
 #[test]
 fn git_server_on_a_temporary_repository() {
+    if !external::python_package("mcp_server_git", "mcp-server-git") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir(&repo).unwrap();
@@ -160,9 +154,10 @@ fn git_server_on_a_temporary_repository() {
 
 #[test]
 fn memory_server_chain_create_then_read() {
+    let Some(memory) = external::npm_mcp_server("server-memory") else { return };
     let dir = tempfile::tempdir().unwrap();
     let memory_file = dir.path().join("memory.jsonl");
-    let config = node_server("server-memory", &[], &[("MEMORY_FILE_PATH", &memory_file.display().to_string())]);
+    let config = node_server(&memory, &[], &[("MEMORY_FILE_PATH", &memory_file.display().to_string())]);
     let client = start("memory", &config, dir.path());
     let listed = client.tools().unwrap();
     let loaded = mcp::tools_from_list(&listed, "memory", Path::new("chainsmith.toml"), ByteRange::default());
@@ -207,8 +202,9 @@ fn memory_server_chain_create_then_read() {
 
 #[test]
 fn everything_server_list_changed_roots_and_timeouts() {
+    let Some(everything) = external::npm_mcp_server("server-everything") else { return };
     let dir = tempfile::tempdir().unwrap();
-    let client = start("everything", &node_server("server-everything", &["stdio"], &[]), dir.path());
+    let client = start("everything", &node_server(&everything, &["stdio"], &[]), dir.path());
     // The server registers its capability-dependent tools once initialized and says so.
     let deadline = Instant::now() + Duration::from_secs(5);
     while client.list_changed_count() == 0 && Instant::now() < deadline {
@@ -285,8 +281,11 @@ fn group_members(pgid: u32) -> Vec<u32> {
 
 #[test]
 fn dropping_the_client_leaves_no_process_behind() {
+    if !time_installed() {
+        return;
+    }
+    let Some(memory_entry) = external::npm_mcp_server("server-memory") else { return };
     let dir = tempfile::tempdir().unwrap();
-    python_server("mcp_server_time", &[]);
     // A wrapper that leaves a helper running next to the server, as launchers do.
     let config = McpConfig {
         command: "sh".into(),
@@ -306,7 +305,7 @@ fn dropping_the_client_leaves_no_process_behind() {
     assert_eq!(group_members(pgid), Vec::<u32>::new(), "orphans left in the server's process group");
 
     let memory =
-        node_server("server-memory", &[], &[("MEMORY_FILE_PATH", &dir.path().join("m.jsonl").display().to_string())]);
+        node_server(&memory_entry, &[], &[("MEMORY_FILE_PATH", &dir.path().join("m.jsonl").display().to_string())]);
     let client = start("memory", &memory, dir.path());
     let pid = client.pid();
     drop(client);
@@ -380,8 +379,10 @@ fn workspace(toml: &str) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn mcp_toolsets_in_a_workspace() {
-    python_server("mcp_server_time", &[]);
-    let memory_entry = node_server("server-memory", &[], &[]).args[0].clone();
+    if !time_installed() {
+        return;
+    }
+    let Some(memory_entry) = external::npm_mcp_server("server-memory") else { return };
     let toml = format!(
         r#"[[toolsets]]
 name = "time"
@@ -528,12 +529,12 @@ struct HttpServer {
 }
 
 impl HttpServer {
-    fn start() -> HttpServer {
+    /// `entry` is server-everything's ([`external::npm_mcp_server`]).
+    fn start(entry: &str) -> HttpServer {
         use std::io::BufRead;
-        let entry = node_server("server-everything", &[], &[]).args[0].clone();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let mut child = Command::new("node")
-            .args([entry.as_str(), "streamableHttp"])
+            .args([entry, "streamableHttp"])
             .env("PORT", port.to_string())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
@@ -573,7 +574,8 @@ impl Drop for HttpServer {
 /// nobody listens on fails at once and says so.
 #[test]
 fn a_remote_server_over_streamable_http() {
-    let server = HttpServer::start();
+    let Some(everything) = external::npm_mcp_server("server-everything") else { return };
+    let server = HttpServer::start(&everything);
     let dir = tempfile::tempdir().unwrap();
     let mut headers = BTreeMap::new();
     headers.insert("X-Chainsmith-Test".to_string(), chainsmith::config::HeaderValueConfig::Literal("yes".into()));
@@ -611,7 +613,8 @@ fn a_remote_server_over_streamable_http() {
 /// checked and run; a header whose variable is unset is a located error.
 #[test]
 fn a_remote_mcp_toolset_in_a_workspace() {
-    let server = HttpServer::start();
+    let Some(everything) = external::npm_mcp_server("server-everything") else { return };
+    let server = HttpServer::start(&everything);
     let toml = format!(
         "[[toolsets]]\nname = \"everything\"\nmcp = {{ url = \"{}\", headers = {{ Authorization = {{ value_env = \"CHAINSMITH_TEST_MCP_TOKEN\", prefix = \"Bearer \" }} }} }}\n",
         server.url

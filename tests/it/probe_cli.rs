@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::external;
 use crate::support::openai::{Answer, Server};
 use crate::support::probe::{VAULT_TOOLSET, is_selection, program, target_of, vault_llm};
 use crate::support::runtime::{TmdbServer, chainsmith, text};
@@ -87,18 +88,14 @@ fn chain_of_probing_resolves_an_id_needing_http_tool_and_edits_the_native_file_i
     assert!(!report.contains("\"size\""), "{report}");
 }
 
-fn python_ok(module: &str) {
-    let ok = Command::new("python3").args(["-c", &format!("import {module}")]).status().is_ok_and(|s| s.success());
-    assert!(ok, "{module} is missing: python3 -m pip install mcp-server-time mcp-server-git (as .ci/run does)");
-}
-
 #[test]
 fn mcp_tools_are_probed_into_an_overlay_merged_on_the_next_load() {
-    python_ok("mcp_server_git");
-    python_ok("mcp_server_time");
-    let memory = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/mcp/node_modules/@modelcontextprotocol/server-memory/dist/index.js");
-    assert!(memory.is_file(), "install the npm test servers: (cd tests/mcp && npm ci)");
+    if !external::python_package("mcp_server_git", "mcp-server-git")
+        || !external::python_package("mcp_server_time", "mcp-server-time")
+    {
+        return;
+    }
+    let Some(memory) = external::npm_mcp_server("server-memory") else { return };
 
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
@@ -141,7 +138,7 @@ fn mcp_tools_are_probed_into_an_overlay_merged_on_the_next_load() {
          [[toolsets]]\nname = \"time\"\nmcp = {{ command = \"python3\", args = [\"-m\", \"mcp_server_time\"] }}\n\n\
          [[toolsets]]\nname = \"memory\"\nmcp = {{ command = \"node\", args = [{:?}], env = {{ MEMORY_FILE_PATH = {:?} }} }}\n\n\
          [llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n\n[probe]\nsamples = 1\nrounds = 1\n",
-        memory.display().to_string(),
+        memory,
         memory_file.display().to_string(),
         llm.base_url
     );

@@ -2,6 +2,8 @@
 
 use std::process::Command;
 
+use crate::support::external;
+
 fn chainsmith(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
         .args(args)
@@ -78,20 +80,12 @@ fn eval_reports_graph_expansion_on_restbench() {
     assert!(stdout.contains("[+ ToolNet expansion (graph from the other 4 of 5 folds)]\nndcg@1 "), "{stdout}");
 }
 
-/// The embedding model CI unpacks (`scripts/embedding-model.sh target/embedding-model/all-MiniLM-L6-v2`).
-fn embedding_model() -> std::path::PathBuf {
-    let dir = std::env::var_os("CHAINSMITH_EMBEDDING_MODEL").map(std::path::PathBuf::from).unwrap_or_else(|| {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/embedding-model/all-MiniLM-L6-v2")
-    });
-    if !dir.join("model.safetensors").is_file() {
-        panic!(
-            "the embedding model is not at {}: run `scripts/embedding-model.sh {}` (.ci/run does this on a fresh \
-             machine), or set CHAINSMITH_EMBEDDING_MODEL",
-            dir.display(),
-            dir.display()
-        );
-    }
-    dir
+/// The embedding model `scripts/test-deps.sh` unpacks into target/embedding-model/all-MiniLM-L6-v2
+/// (or the one `$CHAINSMITH_EMBEDDING_MODEL` names), when it is there.
+fn embedding_model() -> Option<std::path::PathBuf> {
+    let dir = external::repo_path_or_env("CHAINSMITH_EMBEDDING_MODEL", "target/embedding-model/all-MiniLM-L6-v2");
+    let what = format!("the embedding model all-MiniLM-L6-v2 ({}, or $CHAINSMITH_EMBEDDING_MODEL)", dir.display());
+    external::available(&what, external::TEST_DEPS, dir.join("model.safetensors").is_file()).then_some(dir)
 }
 
 /// A copy of the TMDB example whose chainsmith.toml adds `extra`.
@@ -116,7 +110,7 @@ fn top_ids(root: &std::path::Path, task: &str, k: usize) -> (Vec<String>, String
 /// its tool (BM25 alone cannot), and the catalog's vectors are cached in the workspace.
 #[test]
 fn dense_retrieval_finds_tools_by_meaning_with_the_real_model() {
-    let model = embedding_model();
+    let Some(model) = embedding_model() else { return };
     let task = "which actors played in Titanic";
     let plain = tmdb_workspace("");
     let (lexical, _) = top_ids(plain.path(), task, 3);

@@ -1,3 +1,4 @@
+pub mod external;
 pub mod lsp;
 pub mod openai;
 pub mod probe;
