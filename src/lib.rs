@@ -19,6 +19,7 @@ pub mod logging;
 pub mod mcp;
 pub mod mock;
 pub mod names;
+pub mod plan;
 pub mod probe;
 pub mod runtime;
 pub mod server;

@@ -47,6 +47,29 @@ enum Command {
         #[arg(long, num_args = 1..)]
         eval: Vec<PathBuf>,
     },
+    /// Plan chains for a task from the protocols' data flow (no model), or score plans with --eval.
+    Plan {
+        /// The task, in words.
+        task: Option<String>,
+        /// How many plans.
+        #[arg(long, default_value_t = 5)]
+        k: usize,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// A RestBench-style task file: is each task's gold solution the first plan, among the first five?
+        #[arg(long, value_name = "TASKS")]
+        eval: Option<PathBuf>,
+        /// Only these tasks of --eval's file: `A..B` or `N` (the first N).
+        #[arg(long)]
+        tasks: Option<String>,
+        /// Gold solutions that teach ToolNet the planner's transition weights (a RestBench-style
+        /// file); the task being scored never teaches it.
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
+        /// Only these tasks of --history's file.
+        #[arg(long)]
+        history_tasks: Option<String>,
+    },
     /// ToolNet, the tool-transition graph: show it, import trajectories, measure next-tool prediction.
     Graph {
         #[command(subcommand)]
@@ -174,6 +197,18 @@ fn main() -> ExitCode {
             chainsmith::cli::retrieve(cli.root.as_deref(), task.as_deref(), k, &eval)
         }
         Command::Graph { command } => chainsmith::cli::graph::run(cli.root.as_deref(), command),
+        Command::Plan { task, k, format, eval, tasks, history, history_tasks } => {
+            let args = chainsmith::cli::plan::PlanArgs {
+                task,
+                k,
+                json: matches!(format, Format::Json),
+                eval,
+                tasks,
+                history,
+                history_tasks,
+            };
+            chainsmith::cli::plan(cli.root.as_deref(), args)
+        }
         Command::Run { file, trace_json, replay, mock } => {
             chainsmith::cli::run(cli.root.as_deref(), &file, trace_json.as_deref(), replay.as_deref(), mock)
         }

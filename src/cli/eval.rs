@@ -110,7 +110,7 @@ fn variant(args: &EvalArgs, settings: Settings, default_candidates: usize) -> Re
 }
 
 /// `10..40` or `30` (the first 30) over `total` tasks.
-fn task_range(spec: Option<&str>, total: usize) -> Result<std::ops::Range<usize>> {
+pub(crate) fn task_range(spec: Option<&str>, total: usize) -> Result<std::ops::Range<usize>> {
     let Some(spec) = spec else { return Ok(0..total) };
     let range = match spec.split_once("..") {
         Some((a, b)) => {

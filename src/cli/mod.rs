@@ -4,6 +4,7 @@
 pub mod eval;
 mod generate;
 pub mod graph;
+pub mod plan;
 mod probe;
 mod probe_eval;
 pub mod retrieve;
@@ -11,6 +12,7 @@ mod run;
 mod trust;
 
 pub use generate::{fix, generate};
+pub use plan::plan;
 pub use probe::probe;
 pub use probe_eval::probe_eval;
 pub use retrieve::retrieve;

@@ -7,6 +7,7 @@
 
 pub mod bundle;
 pub mod cache;
+pub mod dataflow;
 pub mod doc;
 pub mod endpoint;
 pub mod index;

@@ -15,6 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["analysis", "mock"],
     &["runtime"],
     &["graph"],
+    &["plan"],
     &["generate"],
     &["probe"],
     &["jobs"],

@@ -1,0 +1,284 @@
+//! The values a task states, for the planner to bind to parameters: quoted strings and names
+//! (`"Twilight"`, `Sofia Coppola`, `The Dark Knight`), `owner/repo` pairs, numbers and ordinals
+//! with the word they count (`the second episode` → episode 2), and whether the task speaks of
+//! the user themself ("my", "me").
+
+use serde_json::Value;
+
+use super::{Argument, Source};
+use crate::toolset::Param;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskValues {
+    /// Quoted strings and capitalised names, in order of appearance.
+    pub names: Vec<String>,
+    /// Numbers and ordinals, each with the word after (or before) it that it counts.
+    pub numbers: Vec<(i64, Vec<String>)>,
+    /// `owner/repo` pairs.
+    pub pairs: Vec<(String, String)>,
+    /// The task speaks of the user ("my repositories", "show me").
+    pub me: bool,
+}
+
+/// Sentence starters and question words that are capitalised without being names.
+const NOT_NAMES: &[&str] = &[
+    "who",
+    "what",
+    "when",
+    "where",
+    "which",
+    "why",
+    "how",
+    "give",
+    "tell",
+    "show",
+    "list",
+    "find",
+    "get",
+    "please",
+    "i",
+    "is",
+    "are",
+    "do",
+    "does",
+    "can",
+    "could",
+    "would",
+    "my",
+    "me",
+    "the",
+    "a",
+    "an",
+    "in",
+    "on",
+    "of",
+    "and",
+    "search",
+    "recommend",
+    "return",
+    "fetch",
+    "look",
+    "let",
+    "i'm",
+    "i've",
+    "what's",
+    "who's",
+];
+
+/// Small words that may join a name's capitalised words (`Lord of the Rings`).
+const JOINERS: &[&str] = &["of", "the", "and", "de", "la", "van", "von", "&"];
+
+const ORDINALS: &[(&str, i64)] = &[
+    ("first", 1),
+    ("second", 2),
+    ("third", 3),
+    ("fourth", 4),
+    ("fifth", 5),
+    ("sixth", 6),
+    ("seventh", 7),
+    ("eighth", 8),
+    ("ninth", 9),
+    ("tenth", 10),
+    ("1st", 1),
+    ("2nd", 2),
+    ("3rd", 3),
+];
+
+pub fn of(task: &str) -> TaskValues {
+    let mut values = TaskValues::default();
+    let mut rest = task.to_string();
+    // Quoted strings first; they are taken out so their words are not read again.
+    for (open, close) in [('"', '"'), ('“', '”'), ('\'', '\'')] {
+        while let Some(start) = rest.find(open) {
+            let after = start + open.len_utf8();
+            let Some(len) = rest[after..].find(close) else { break };
+            let quoted = rest[after..after + len].trim().to_string();
+            // An apostrophe in a word (`DiCaprio's`) is no quote.
+            if open == '\'' && (quoted.is_empty() || quoted.contains(' ') && len > 60) {
+                break;
+            }
+            if !quoted.is_empty() {
+                values.names.push(quoted);
+            }
+            rest.replace_range(start..after + len + close.len_utf8(), " , ");
+        }
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let clean = |w: &str| -> String {
+        let w = w.trim_matches(|c: char| matches!(c, '?' | '.' | ',' | '!' | ':' | ';' | '(' | ')'));
+        w.strip_suffix("'s").or_else(|| w.strip_suffix("’s")).unwrap_or(w).to_string()
+    };
+    let mut run: Vec<String> = Vec::new();
+    let flush = |run: &mut Vec<String>, names: &mut Vec<String>| {
+        while run.last().is_some_and(|w| JOINERS.contains(&w.to_lowercase().as_str())) {
+            run.pop();
+        }
+        while run.first().is_some_and(|w| NOT_NAMES.contains(&w.to_lowercase().as_str())) {
+            run.remove(0);
+        }
+        if !run.is_empty() {
+            names.push(run.join(" "));
+        }
+        run.clear();
+    };
+    for (i, raw) in words.iter().enumerate() {
+        let word = clean(raw);
+        let lower = word.to_lowercase();
+        if lower == "my" || lower == "me" || lower == "mine" {
+            values.me = true;
+        }
+        if let Some((owner, repo)) = word.split_once('/')
+            && !owner.is_empty()
+            && !repo.is_empty()
+            && !repo.contains('/')
+            && word.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
+        {
+            values.pairs.push((owner.to_string(), repo.to_string()));
+            flush(&mut run, &mut values.names);
+            continue;
+        }
+        if let Some(n) = number(&lower) {
+            let after: Vec<String> = words[i + 1..].iter().take(2).map(|w| clean(w).to_lowercase()).collect();
+            let before: Vec<String> = words[..i].iter().rev().take(2).map(|w| clean(w).to_lowercase()).collect();
+            values.numbers.push((n, after.into_iter().chain(before).collect()));
+            flush(&mut run, &mut values.names);
+            continue;
+        }
+        let capitalised = word.chars().next().is_some_and(char::is_uppercase);
+        let shouting = word.len() <= 3 && word.chars().all(|c| c.is_uppercase());
+        let ends_clause = raw.ends_with([',', '?', '.', '!', ';', ':']);
+        if capitalised && !shouting {
+            run.push(word);
+        } else if !run.is_empty() && JOINERS.contains(&lower.as_str()) {
+            run.push(word);
+        } else {
+            flush(&mut run, &mut values.names);
+        }
+        if ends_clause {
+            flush(&mut run, &mut values.names);
+        }
+    }
+    flush(&mut run, &mut values.names);
+    values.names.dedup();
+    values
+}
+
+fn number(word: &str) -> Option<i64> {
+    if let Some((_, n)) = ORDINALS.iter().find(|(w, _)| *w == word) {
+        return Some(*n);
+    }
+    let digits = word.strip_prefix("top-").unwrap_or(word).trim_start_matches('#');
+    (!digits.is_empty() && digits.len() <= 9 && digits.chars().all(|c| c.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+impl TaskValues {
+    /// The task's values that fit `param` (its name and types), best first.
+    pub fn for_param(&self, param: &Param, types: &[&str]) -> Vec<Value> {
+        let name = param.name.to_ascii_lowercase();
+        let numeric = types.iter().any(|t| matches!(*t, "integer" | "number"));
+        let mut out = Vec::new();
+        if name == "owner" || name == "repo" {
+            for (owner, repo) in &self.pairs {
+                out.push(Value::String(if name == "owner" { owner.clone() } else { repo.clone() }));
+            }
+        }
+        if numeric {
+            // A number counting the parameter's own word: `season_number` ← "the first season".
+            let word = name.trim_end_matches("_number").trim_end_matches("_id").trim_end_matches("_count");
+            for (n, near) in &self.numbers {
+                if near.iter().any(|w| crate::textsearch::fold(w) == crate::textsearch::fold(word)) {
+                    out.push(Value::from(*n));
+                }
+            }
+            return out;
+        }
+        if types.is_empty() || types.contains(&"string") {
+            let text_like = matches!(
+                name.as_str(),
+                "query"
+                    | "q"
+                    | "name"
+                    | "title"
+                    | "keyword"
+                    | "keywords"
+                    | "search"
+                    | "term"
+                    | "text"
+                    | "username"
+                    | "user"
+                    | "login"
+                    | "owner"
+                    | "org"
+            );
+            if text_like {
+                out.extend(self.names.iter().map(|n| Value::String(n.clone())));
+            }
+        }
+        out
+    }
+
+    /// Which of the task's values an argument uses: names first, then numbers.
+    pub fn index_of(&self, argument: &Argument) -> Option<usize> {
+        let Source::Task(value) = &argument.source else { return None };
+        match value {
+            Value::String(s) => self.names.iter().position(|n| n == s),
+            Value::Number(n) => {
+                let n = n.as_i64()?;
+                self.numbers.iter().position(|(m, _)| *m == n).map(|i| self.names.len() + i)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The enum value the task names (`movie` for "the trending movie", `day` for "today"), if any.
+pub fn pick_enum(values: &[Value], task_words: &[String]) -> Option<Value> {
+    let says = |word: &str| task_words.iter().any(|w| *w == crate::textsearch::fold(word));
+    let synonyms: &[(&str, &[&str])] = &[("day", &["today", "daily"]), ("week", &["weekly"])];
+    values
+        .iter()
+        .find(|v| {
+            v.as_str().is_some_and(|s| {
+                says(&s.to_ascii_lowercase())
+                    || synonyms.iter().any(|(value, words)| *value == s && words.iter().any(|w| says(w)))
+            })
+        })
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_quotes_numbers_and_ordinals() {
+        let v = of("give me the number of movies directed by Sofia Coppola");
+        assert_eq!(v.names, vec!["Sofia Coppola"]);
+        let v = of("Who is the director of the movie \"Twilight\"?");
+        assert_eq!(v.names, vec!["Twilight"]);
+        let v = of("Who was the lead actor in the movie The Dark Knight?");
+        assert_eq!(v.names, vec!["The Dark Knight"]);
+        let v = of("Who is the director of Leonardo DiCaprio's latest movie?");
+        assert_eq!(v.names, vec!["Leonardo DiCaprio"]);
+        let v = of("give me a photo belong to the second episode of the first season of the Witcher");
+        assert_eq!(v.names, vec!["Witcher"]);
+        assert_eq!(v.numbers.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![2, 1]);
+        assert!(v.numbers[0].1.contains(&"episode".to_string()), "{:?}", v.numbers);
+        let v = of("Who directed the top-1 rated movie?");
+        assert!(v.names.is_empty(), "{:?}", v.names);
+        let v = of("List the open pull requests of octocat/Hello-World");
+        assert_eq!(v.pairs, vec![("octocat".to_string(), "Hello-World".to_string())]);
+        assert!(of("show me my repositories").me);
+    }
+
+    #[test]
+    fn an_enum_value_the_task_names_is_picked() {
+        let words = crate::textsearch::tokens("Who is the director of today's most trending movie?", true);
+        let media = [Value::from("all"), Value::from("movie"), Value::from("tv")];
+        assert_eq!(pick_enum(&media, &words), Some(Value::from("movie")));
+        let window = [Value::from("day"), Value::from("week")];
+        assert_eq!(pick_enum(&window, &words), Some(Value::from("day")));
+    }
+}

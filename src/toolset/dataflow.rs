@@ -1,0 +1,569 @@
+//! The data flow of a catalog: which field of which tool's response can feed which parameter of
+//! another tool (`search_person`'s `results[].id` → `person_movie_credits(person_id=…)`), each
+//! edge with a weight and the evidence for it, all of it kept so it can be shown.
+//!
+//! What the protocols say is enough, as APIphany mines "semantic types" from REST specs: a
+//! parameter names an entity (`person_id`, `{id}` under `/users/`, `pull_number`, `repo`), and an
+//! object in a response is of an entity when
+//! - its keys look like the entity's own (the response of the entity's detail operation, the one
+//!   whose path ends in its parameter: `GET /person/{person_id}` for persons),
+//! - it sits under a key that names the entity (`owner: {login, …}`), or
+//! - it is what its operation's path is about (`/search/movie`'s results), not counting the entity
+//!   the path already takes (`/person/{person_id}/movie_credits` lists movies).
+//!
+//! A field then feeds a parameter when the names fit: the entity's `id` an `<entity>_id`
+//! (`movie.id` → `movie_id`), `number` an `<entity>_number`, `login`/`name`/`slug` a parameter
+//! that is the entity itself (`owner`, `repo`), and any field the parameter's exact name. A
+//! parameter's type against the field's weighs in. Evidence from programs and runs is added where
+//! ToolNet learns; this is what the schemas alone give.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use super::schema;
+use super::{Catalog, ParamLocation, Tool, Transport};
+use crate::textsearch;
+
+/// One step into a response: a key of an object, or any item of an array.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Step {
+    Key(String),
+    Item,
+}
+
+/// Where a value sits in a response (`results[].id`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FieldPath(pub Vec<Step>);
+
+impl std::fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for step in &self.0 {
+            match step {
+                Step::Key(k) if first => write!(f, "{k}")?,
+                Step::Key(k) => write!(f, ".{k}")?,
+                Step::Item => write!(f, "[]")?,
+            }
+            first = false;
+        }
+        Ok(())
+    }
+}
+
+impl FieldPath {
+    /// The Python subscripts that read it, taking the first item of every array
+    /// (`["results"][0]["id"]`).
+    pub fn subscripts(&self) -> String {
+        self.0
+            .iter()
+            .map(|s| match s {
+                Step::Key(k) => format!("[{}]", serde_json::to_string(k).unwrap_or_default()),
+                Step::Item => "[0]".to_string(),
+            })
+            .collect()
+    }
+}
+
+/// One reason an edge exists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evidence {
+    /// How strongly this alone suggests the edge (0..1).
+    pub strength: f64,
+    pub why: String,
+}
+
+/// `from`'s response field `field` can feed `to`'s parameter `param`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edge {
+    pub from: String,
+    pub field: FieldPath,
+    pub to: String,
+    pub param: String,
+    /// The combined strength of the evidence (0..1).
+    pub weight: f64,
+    pub evidence: Vec<Evidence>,
+}
+
+/// The data-flow graph of one catalog.
+#[derive(Debug, Default)]
+pub struct DataFlow {
+    edges: Vec<Edge>,
+    /// (consumer tool id, parameter) → edges into it, strongest first.
+    into: HashMap<(String, String), Vec<usize>>,
+}
+
+/// Limits that keep the build linear in the catalog: response schemas are walked this deep, and
+/// only this many object nodes of one response are looked at.
+const MAX_DEPTH: usize = 6;
+const MAX_OBJECTS_PER_RESPONSE: usize = 200;
+/// Weaker edges than this are not kept.
+const MIN_WEIGHT: f64 = 0.3;
+
+impl DataFlow {
+    pub fn build(catalog: &Catalog) -> DataFlow {
+        let consumers = Consumers::of(catalog);
+        let shapes = detail_shapes(catalog);
+        let mut flow = DataFlow::default();
+        for tool in catalog.tools() {
+            let Some(response) = &*tool.response else { continue };
+            let context = Producer::of(tool);
+            let mut objects = Vec::new();
+            collect_objects(tool, response, FieldPath::default(), None, 0, &mut objects);
+            for object in objects {
+                let entities = object_entities(&object, &context, &shapes, &consumers.entities);
+                for edge in consumers.fed_by(tool, &context, &object, &entities) {
+                    flow.push(edge);
+                }
+            }
+        }
+        for list in flow.into.values_mut() {
+            list.sort_by(|a, b| flow.edges[*b].weight.total_cmp(&flow.edges[*a].weight));
+        }
+        flow
+    }
+
+    fn push(&mut self, edge: Edge) {
+        let key = (edge.to.clone(), edge.param.clone());
+        // One edge per (producer, field, consumer, parameter).
+        if let Some(list) = self.into.get(&key)
+            && list.iter().any(|&i| self.edges[i].from == edge.from && self.edges[i].field == edge.field)
+        {
+            return;
+        }
+        self.into.entry(key).or_default().push(self.edges.len());
+        self.edges.push(edge);
+    }
+
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+
+    /// The edges into `tool`'s parameter `param`, strongest first.
+    pub fn producers<'a>(&'a self, tool: &str, param: &str) -> impl Iterator<Item = &'a Edge> + 'a {
+        self.into.get(&(tool.to_string(), param.to_string())).into_iter().flatten().map(|&i| &self.edges[i])
+    }
+
+    /// The edges out of `tool`, in the order they were found.
+    pub fn consumers_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Edge> + 'a {
+        self.edges.iter().filter(move |e| e.from == tool)
+    }
+}
+
+/// What a parameter asks for: the entity it names and the field of that entity it wants.
+#[derive(Debug, Clone, PartialEq)]
+struct Want {
+    entity: String,
+    /// `id`, `number`, or `None` when the parameter is the entity itself (`repo`, `owner`).
+    field: Option<&'static str>,
+}
+
+/// The entity and field a parameter names, if it names one.
+fn want_of(tool: &Tool, name: &str) -> Option<Want> {
+    let lower = name.to_ascii_lowercase();
+    for (suffix, field) in [("_id", "id"), ("id", "id"), ("_number", "number"), ("_slug", "slug")] {
+        if let Some(entity) = lower.strip_suffix(suffix).filter(|e| !e.is_empty()) {
+            let entity = entity.trim_end_matches('_');
+            if !entity.is_empty() {
+                return Some(Want { entity: singular(entity), field: Some(field) });
+            }
+        }
+    }
+    if lower == "id" {
+        // `/users/{id}`: the entity is the path segment before it.
+        let Transport::Http { path, .. } = &tool.transport else { return None };
+        let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        let at = segments.iter().position(|s| *s == "{id}")?;
+        let before = segments.get(at.checked_sub(1)?)?;
+        return (!before.starts_with('{')).then(|| Want { entity: singular(before), field: Some("id") });
+    }
+    if lower == "username" || lower == "login" {
+        return Some(Want { entity: "user".into(), field: None });
+    }
+    Some(Want { entity: singular(&lower), field: None })
+}
+
+/// The singular of a path or key word (`movies` → `movie`, `companies` → `company`).
+fn singular(word: &str) -> String {
+    let w = word.to_ascii_lowercase().replace('-', "_");
+    if let Some(stem) = w.strip_suffix("ies").filter(|s| s.len() > 2) {
+        return format!("{stem}y");
+    }
+    if w.ends_with("ss") || w.ends_with("us") {
+        return w;
+    }
+    w.strip_suffix('s').filter(|s| s.len() > 2).map(str::to_string).unwrap_or(w)
+}
+
+/// A parameter that can take a value from another tool: required or not, in the path, query or
+/// body, naming an entity.
+struct Consumer {
+    tool: String,
+    param: String,
+    want: Want,
+    types: Vec<&'static str>,
+}
+
+struct Consumers {
+    /// By the entity they want.
+    by_entity: HashMap<String, Vec<Consumer>>,
+    /// Every entity some parameter names.
+    entities: BTreeSet<String>,
+}
+
+impl Consumers {
+    fn of(catalog: &Catalog) -> Consumers {
+        let mut by_entity: HashMap<String, Vec<Consumer>> = HashMap::new();
+        for tool in catalog.tools() {
+            for param in &tool.params {
+                if !matches!(
+                    param.location,
+                    ParamLocation::Path | ParamLocation::Query | ParamLocation::Body | ParamLocation::Argument
+                ) {
+                    continue;
+                }
+                // An optional query filter rarely starts a chain; the path and required ones do.
+                if !param.required && param.location != ParamLocation::Path {
+                    continue;
+                }
+                if schema::enum_values(tool, &param.schema).is_some() {
+                    continue;
+                }
+                let Some(want) = want_of(tool, &param.wire_name) else { continue };
+                let types = schema::types(tool, &param.schema);
+                if types.iter().any(|t| matches!(*t, "object" | "array" | "boolean")) {
+                    continue;
+                }
+                by_entity.entry(want.entity.clone()).or_default().push(Consumer {
+                    tool: tool.id(),
+                    param: param.name.clone(),
+                    want,
+                    types,
+                });
+            }
+        }
+        // A "parameter that is the entity itself" only counts when it is an identifier-like
+        // word: `repo`, `owner`, `site`; a `query` or `language` names no entity.
+        let entities: BTreeSet<String> = by_entity
+            .iter()
+            .filter(|(_, consumers)| consumers.iter().any(|c| c.want.field.is_some()))
+            .map(|(entity, _)| entity.clone())
+            .collect();
+        by_entity.retain(|entity, consumers| {
+            consumers.retain(|c| c.want.field.is_some() || entities.contains(entity) || is_identity_word(entity));
+            !consumers.is_empty()
+        });
+        Consumers { by_entity, entities }
+    }
+
+    /// The edges from `tool`'s response object `object` of `entities` into consumers.
+    fn fed_by(&self, tool: &Tool, context: &Producer, object: &Object, entities: &[(String, Evidence)]) -> Vec<Edge> {
+        let mut out = Vec::new();
+        for (key, field_schema) in &object.fields {
+            let field_types = schema::types(tool, field_schema);
+            if field_types.iter().any(|t| matches!(*t, "object" | "array")) {
+                continue;
+            }
+            let mut path = object.path.clone();
+            path.0.push(Step::Key(key.clone()));
+            let key_lower = key.to_ascii_lowercase();
+            // The field is the entity's identifier, for each entity the object may be.
+            for (entity, why) in entities {
+                let Some(consumers) = self.by_entity.get(entity) else { continue };
+                for consumer in consumers {
+                    let fits = match consumer.want.field {
+                        Some(field) => key_lower == field,
+                        None => matches!(key_lower.as_str(), "login" | "name" | "slug" | "id"),
+                    };
+                    if !fits || consumer.tool == tool.id() || context.takes(entity) {
+                        continue;
+                    }
+                    let named = Evidence {
+                        strength: if consumer.want.field.is_some() { 0.9 } else { 0.6 },
+                        why: format!("`{key}` identifies a {entity}, and `{}` takes a {entity}", consumer.param),
+                    };
+                    out.extend(edge(tool, &path, consumer, &field_types, vec![why.clone(), named]));
+                }
+            }
+            // The field carries the parameter's own name (`movie_id` in a response).
+            let want = want_of(tool, key);
+            if let Some(want) = want.filter(|w| w.field.is_some())
+                && !context.takes(&want.entity)
+                && let Some(consumers) = self.by_entity.get(&want.entity)
+            {
+                for consumer in consumers.iter().filter(|c| c.tool != tool.id() && c.want.field == want.field) {
+                    let same = Evidence {
+                        strength: if consumer.param == *key { 0.9 } else { 0.75 },
+                        why: format!("`{key}` names the {} that `{}` takes", want.entity, consumer.param),
+                    };
+                    out.extend(edge(tool, &path, consumer, &field_types, vec![same]));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Words that name an entity when a parameter is that entity itself (`repo`, `owner`).
+fn is_identity_word(word: &str) -> bool {
+    matches!(word, "owner" | "repo" | "repository" | "user" | "org" | "organization" | "team" | "project" | "site")
+}
+
+fn edge(
+    tool: &Tool,
+    path: &FieldPath,
+    consumer: &Consumer,
+    field_types: &[&str],
+    mut evidence: Vec<Evidence>,
+) -> Option<Edge> {
+    let mut weight = combine(&evidence);
+    let compatible = consumer.types.is_empty()
+        || field_types.is_empty()
+        || field_types.iter().any(|t| consumer.types.contains(t))
+        || (field_types.contains(&"integer") && consumer.types.contains(&"number"))
+        || (field_types.contains(&"integer") && consumer.types.contains(&"string"));
+    if !compatible {
+        weight *= 0.5;
+        evidence.push(Evidence {
+            strength: 0.0,
+            why: format!("types differ: {} into {}", field_types.join("|"), consumer.types.join("|")),
+        });
+    }
+    (weight >= MIN_WEIGHT).then(|| Edge {
+        from: tool.id(),
+        field: path.clone(),
+        to: consumer.tool.clone(),
+        param: consumer.param.clone(),
+        weight,
+        evidence,
+    })
+}
+
+/// Independent evidence combined: 1 − Π(1 − s).
+fn combine(evidence: &[Evidence]) -> f64 {
+    1.0 - evidence.iter().fold(1.0, |rest, e| rest * (1.0 - e.strength.clamp(0.0, 1.0)))
+}
+
+/// What a producing tool's path says: the entities it is about, and those it takes (its own
+/// parameters: `/person/{person_id}/movie_credits` takes a person and lists movies).
+struct Producer {
+    nouns: Vec<String>,
+    takes: Vec<String>,
+}
+
+impl Producer {
+    fn of(tool: &Tool) -> Producer {
+        let takes: Vec<String> = tool
+            .params
+            .iter()
+            .filter_map(|p| want_of(tool, &p.wire_name))
+            .filter(|w| w.field.is_some())
+            .map(|w| w.entity)
+            .collect();
+        let mut nouns = Vec::new();
+        if let Transport::Http { path, .. } = &tool.transport {
+            for segment in path.split('/').filter(|s| !s.is_empty() && !s.starts_with('{')) {
+                for word in segment.split(['_', '-']).filter(|w| !w.is_empty()) {
+                    nouns.push(singular(word));
+                }
+                nouns.push(singular(segment));
+            }
+        } else {
+            nouns.extend(textsearch::tokens(&tool.name, true).iter().map(|w| singular(w)));
+        }
+        Producer { nouns, takes }
+    }
+
+    fn takes(&self, entity: &str) -> bool {
+        self.takes.iter().any(|t| t == entity)
+    }
+}
+
+/// An object node of a response: where it is, the key it sits under, its scalar and other fields.
+struct Object {
+    path: FieldPath,
+    parent_key: Option<String>,
+    fields: Vec<(String, Value)>,
+}
+
+fn collect_objects(
+    tool: &Tool,
+    schema: &Value,
+    path: FieldPath,
+    parent_key: Option<String>,
+    depth: usize,
+    out: &mut Vec<Object>,
+) {
+    if depth > MAX_DEPTH || out.len() >= MAX_OBJECTS_PER_RESPONSE {
+        return;
+    }
+    let types = schema::types(tool, schema);
+    if types.contains(&"array") || (types.is_empty() && schema::items(tool, schema).is_some()) {
+        if let Some(items) = schema::items(tool, schema) {
+            let mut inner = path.clone();
+            inner.0.push(Step::Item);
+            collect_objects(tool, items, inner, parent_key, depth + 1, out);
+        }
+        return;
+    }
+    let keys = schema::keys(tool, schema);
+    if keys.is_empty() {
+        return;
+    }
+    let fields: Vec<(String, Value)> = keys.iter().map(|(k, v)| (k.to_string(), (*v).clone())).collect();
+    out.push(Object { path: path.clone(), parent_key, fields });
+    for (key, value) in keys {
+        if key.is_empty() {
+            continue;
+        }
+        let mut inner = path.clone();
+        inner.0.push(Step::Key(key.to_string()));
+        collect_objects(tool, value, inner, Some(key.to_string()), depth + 1, out);
+    }
+}
+
+/// Each entity's shape: the keys of its detail operation's response (the operation whose path
+/// ends in the parameter that names it).
+fn detail_shapes(catalog: &Catalog) -> HashMap<String, BTreeSet<String>> {
+    let mut shapes: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for tool in catalog.tools() {
+        let Transport::Http { method, path } = &tool.transport else { continue };
+        if !method.eq_ignore_ascii_case("get") {
+            continue;
+        }
+        let Some(last) = path.rsplit('/').find(|s| !s.is_empty()) else { continue };
+        let Some(name) = last.strip_prefix('{').and_then(|s| s.strip_suffix('}')) else { continue };
+        let Some(want) = want_of(tool, name) else { continue };
+        let Some(response) = &*tool.response else { continue };
+        let keys: BTreeSet<String> = schema::keys(tool, response).iter().map(|(k, _)| k.to_string()).collect();
+        if keys.len() >= 3 {
+            shapes.entry(want.entity).or_insert(keys);
+        }
+    }
+    shapes
+}
+
+/// The entities an object may be, with the evidence for each.
+fn object_entities(
+    object: &Object,
+    producer: &Producer,
+    shapes: &HashMap<String, BTreeSet<String>>,
+    entities: &BTreeSet<String>,
+) -> Vec<(String, Evidence)> {
+    let keys: BTreeSet<&str> = object.fields.iter().map(|(k, _)| k.as_str()).collect();
+    let mut found: Vec<(String, Evidence)> = Vec::new();
+    let mut add = |entity: &str, evidence: Evidence| match found.iter_mut().find(|(e, _)| e == entity) {
+        Some((_, best)) if best.strength < evidence.strength => *best = evidence,
+        Some(_) => {}
+        None => found.push((entity.to_string(), evidence)),
+    };
+    for (entity, shape) in shapes {
+        let shared: Vec<&str> = shape.iter().map(String::as_str).filter(|k| keys.contains(k) && *k != "id").collect();
+        let smaller = keys.len().min(shape.len()).max(1) as f64;
+        let share = shared.len() as f64 / smaller;
+        if shared.len() >= 3 && share >= 0.3 {
+            let strength = (0.4 + share * 0.5).min(0.9);
+            let sample: Vec<&str> = shared.iter().take(4).copied().collect();
+            add(
+                entity,
+                Evidence {
+                    strength,
+                    why: format!("it shares {} of its keys with a {entity} ({}, …)", shared.len(), sample.join(", ")),
+                },
+            );
+        }
+    }
+    if let Some(parent) = &object.parent_key {
+        let entity = singular(parent);
+        if entities.contains(&entity) || is_identity_word(&entity) {
+            add(&entity, Evidence { strength: 0.6, why: format!("it sits under `{parent}`") });
+        }
+    }
+    // What the path is about, for the operation's own results (not objects nested in them).
+    let own_results = match object.path.0.iter().filter(|s| matches!(s, Step::Key(_))).count() {
+        // The top level is the path's subject only when the path takes no entity (else its `id`
+        // echoes the argument).
+        0 => producer.takes.is_empty(),
+        1 => object.path.0.last() == Some(&Step::Item),
+        _ => false,
+    };
+    if own_results {
+        for noun in &producer.nouns {
+            if entities.contains(noun) && !producer.takes(noun) {
+                add(noun, Evidence { strength: 0.5, why: format!("the operation's path is about {noun}s") });
+            }
+        }
+    }
+    // The strongest reading first; a weak reading beside a much stronger one is dropped.
+    found.sort_by(|a, b| b.1.strength.total_cmp(&a.1.strength));
+    if let Some(best) = found.first().map(|(_, e)| e.strength) {
+        found.retain(|(_, e)| e.strength >= best - 0.25);
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolset::test_support::openapi_catalog;
+
+    const SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {
+      "/search/person": {"get": {"parameters": [{"name": "query", "in": "query", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "results": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "known_for_department": {"type": "string"}, "profile_path": {"type": "string"}}}}}}}}}}}},
+      "/person/{person_id}": {"get": {"parameters": [{"name": "person_id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "id": {"type": "integer"}, "name": {"type": "string"}, "known_for_department": {"type": "string"}, "profile_path": {"type": "string"}, "biography": {"type": "string"}}}}}}}}},
+      "/person/{person_id}/movie_credits": {"get": {"parameters": [{"name": "person_id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "id": {"type": "integer"},
+          "cast": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "title": {"type": "string"}, "release_date": {"type": "string"}, "overview": {"type": "string"}}}}}}}}}}}},
+      "/movie/{movie_id}": {"get": {"parameters": [{"name": "movie_id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "id": {"type": "integer"}, "title": {"type": "string"}, "release_date": {"type": "string"}, "overview": {"type": "string"}, "budget": {"type": "integer"}}}}}}}}},
+      "/movie/{movie_id}/credits": {"get": {"parameters": [{"name": "movie_id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "id": {"type": "integer"},
+          "cast": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "character": {"type": "string"}, "profile_path": {"type": "string"}, "known_for_department": {"type": "string"}}}}}}}}}}}}
+    }}"#;
+
+    fn flow() -> DataFlow {
+        DataFlow::build(&openapi_catalog("tmdb", SPEC, None))
+    }
+
+    fn producers(flow: &DataFlow, tool: &str, param: &str) -> Vec<String> {
+        flow.producers(tool, param).map(|e| format!("{} {}", e.from, e.field)).collect()
+    }
+
+    #[test]
+    fn a_search_feeds_the_id_its_results_identify() {
+        let flow = flow();
+        let into_credits = producers(&flow, "tmdb.person_movie_credits", "person_id");
+        assert!(into_credits.contains(&"tmdb.search_person results[].id".to_string()), "{into_credits:?}");
+        // A person's cast entries are persons by their keys, a person's movie credits are movies.
+        let into_movie = producers(&flow, "tmdb.movie_credits", "movie_id");
+        assert_eq!(into_movie, vec!["tmdb.person_movie_credits cast[].id".to_string()]);
+        let into_person = producers(&flow, "tmdb.person", "person_id");
+        assert!(into_person.contains(&"tmdb.movie_credits cast[].id".to_string()), "{into_person:?}");
+        assert!(!into_person.iter().any(|p| p.starts_with("tmdb.person_movie_credits")), "{into_person:?}");
+        // An operation never feeds the entity it already takes (its `id` echoes the argument).
+        assert!(!into_movie.iter().any(|p| p.starts_with("tmdb.movie ")), "{into_movie:?}");
+    }
+
+    #[test]
+    fn every_edge_says_why() {
+        let flow = flow();
+        let edge =
+            flow.producers("tmdb.person_movie_credits", "person_id").find(|e| e.from == "tmdb.search_person").unwrap();
+        assert!(edge.weight > 0.8, "{edge:?}");
+        let reasons: Vec<&str> = edge.evidence.iter().map(|e| e.why.as_str()).collect();
+        assert!(reasons.iter().any(|r| r.contains("shares")), "{reasons:?}");
+        assert_eq!(edge.field.subscripts(), "[\"results\"][0][\"id\"]");
+    }
+
+    #[test]
+    fn a_catalog_without_ids_has_no_edges() {
+        let spec = r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/time": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"now": {"type": "string"}}}}}}}}}}}"#;
+        assert!(DataFlow::build(&openapi_catalog("clock", spec, None)).edges().is_empty());
+    }
+}
