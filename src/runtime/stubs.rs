@@ -331,6 +331,9 @@ impl Emitter<'_> {
 
     fn object(&mut self, obj: &serde_json::Map<String, Value>, hint: &str, depth: usize) -> String {
         let properties = obj.get("properties").and_then(Value::as_object).filter(|p| !p.is_empty());
+        // A TypedDict would close the object's keys, and the protocol lost the name of one of
+        // them: the type checker would then reject the key the object really has.
+        let properties = properties.filter(|p| !schema::declares_empty_name(p));
         let Some(properties) = properties else {
             return match obj.get("additionalProperties") {
                 Some(schema @ Value::Object(_)) => {
@@ -372,7 +375,7 @@ impl Emitter<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::toolset::test_support::openapi_catalog;
+    use crate::toolset::test_support::{openapi_catalog, openapi_catalog_and_diagnostics};
 
     #[test]
     fn stubs_for_a_small_spec() {
@@ -438,5 +441,37 @@ paths:
 
         def person(*, person_id: int) -> Any: ...
         "#);
+    }
+
+    /// An object with a property named `""` has a key whose name is lost: a `TypedDict` would
+    /// make a type checker reject it, so the object is a `dict` (chainsmith checks its keys no
+    /// more than that).
+    #[test]
+    fn a_lost_property_name_makes_an_open_dict() {
+        let spec = r##"
+openapi: 3.0.0
+info: {title: t, version: "1"}
+paths:
+  /trending:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  page: {type: integer}
+                  "": {$ref: "#/components/schemas/Movie"}
+components:
+  schemas:
+    Movie: {type: object, properties: {id: {type: integer}}}
+"##;
+        let (catalog, diagnostics) = openapi_catalog_and_diagnostics("tmdb", spec, Some("http://x"));
+        assert_eq!(diagnostics.iter().map(|d| d.code).collect::<Vec<_>>(), ["empty-property-name"]);
+        let stub = toolset_stub(&catalog, &catalog.toolsets[0]);
+        assert!(stub.contains("def trending() -> dict[str, Any]: ..."), "{stub}");
+        assert!(!stub.contains("\"\":") && !stub.contains("Movie"), "{stub}");
     }
 }

@@ -454,9 +454,19 @@ pub(crate) mod test_support {
 
     /// A catalog of one toolset loaded by the real OpenAPI loader from a YAML text.
     pub fn openapi_catalog(name: &str, yaml: &str, base_url: Option<&str>) -> Catalog {
+        let (catalog, diagnostics) = openapi_catalog_and_diagnostics(name, yaml, base_url);
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        catalog
+    }
+
+    /// [`openapi_catalog`] of a text the loader has something to say about.
+    pub fn openapi_catalog_and_diagnostics(
+        name: &str,
+        yaml: &str,
+        base_url: Option<&str>,
+    ) -> (Catalog, Vec<crate::diagnostic::Diagnostic>) {
         let node = doc::parse(yaml, doc::Syntax::Yaml).expect("valid YAML");
         let loaded = openapi::load(&node, yaml, Path::new("spec.yaml"), name);
-        assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
         let toolset = Toolset {
             name: name.into(),
             kind: super::SourceKind::OpenApi,
@@ -468,6 +478,6 @@ pub(crate) mod test_support {
             schemas: loaded.schemas,
             unlisted: None,
         };
-        Catalog::new(vec![toolset], vec![])
+        (Catalog::new(vec![toolset], vec![]), loaded.diagnostics)
     }
 }

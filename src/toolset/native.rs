@@ -740,7 +740,10 @@ impl<'a> Cx<'a> {
                 }
                 "properties" | "patternProperties" | "$defs" | "dependentSchemas" if value.is_object() => {
                     let mut map = Map::new();
-                    for (k, _, v) in value.members() {
+                    for (k, at, v) in value.members() {
+                        if key == "properties" && k.is_empty() {
+                            self.warning(*at, "empty-property-name", super::refs::EMPTY_NAME);
+                        }
                         map.insert(k.clone(), self.schema(v, depth + 1));
                     }
                     Value::Object(map)
@@ -1151,6 +1154,25 @@ tools:
         // The broken schema is unknown where it is used: its tool loads, its keys are not checked.
         let odd = &loaded.tools[1];
         assert!(!matches!(schema::property(odd, odd.response.as_ref().unwrap(), "anything"), KeyLookup::Missing));
+    }
+
+    /// A property named `""` is reported where it is written, in `$defs` once and inline alike,
+    /// and leaves its object's keys unchecked.
+    #[test]
+    fn a_property_named_empty_is_reported() {
+        let text = r##"{"chainsmith": "toolset/1", "name": "t",
+          "$defs": {"Page": {"type": "object", "properties": {"": {"type": "array"}, "page": {"type": "integer"}}}},
+          "tools": [
+            {"name": "a", "description": "d", "response": {"$ref": "#/$defs/Page"}},
+            {"name": "b", "description": "d", "response": {"$ref": "#/$defs/Page"}},
+            {"name": "c", "description": "d", "response": {"type": "object", "properties": {"": {}}}}
+          ]}"##;
+        let loaded = load_as(text, Syntax::Json);
+        let found: Vec<(&str, &str)> = loaded.diagnostics.iter().map(|d| (d.code, slice(text, d.range))).collect();
+        assert_eq!(found, [("empty-property-name", "\"\""), ("empty-property-name", "\"\"")]);
+        assert!(loaded.diagnostics.iter().all(|d| d.severity == crate::diagnostic::Severity::Warning));
+        let a = &loaded.tools[0];
+        assert_eq!(schema::property(a, a.response.as_ref().unwrap(), "results"), KeyLookup::Open(None));
     }
 
     #[test]

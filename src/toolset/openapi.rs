@@ -18,7 +18,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::doc::{Node, NodeKind};
-use super::refs::{RefError, Resolver};
+use super::refs::{self, RefError, Resolver};
 use super::schema::{self, Schemas};
 use super::swagger;
 use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
@@ -84,6 +84,10 @@ fn load_document(doc: &Node, file: &Path, toolset: &str) -> Loaded {
         if let Some(tool) = loader.tool(op, name.clone()) {
             tools.push(tool);
         }
+    }
+
+    for at in std::mem::take(&mut loader.resolver.empty_names) {
+        loader.diagnostics.push(Diagnostic::warning(file, at, "empty-property-name", refs::EMPTY_NAME));
     }
 
     loaded.auth = loader.auth.take();
@@ -909,6 +913,14 @@ mod tests {
         assert_eq!(slice(&text, person.source.name_range), "\"get\"");
         assert!(slice(&text, person.source.range).contains("\"operationId\""));
 
+        // `trending` names a property `""` where `results` belongs: reported, and its keys unchecked.
+        let empty: Vec<_> = loaded.diagnostics.iter().filter(|d| d.code == "empty-property-name").collect();
+        assert_eq!(empty.len(), 1, "{:#?}", loaded.diagnostics);
+        assert_eq!(slice(&text, empty[0].range), "\"\"");
+        let trending = tool(&loaded, "trending");
+        let response = trending.response.as_ref().unwrap();
+        assert_eq!(schema::property(trending, response, "results"), KeyLookup::Open(None));
+
         // Generous bound for debug builds; the real cost is a few milliseconds.
         assert!(elapsed.as_secs_f64() < 5.0, "loading took {elapsed:?}");
     }
@@ -1304,6 +1316,53 @@ definitions:
         let [d] = loaded.diagnostics.as_slice() else { panic!("{:?}", loaded.diagnostics) };
         assert_eq!(d.code, "unresolved-ref");
         assert_eq!(slice(PETSTORE_2, d.range), "\"#/definitions/Order\"");
+    }
+
+    /// A property named `""` (RestBench TMDB's `trending` has one where `results` belongs) is
+    /// reported once where it is written, and the object declaring it reports no key missing.
+    #[test]
+    fn a_property_named_empty_is_reported_and_leaves_its_object_open() {
+        let text = r##"{
+  "openapi": "3.0.0",
+  "info": {"title": "t", "version": "1"},
+  "paths": {
+    "/trending": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+      "type": "object",
+      "properties": {"page": {"type": "integer"}, "": {"$ref": "#/components/schemas/Movie"}}}}}}}}},
+    "/a": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Box"}}}}}}},
+    "/b": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Box"}}}}}}}
+  },
+  "components": {"schemas": {
+    "Movie": {"type": "object", "properties": {"id": {"type": "integer"}}},
+    "Box": {"type": "object", "properties": {"": {"type": "string"}, "size": {"type": "integer"}}}
+  }}
+}"##;
+        let loaded = load_text(text, Syntax::Json);
+        assert_eq!(loaded.tools.len(), 3, "{:#?}", loaded.diagnostics);
+        let found: Vec<(&str, Severity, &str)> =
+            loaded.diagnostics.iter().map(|d| (d.code, d.severity, slice(text, d.range))).collect();
+        assert_eq!(
+            found,
+            [("empty-property-name", Severity::Warning, "\"\""), ("empty-property-name", Severity::Warning, "\"\"")],
+            "one for the inline schema, one for the named schema both operations use"
+        );
+        assert!(text[..loaded.diagnostics[0].range.start].ends_with("\"page\": {\"type\": \"integer\"}, "));
+        assert!(
+            text[..loaded.diagnostics[1].range.start].ends_with("\"Box\": {\"type\": \"object\", \"properties\": {")
+        );
+        assert_eq!(loaded.diagnostics[0].message, refs::EMPTY_NAME);
+
+        let trending = tool(&loaded, "trending");
+        let response = trending.response.as_ref().unwrap();
+        assert_eq!(schema::property(trending, response, "results"), KeyLookup::Open(None));
+        assert!(matches!(schema::property(trending, response, "page"), KeyLookup::Declared(_)));
+        let keys: Vec<&str> = schema::keys(trending, response).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["page"], "completion offers the named keys only");
+        let movie = tool(&loaded, "a");
+        let boxed = movie.response.as_ref().unwrap();
+        assert_eq!(schema::property(movie, boxed, "colour"), KeyLookup::Open(None));
+        let KeyLookup::Declared(size) = schema::property(movie, boxed, "size") else { panic!() };
+        assert_eq!(schema::types(movie, size), ["integer"]);
     }
 
     #[test]

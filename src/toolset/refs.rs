@@ -24,6 +24,10 @@ const LITERAL_KEYWORDS: [&str; 5] = ["example", "examples", "default", "enum", "
 /// Schema keywords whose values map arbitrary names to schemas.
 const SCHEMA_MAPS: [&str; 5] = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
 
+/// The warning on a property named `""` (see [`Resolver::empty_names`]).
+pub const EMPTY_NAME: &str = "a property named `\"\"`: which key it stands for is unknown, so the keys programs \
+                              read from this object are not checked (give the property its name to check them)";
+
 /// Why a `$ref` could not be followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RefProblem {
@@ -77,6 +81,12 @@ pub struct Resolver<'a> {
     /// and unknown wherever they are used, so every operation using one loads alike.
     broken: HashSet<&'a str>,
     pub problems: Vec<RefError<'a>>,
+    /// Where a schema names a property `""`, each place once (a schema shared by several
+    /// operations is converted for each): the loader reports them, [`schema::property`] leaves
+    /// such an object's keys unchecked.
+    ///
+    /// [`schema::property`]: super::schema::property
+    pub empty_names: Vec<ByteRange>,
 }
 
 impl<'a> Resolver<'a> {
@@ -88,6 +98,7 @@ impl<'a> Resolver<'a> {
             pending: Vec::new(),
             broken: HashSet::new(),
             problems: Vec::new(),
+            empty_names: Vec::new(),
         }
     }
 
@@ -178,6 +189,12 @@ impl<'a> Resolver<'a> {
         } else if LITERAL_KEYWORDS.contains(&key) || key.starts_with("x-") {
             Ok(member.to_json())
         } else {
+            if key == "properties"
+                && let Some((_, at, _)) = member.members().iter().find(|(name, _, _)| name.is_empty())
+                && !self.empty_names.contains(at)
+            {
+                self.empty_names.push(*at);
+            }
             self.value(member, depth + 1, SCHEMA_MAPS.contains(&key))
         }
     }

@@ -207,10 +207,18 @@ fn parts<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<&'a Value> {
 pub enum KeyLookup<'a> {
     /// The key is declared; its schema.
     Declared(&'a Value),
-    /// The object admits any key (no `properties`, or `additionalProperties`); its schema if given.
+    /// The object admits any key (no `properties`, `additionalProperties`, or a property whose
+    /// name was lost — see [`declares_empty_name`]); its schema if given.
     Open(Option<&'a Value>),
     /// The object declares its keys and this is not one of them.
     Missing,
+}
+
+/// Whether a `properties` map has a member named `""`. Real specs have them where a generator lost
+/// a property's name (RestBench TMDB's `trending` has one where `results` belongs), so the object's
+/// real keys are not all known.
+pub fn declares_empty_name(properties: &serde_json::Map<String, Value>) -> bool {
+    properties.contains_key("")
 }
 
 pub fn property<'a>(refs: &'a dyn Refs, schema: &'a Value, key: &str) -> KeyLookup<'a> {
@@ -219,8 +227,13 @@ pub fn property<'a>(refs: &'a dyn Refs, schema: &'a Value, key: &str) -> KeyLook
     for part in parts(refs, schema) {
         if let Some(Value::Object(props)) = part.get("properties") {
             declares_keys = true;
-            if let Some(s) = props.get(key) {
+            if let Some(s) = props.get(key).filter(|_| !key.is_empty()) {
                 return KeyLookup::Declared(s);
+            }
+            // Which key the nameless property stands for is unknown, so no key can be called
+            // missing; what it holds is not given to an arbitrary key either.
+            if declares_empty_name(props) {
+                open = open.or(Some(None));
             }
         }
         match part.get("additionalProperties") {
@@ -241,13 +254,14 @@ pub fn property<'a>(refs: &'a dyn Refs, schema: &'a Value, key: &str) -> KeyLook
     }
 }
 
-/// The declared keys of an object schema, in declaration order, with their schemas.
+/// The declared keys of an object schema, in declaration order, with their schemas; a property
+/// named `""` is no key a program can read, so it is left out.
 pub fn keys<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<(&'a str, &'a Value)> {
     let mut out: Vec<(&str, &Value)> = Vec::new();
     for part in parts(refs, schema) {
         if let Some(Value::Object(props)) = part.get("properties") {
             for (k, v) in props {
-                if !out.iter().any(|(name, _)| name == k) {
+                if !k.is_empty() && !out.iter().any(|(name, _)| name == k) {
                     out.push((k.as_str(), v));
                 }
             }
@@ -499,6 +513,12 @@ mod tests {
         assert_eq!(property(&NoRefs, &s, "nope"), KeyLookup::Missing);
         assert_eq!(property(&NoRefs, &json!({"type": "object"}), "x"), KeyLookup::Open(None));
         assert_eq!(keys(&NoRefs, &s).len(), 2);
+        // A property whose name the protocol lost: no key is missing, none is the nameless one.
+        let lost = json!({"allOf": [s, {"properties": {"": {"type": "array"}}}]});
+        assert_eq!(property(&NoRefs, &lost, "results"), KeyLookup::Open(None));
+        assert_eq!(property(&NoRefs, &lost, ""), KeyLookup::Open(None));
+        assert!(matches!(property(&NoRefs, &lost, "id"), KeyLookup::Declared(_)));
+        assert_eq!(keys(&NoRefs, &lost).iter().map(|(k, _)| *k).collect::<Vec<_>>(), ["id", "name"]);
     }
 
     #[test]

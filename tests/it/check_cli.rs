@@ -12,12 +12,50 @@ fn chainsmith(args: &[&str]) -> (i32, String, String) {
     (out.status.code().unwrap_or(-1), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 
+/// Where the TMDB spec names a property `""` (`trending`'s, where `results` belongs), as the text
+/// output prints it: `path:line:col`.
+fn tmdb_empty_property() -> String {
+    let spec = std::fs::read_to_string("examples/tmdb/specs/tmdb_oas.json").unwrap();
+    let (line, text) = spec.lines().enumerate().find(|(_, l)| l.trim_start().starts_with("\"\": {")).unwrap();
+    format!("examples/tmdb/specs/tmdb_oas.json:{}:{}", line + 1, text.find('"').unwrap() + 1)
+}
+
 #[test]
 fn the_example_chains_are_clean() {
     let (code, stdout, stderr) = chainsmith(&["check", "examples/tmdb/chains"]);
-    assert_eq!(stdout, "", "a correct chain gets no diagnostic at all");
+    // The spec's own quirk is reported on the spec; the chains get no diagnostic at all.
+    let spec_warning = format!("{}: warning[empty-property-name]: ", tmdb_empty_property());
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(matches!(lines[..], [only] if only.starts_with(&spec_warning)), "{stdout}");
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("checked 12 programs against 54 tools"), "{stderr}");
+    assert!(stderr.contains("checked 12 programs against 54 tools: 0 errors, 1 warning"), "{stderr}");
+}
+
+/// RestBench TMDB's `trending` names a property `""` where `results` belongs: reading `results`
+/// is no unknown key, and the protocol file gets the warning, located.
+#[test]
+fn a_nameless_property_leaves_its_object_unchecked_and_is_reported_on_the_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("trending.py"),
+        "from chainsmith.tools import tmdb\n\
+         top = tmdb.trending(media_type=\"movie\", time_window=\"day\")[\"results\"][0][\"id\"]\n\
+         print(tmdb.trending(media_type=\"tv\", time_window=\"week\")[\"page\"][\"x\"])\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", "examples/tmdb", "check", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(!stdout.contains("unknown-key"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{}: warning[empty-property-name]: a property named `\"\"`: which key it stands for is unknown, so the keys \
+             programs read from this object are not checked",
+            tmdb_empty_property()
+        )),
+        "{stdout}"
+    );
+    // The keys it does name are still checked: `page` is an integer.
+    assert!(stdout.contains("trending.py:3:") && stdout.contains("[bad-index]"), "{stdout}");
 }
 
 /// Every line marked `# mistake: <code>` gets exactly that diagnostic, and nothing else is reported.
@@ -44,6 +82,11 @@ fn every_planted_mistake_is_reported_on_its_line() {
     let (code, stdout, _) = chainsmith(&["check", "--format", "json", "examples/tmdb/mistakes"]);
     assert_eq!(code, 1, "errors exit 1");
     let items: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    // The spec's own quirk (EXPECTED.md says so) is no planted mistake.
+    let (on_spec, items): (Vec<_>, Vec<_>) =
+        items.into_iter().partition(|d| d["file"] == "examples/tmdb/specs/tmdb_oas.json");
+    let on_spec: Vec<&str> = on_spec.iter().map(|d| d["code"].as_str().unwrap()).collect();
+    assert_eq!(on_spec, ["empty-property-name"]);
     let mut got: Vec<(String, u64, String)> = items
         .iter()
         .map(|d| {
@@ -64,8 +107,11 @@ fn every_planted_mistake_is_reported_on_its_line() {
 fn text_output_is_path_line_col() {
     let (code, stdout, _) = chainsmith(&["check", "examples/tmdb/mistakes/wrong_module.py"]);
     assert_eq!(code, 1);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].starts_with(&format!("{}: warning[empty-property-name]: ", tmdb_empty_property())), "{stdout}");
     assert_eq!(
-        stdout.lines().next().unwrap(),
+        lines[1],
         "examples/tmdb/mistakes/wrong_module.py:5:30: error[unknown-toolset]: no toolset `tmbd` in this workspace; did you mean `tmdb`?"
     );
 }
