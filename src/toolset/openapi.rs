@@ -36,12 +36,13 @@ const IGNORED_HEADERS: [&str; 3] = ["accept", "content-type", "authorization"];
 /// diagnostics and [`Source::file`] carry; `toolset` is the module name each tool belongs to.
 pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
     if swagger::is_swagger2(doc) {
-        return load_document(&swagger::upgrade(doc), file, toolset);
+        let (upgraded, form_flags) = swagger::upgrade(doc);
+        return load_document(&upgraded, file, toolset, &form_flags);
     }
-    load_document(doc, file, toolset)
+    load_document(doc, file, toolset, &[])
 }
 
-fn load_document(doc: &Node, file: &Path, toolset: &str) -> Loaded {
+fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::FormFlag]) -> Loaded {
     let mut loaded = Loaded::default();
     if !supported_version(doc, file, &mut loaded.diagnostics) {
         return loaded;
@@ -57,6 +58,7 @@ fn load_document(doc: &Node, file: &Path, toolset: &str) -> Loaded {
         toolset,
         diagnostics: Vec::new(),
         auth: None,
+        flagged: HashSet::new(),
     };
     loader.auth = loader.auth(doc);
     let operations = loader.operations(doc);
@@ -86,6 +88,13 @@ fn load_document(doc: &Node, file: &Path, toolset: &str) -> Loaded {
         }
     }
 
+    for swagger::FormFlag { what, node } in form_flags {
+        let consequence = match flag(node) {
+            Flag::Text(taken) | Flag::Bool(taken) => format!("read as {taken}"),
+            Flag::Other => "read as false, as if absent (the field is optional)".to_string(),
+        };
+        loader.report_flag(node, what, &consequence);
+    }
     for at in std::mem::take(&mut loader.resolver.empty_names) {
         loader.diagnostics.push(Diagnostic::warning(file, at, "empty-property-name", refs::EMPTY_NAME));
     }
@@ -160,6 +169,32 @@ fn scalar_text(node: &Node) -> String {
         NodeKind::Bool(b) => b.to_string(),
         _ => String::new(),
     }
+}
+
+/// How a `required` flag is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flag {
+    Bool(bool),
+    /// `"true"` or `"false"` (any case), as some generators quote booleans: read as meant.
+    Text(bool),
+    /// Anything else, which reads as if absent.
+    Other,
+}
+
+/// How `node`, a `required` value, is written.
+pub(super) fn flag(node: &Node) -> Flag {
+    match &node.kind {
+        NodeKind::Bool(b) => Flag::Bool(*b),
+        NodeKind::String(s) if s.trim().eq_ignore_ascii_case("true") => Flag::Text(true),
+        NodeKind::String(s) if s.trim().eq_ignore_ascii_case("false") => Flag::Text(false),
+        _ => Flag::Other,
+    }
+}
+
+/// A value as JSON text, cut to a length a message can hold.
+fn short_json(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 40 { format!("{}…", text.chars().take(40).collect::<String>()) } else { text }
 }
 
 /// A heading and a body joined into one text: `Search People. Search for people.`
@@ -378,6 +413,9 @@ struct Loader<'a, 'f> {
     toolset: &'f str,
     diagnostics: Vec<Diagnostic>,
     auth: Option<Auth>,
+    /// The `required` values already reported: a path item's parameters, and shared ones, are
+    /// read once for each operation.
+    flagged: HashSet<ByteRange>,
 }
 
 impl<'a> Loader<'a, '_> {
@@ -417,6 +455,44 @@ impl<'a> Loader<'a, '_> {
             }
         }
         best.map(|(_, auth)| auth)
+    }
+
+    /// A `required` as the document means it: a boolean, or a string spelling one. Any other
+    /// value reads as absent. Either is reported on the value; `consequence` says, given what
+    /// was read, what chainsmith makes of it.
+    fn required(
+        &mut self,
+        node: Option<&Node>,
+        what: &str,
+        consequence: impl Fn(Option<bool>) -> String,
+    ) -> Option<bool> {
+        let node = node?;
+        let read = match flag(node) {
+            Flag::Bool(b) => return Some(b),
+            Flag::Text(b) => Some(b),
+            Flag::Other => None,
+        };
+        self.report_flag(node, what, &consequence(read));
+        read
+    }
+
+    /// One warning on a `required` that is no boolean, the first time its value is met.
+    fn report_flag(&mut self, node: &Node, what: &str, consequence: &str) {
+        if !self.flagged.insert(node.range) {
+            return;
+        }
+        let (code, written) = match (&node.kind, flag(node)) {
+            (NodeKind::String(text), Flag::Text(_)) => {
+                ("required-as-string", format!("the string {}", Value::from(text.as_str())))
+            }
+            _ => ("required-not-boolean", format!("{}, neither true nor false", short_json(&node.to_json()))),
+        };
+        self.diagnostics.push(Diagnostic::warning(
+            self.file,
+            node.range,
+            code,
+            format!("`required` of {what} is {written}; {consequence}"),
+        ));
     }
 
     /// Every operation under `paths`, in document order.
@@ -542,7 +618,8 @@ impl<'a> Loader<'a, '_> {
     /// Path-item parameters, overridden by the operation's own (same name and location).
     fn parameters(&mut self, op: &Operation<'a>) -> Result<Vec<Param>, RefError<'a>> {
         let mut params: Vec<Param> = Vec::new();
-        for list in [op.item.get("parameters"), op.node.get("parameters")].into_iter().flatten() {
+        let lists = [(op.item.get("parameters"), true), (op.node.get("parameters"), false)];
+        for (list, of_item) in lists.into_iter().filter_map(|(list, of_item)| Some((list?, of_item))) {
             if !list.is_array() {
                 self.diagnostics.push(Diagnostic::error(
                     self.file,
@@ -554,7 +631,13 @@ impl<'a> Loader<'a, '_> {
             }
             for item in list.items() {
                 let declared = self.resolver.deref(item)?;
-                let Some(param) = self.parameter(declared, op)? else { continue };
+                // Where the parameter is written, for messages about it.
+                let place = match item.get("$ref").and_then(Node::as_str) {
+                    Some(reference) => format!("at {reference}"),
+                    None if of_item => format!("of the path item {}", op.path),
+                    None => format!("in {}", op.label()),
+                };
+                let Some(param) = self.parameter(declared, op, &place)? else { continue };
                 match params.iter_mut().find(|p| p.wire_name == param.wire_name && p.location == param.location) {
                     Some(existing) => *existing = param,
                     None => params.push(param),
@@ -588,8 +671,14 @@ impl<'a> Loader<'a, '_> {
         Ok(params)
     }
 
-    /// One Parameter Object, or `None` when it is malformed (diagnosed) or ignored.
-    fn parameter(&mut self, declared: &'a Node, op: &Operation<'a>) -> Result<Option<Param>, RefError<'a>> {
+    /// One Parameter Object, or `None` when it is malformed (diagnosed) or ignored. `place` says
+    /// where it is written (`in GET /x`).
+    fn parameter(
+        &mut self,
+        declared: &'a Node,
+        op: &Operation<'a>,
+        place: &str,
+    ) -> Result<Option<Param>, RefError<'a>> {
         let invalid = |this: &mut Self, range: ByteRange, what: String| {
             this.diagnostics.push(Diagnostic::error(
                 this.file,
@@ -638,6 +727,15 @@ impl<'a> Loader<'a, '_> {
                 return Ok(None);
             }
         }
+        let consequence = |read: Option<bool>| match (read, location) {
+            (Some(true), _) => "read as true".to_string(),
+            (_, ParamLocation::Path) => "a path parameter is required all the same".to_string(),
+            (Some(false), _) => "read as false".to_string(),
+            (None, _) => "read as false, as if absent (the parameter is optional)".to_string(),
+        };
+        let declared_required =
+            self.required(declared.get("required"), &format!("parameter `{wire}` {place}"), consequence);
+        let required = location == ParamLocation::Path || declared_required == Some(true);
 
         let schema = if let Some(schema) = declared.get("schema") {
             self.resolver.schema(schema)?
@@ -663,7 +761,7 @@ impl<'a> Loader<'a, '_> {
             name: names::python_param(wire),
             wire_name: wire.to_string(),
             location,
-            required: location == ParamLocation::Path || declared.get("required").and_then(Node::as_bool) == Some(true),
+            required,
             description,
             default,
             example,
@@ -678,9 +776,17 @@ impl<'a> Loader<'a, '_> {
     /// when the body is needed; so only an explicit `required: false` makes every member optional,
     /// otherwise the schema's `required` list decides.
     fn request_body(&mut self, op: &Operation<'a>) -> Result<Vec<Param>, RefError<'a>> {
-        let Some(body) = op.node.get("requestBody") else { return Ok(Vec::new()) };
-        let body = self.resolver.deref(body)?;
-        let body_required = body.get("required").and_then(Node::as_bool) != Some(false);
+        let Some(written) = op.node.get("requestBody") else { return Ok(Vec::new()) };
+        let body = self.resolver.deref(written)?;
+        let what = match written.get("$ref").and_then(Node::as_str) {
+            Some(reference) => format!("the request body at {reference}"),
+            None => format!("the request body of {}", op.label()),
+        };
+        let consequence = |read: Option<bool>| match read {
+            Some(b) => format!("read as {b}"),
+            None => "it is ignored, as if absent (the body schema's `required` list decides)".to_string(),
+        };
+        let body_required = self.required(body.get("required"), &what, consequence) != Some(false);
         let description = body.str_of("description").trim().to_string();
         let (schema, example, fielded) = match body_media(body.get("content")) {
             Some((media, fielded)) => {
@@ -1316,6 +1422,151 @@ definitions:
         let [d] = loaded.diagnostics.as_slice() else { panic!("{:?}", loaded.diagnostics) };
         assert_eq!(d.code, "unresolved-ref");
         assert_eq!(slice(PETSTORE_2, d.range), "\"#/definitions/Order\"");
+    }
+
+    /// Generators that quote booleans write `required: "true"`: read as meant, each such value
+    /// reported once where it is written, whichever operations share it.
+    #[test]
+    fn required_written_as_a_string_is_read_as_meant_and_reported() {
+        let text = r##"openapi: 3.0.0
+info: {title: t, version: "1"}
+components:
+  parameters:
+    Lang: {name: lang, in: query, required: "false", schema: {type: string}}
+paths:
+  /search/movie:
+    parameters:
+      - {name: region, in: query, required: "True", schema: {type: string}}
+    get:
+      parameters:
+        - {name: query, in: query, required: "true", schema: {type: string}}
+        - {name: page, in: query, required: 1, schema: {type: integer}}
+        - $ref: "#/components/parameters/Lang"
+      responses: {"200": {description: ok}}
+    post:
+      parameters:
+        - $ref: "#/components/parameters/Lang"
+      requestBody:
+        required: "false"
+        content: {application/json: {schema: {type: object, required: [name], properties: {name: {type: string}}}}}
+      responses: {"200": {description: ok}}
+  /movie/{movie_id}:
+    get:
+      parameters:
+        - {name: movie_id, in: path, required: "false", schema: {type: integer}}
+      responses: {"200": {description: ok}}
+"##;
+        let loaded = load_text(text, Syntax::Yaml);
+        let get = tool(&loaded, "search_movie");
+        let required = |t: &Tool, p: &str| t.param(p).unwrap_or_else(|| panic!("no {p}")).required;
+        assert!(required(get, "query") && required(get, "region"));
+        assert!(!required(get, "lang") && !required(get, "page"));
+        let post = tool(&loaded, "post_search_movie");
+        assert!(required(post, "region") && !required(post, "lang"));
+        assert!(!required(post, "name"), "`required: \"false\"` on the body makes its members optional");
+        assert!(required(tool(&loaded, "movie"), "movie_id"), "a path parameter is always required");
+
+        let found: Vec<(&str, &str, &str)> =
+            loaded.diagnostics.iter().map(|d| (d.code, slice(text, d.range), d.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "required-as-string",
+                    "\"True\"",
+                    "`required` of parameter `region` of the path item /search/movie is the string \"True\"; read as true"
+                ),
+                (
+                    "required-as-string",
+                    "\"true\"",
+                    "`required` of parameter `query` in GET /search/movie is the string \"true\"; read as true"
+                ),
+                (
+                    "required-not-boolean",
+                    "1",
+                    "`required` of parameter `page` in GET /search/movie is 1, neither true nor false; read as false, as \
+                     if absent (the parameter is optional)"
+                ),
+                (
+                    "required-as-string",
+                    "\"false\"",
+                    "`required` of parameter `lang` at #/components/parameters/Lang is the string \"false\"; read as false"
+                ),
+                (
+                    "required-as-string",
+                    "\"false\"",
+                    "`required` of the request body of POST /search/movie is the string \"false\"; read as false"
+                ),
+                (
+                    "required-as-string",
+                    "\"false\"",
+                    "`required` of parameter `movie_id` in GET /movie/{movie_id} is the string \"false\"; a path \
+                     parameter is required all the same"
+                ),
+            ],
+            "{:#?}",
+            loaded.diagnostics
+        );
+        assert!(loaded.diagnostics.iter().all(|d| d.severity == Severity::Warning));
+    }
+
+    /// Swagger 2.0 parameters, bodies and form fields alike; the warning points into the 2.0 file.
+    #[test]
+    fn swagger_two_required_as_a_string() {
+        let text = r##"swagger: "2.0"
+info: {title: t, version: "1"}
+paths:
+  /pet/{petId}:
+    post:
+      consumes: [application/x-www-form-urlencoded]
+      parameters:
+        - {name: petId, in: path, required: true, type: integer}
+        - {name: verbose, in: query, required: "TRUE", type: boolean}
+        - {name: status, in: formData, required: "true", type: string}
+        - {name: name, in: formData, required: "no", type: string}
+      responses: {"200": {description: ok}}
+  /pet:
+    put:
+      parameters:
+        - {name: body, in: body, required: "false", schema: {type: object, required: [name], properties: {name: {type: string}}}}
+      responses: {"200": {description: ok}}
+"##;
+        let loaded = load_text(text, Syntax::Yaml);
+        let form = tool(&loaded, "post_pet");
+        assert!(form.param("verbose").unwrap().required);
+        assert!(form.param("status").unwrap().required);
+        assert!(!form.param("name").unwrap().required);
+        assert!(!tool(&loaded, "put_pet").param("name").unwrap().required);
+        let found: Vec<(&str, &str, &str)> =
+            loaded.diagnostics.iter().map(|d| (d.code, slice(text, d.range), d.message.as_str())).collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "required-as-string",
+                    "\"TRUE\"",
+                    "`required` of parameter `verbose` in POST /pet/{petId} is the string \"TRUE\"; read as true"
+                ),
+                (
+                    "required-as-string",
+                    "\"false\"",
+                    "`required` of the request body of PUT /pet is the string \"false\"; read as false"
+                ),
+                (
+                    "required-as-string",
+                    "\"true\"",
+                    "`required` of form field `status` in POST /pet/{petId} is the string \"true\"; read as true"
+                ),
+                (
+                    "required-not-boolean",
+                    "\"no\"",
+                    "`required` of form field `name` in POST /pet/{petId} is \"no\", neither true nor false; read as \
+                     false, as if absent (the field is optional)"
+                ),
+            ],
+            "{:#?}",
+            loaded.diagnostics
+        );
     }
 
     /// A property named `""` (RestBench TMDB's `trending` has one where `results` belongs) is

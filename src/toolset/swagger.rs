@@ -10,6 +10,7 @@
 //! (`#/definitions/...`); shared parameters and responses are rewritten in place.
 
 use super::doc::{Node, NodeKind};
+use super::openapi::Flag;
 use crate::text::ByteRange;
 
 /// Parameter keywords that describe the value: under OpenAPI 3 they belong to its `schema`.
@@ -40,8 +41,22 @@ pub fn is_swagger2(doc: &Node) -> bool {
     doc.get("swagger").is_some_and(|v| scalar(v).starts_with('2'))
 }
 
-/// The OpenAPI 3.0 form of a Swagger 2.0 document.
-pub fn upgrade(doc: &Node) -> Node {
+/// A form field whose `required` is no boolean. The 3.0 shape lists required fields by name, with
+/// no place for how the flag was written, so the rewrite reads it as [`openapi::flag`] does and
+/// hands it on for the loader to report.
+///
+/// [`openapi::flag`]: super::openapi::flag
+pub struct FormFlag {
+    /// How messages name it (``form field `status` in POST /pet/{petId}``).
+    pub what: String,
+    /// The `required` value as written.
+    pub node: Node,
+}
+
+/// The OpenAPI 3.0 form of a Swagger 2.0 document, with the form fields whose `required` it read
+/// from something other than a boolean.
+pub fn upgrade(doc: &Node) -> (Node, Vec<FormFlag>) {
+    let mut flags = Vec::new();
     let mut members: Vec<(String, Node)> = Vec::new();
     let version = doc.get("swagger").map_or(doc.range, |v| v.range);
     members.push(("openapi".into(), string(version, "3.0.0")));
@@ -57,7 +72,9 @@ pub fn upgrade(doc: &Node) -> Node {
         let converted = paths
             .members()
             .iter()
-            .map(|(path, key_range, item)| (path.clone(), *key_range, path_item(doc, item, &consumes, &produces)))
+            .map(|(path, key_range, item)| {
+                (path.clone(), *key_range, path_item(doc, path, item, &consumes, &produces, &mut flags))
+            })
             .collect();
         members.push(("paths".into(), Node { kind: NodeKind::Object(converted), range: paths.range }));
     }
@@ -95,7 +112,7 @@ pub fn upgrade(doc: &Node) -> Node {
             }
         }
     }
-    upgraded
+    (upgraded, flags)
 }
 
 /// `schemes://host/basePath`, https preferred; a document without `host` keeps a relative base.
@@ -134,13 +151,21 @@ fn security_scheme(scheme: &Node) -> Node {
     }
 }
 
-fn path_item(doc: &Node, item: &Node, consumes: &[String], produces: &[String]) -> Node {
+fn path_item(
+    doc: &Node,
+    path: &str,
+    item: &Node,
+    consumes: &[String],
+    produces: &[String],
+    flags: &mut Vec<FormFlag>,
+) -> Node {
     let NodeKind::Object(members) = &item.kind else { return item.clone() };
     let shared: Vec<&Node> = item.get("parameters").map(|p| p.items().iter().collect()).unwrap_or_default();
     let mut out = Vec::new();
     for (key, key_range, value) in members {
         let converted = if METHODS.contains(&key.as_str()) {
-            operation(doc, value, &shared, consumes, produces)
+            let label = format!("{} {path}", key.to_ascii_uppercase());
+            operation(doc, &label, value, &shared, Media { consumes, produces }, flags)
         } else if key == "parameters" {
             // Body and form parameters of the path item are folded into each operation's body.
             let kept: Vec<Node> =
@@ -154,10 +179,18 @@ fn path_item(doc: &Node, item: &Node, consumes: &[String], produces: &[String]) 
     Node { kind: NodeKind::Object(out), range: item.range }
 }
 
-fn operation(doc: &Node, op: &Node, shared: &[&Node], consumes: &[String], produces: &[String]) -> Node {
+/// The media types a document or an operation declares.
+#[derive(Clone, Copy)]
+struct Media<'m> {
+    consumes: &'m [String],
+    produces: &'m [String],
+}
+
+/// `label`: how messages name the operation (`POST /pet/{petId}`).
+fn operation(doc: &Node, label: &str, op: &Node, shared: &[&Node], media: Media, flags: &mut Vec<FormFlag>) -> Node {
     let NodeKind::Object(members) = &op.kind else { return op.clone() };
-    let consumes = op.get("consumes").map(|c| media_list(Some(c))).unwrap_or_else(|| consumes.to_vec());
-    let produces = op.get("produces").map(|p| media_list(Some(p))).unwrap_or_else(|| produces.to_vec());
+    let consumes = op.get("consumes").map(|c| media_list(Some(c))).unwrap_or_else(|| media.consumes.to_vec());
+    let produces = op.get("produces").map(|p| media_list(Some(p))).unwrap_or_else(|| media.produces.to_vec());
     let own: Vec<&Node> = op.get("parameters").map(|p| p.items().iter().collect()).unwrap_or_default();
     // Body and form parameters of the path item apply unless the operation redeclares them.
     let mut body_params: Vec<&Node> = own.iter().copied().filter(|p| is_body_like(resolve(doc, p))).collect();
@@ -185,7 +218,7 @@ fn operation(doc: &Node, op: &Node, shared: &[&Node], consumes: &[String], produ
         };
         out.push((key.clone(), *key_range, converted));
     }
-    if let Some(body) = request_body(doc, &body_params, &consumes) {
+    if let Some(body) = request_body(doc, label, &body_params, &consumes, flags) {
         let range = body.range;
         out.push(("requestBody".into(), range, body));
     }
@@ -220,7 +253,13 @@ fn plain_parameter(param: &Node) -> Node {
 }
 
 /// The operation's body: the `body` parameter's schema, or an object of the `formData` fields.
-fn request_body(doc: &Node, params: &[&Node], consumes: &[String]) -> Option<Node> {
+fn request_body(
+    doc: &Node,
+    label: &str,
+    params: &[&Node],
+    consumes: &[String],
+    flags: &mut Vec<FormFlag>,
+) -> Option<Node> {
     let first = *params.first()?;
     let resolved: Vec<&Node> = params.iter().map(|p| resolve(doc, p)).collect();
     if let Some(body) = resolved.iter().find(|p| p.str_of("in") == "body") {
@@ -260,7 +299,11 @@ fn request_body(doc: &Node, params: &[&Node], consumes: &[String]) -> Option<Nod
             }
         }
         properties.push((name.to_string(), object(field.range, schema)));
-        if field.get("required").and_then(Node::as_bool) == Some(true) {
+        let flag = field.get("required").map(super::openapi::flag);
+        if let (Some(Flag::Text(_) | Flag::Other), Some(node)) = (flag, field.get("required")) {
+            flags.push(FormFlag { what: format!("form field `{name}` in {label}"), node: node.clone() });
+        }
+        if matches!(flag, Some(Flag::Bool(true) | Flag::Text(true))) {
             required.push(string(field.range, name));
         }
     }

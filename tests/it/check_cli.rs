@@ -58,6 +58,53 @@ fn a_nameless_property_leaves_its_object_unchecked_and_is_reported_on_the_spec()
     assert!(stdout.contains("trending.py:3:") && stdout.contains("[bad-index]"), "{stdout}");
 }
 
+/// A spec that writes `"required": "true"` means it: leaving the parameter out is an error, and
+/// the spec gets a warning on the value.
+#[test]
+fn a_required_written_as_a_string_is_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = std::fs::read_to_string("examples/tmdb/specs/tmdb_oas.json").unwrap();
+    let at = spec.find("\"/search/movie\"").unwrap();
+    let value = at + spec[at..].find("\"required\": true").unwrap() + "\"required\": ".len();
+    let quoted = format!("{}\"true\"{}", &spec[..value], &spec[value + "true".len()..]);
+    std::fs::write(dir.path().join("tmdb.json"), &quoted).unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), "[[toolsets]]\nname = \"tmdb\"\nopenapi = \"tmdb.json\"\n")
+        .unwrap();
+    std::fs::write(
+        dir.path().join("p.py"),
+        "from chainsmith.tools import tmdb\n\
+         ok = tmdb.search_movie(query=\"Heat\")\n\
+         none = tmdb.search_movie(page=2)\n",
+    )
+    .unwrap();
+    let root = dir.path().to_str().unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", root, "check", "--format", "json", root]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let items: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    let found: Vec<(String, u64, &str)> = items
+        .iter()
+        .map(|d| {
+            let file = Path::new(d["file"].as_str().unwrap()).file_name().unwrap().to_string_lossy().to_string();
+            (file, d["range"]["start"]["line"].as_u64().unwrap(), d["code"].as_str().unwrap())
+        })
+        .collect();
+    let line = quoted[..value].lines().count() as u64 - 1;
+    let nameless = quoted.lines().position(|l| l.trim_start().starts_with("\"\": {")).unwrap() as u64;
+    assert_eq!(
+        found,
+        [
+            ("tmdb.json".to_string(), line, "required-as-string"),
+            ("tmdb.json".to_string(), nameless, "empty-property-name"),
+            ("p.py".to_string(), 2, "missing-argument")
+        ],
+        "{stdout}"
+    );
+    assert_eq!(
+        items[0]["message"],
+        "`required` of parameter `query` in GET /search/movie is the string \"true\"; read as true"
+    );
+}
+
 /// Every line marked `# mistake: <code>` gets exactly that diagnostic, and nothing else is reported.
 #[test]
 fn every_planted_mistake_is_reported_on_its_line() {
