@@ -90,6 +90,22 @@ pub fn fold(word: &str) -> String {
     w.to_string()
 }
 
+/// A word's root for matching meaning rather than form: [`fold`], then derivational endings
+/// dropped, so `directed`, `director` and `Directing` meet at `direct` and `actor`, `acting` at
+/// `act`. Coarser than the index's terms, for the planner's question "does this tool's vocabulary
+/// say what the task asks?".
+pub fn root(word: &str) -> String {
+    let folded = fold(&word.to_lowercase());
+    for suffix in ["ings", "ing", "ions", "ion", "ed", "ors", "or", "ers", "er", "e"] {
+        if let Some(stem) = folded.strip_suffix(suffix)
+            && stem.len() >= 3
+        {
+            return stem.to_string();
+        }
+    }
+    folded
+}
+
 /// One document's weighted term frequencies.
 pub type Doc = BTreeMap<String, f64>;
 

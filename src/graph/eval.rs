@@ -37,10 +37,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::{END, START, ToolGraph, Trajectory};
 use crate::config::ToolnetConfig;
-use crate::textsearch;
 use crate::toolset::Catalog;
 use crate::toolset::index::{CatalogIndex, Query};
-use crate::toolset::schema::{self, Refs};
 
 /// Back-off fills a node's candidate list up to this many.
 pub const BACKOFF_FILL: usize = 3;
@@ -255,10 +253,11 @@ impl ToolInfo {
             };
             categories.insert(tool.id(), group);
         }
-        ToolInfo { categories, index: CatalogIndex::new(catalog), links: data_flow_links(catalog) }
+        let links = crate::toolset::dataflow::DataFlow::build(catalog).followers(catalog);
+        ToolInfo { categories, index: CatalogIndex::new(catalog), links }
     }
 
-    /// The tools that can take an id `from` yields (see [`data_flow_links`]).
+    /// The tools that can take what `from` yields (the catalog's data flow, [`crate::toolset::dataflow`]).
     pub fn linked(&self, from: &str) -> &[String] {
         self.links.get(from).map_or(&[], Vec::as_slice)
     }
@@ -276,66 +275,6 @@ impl ToolInfo {
             return path.trim_start_matches('/').split('/').next().unwrap_or("").to_string();
         }
         id.split_once('.').map_or(id, |(ts, _)| ts).to_string()
-    }
-}
-
-/// Which tools can follow which by data flow: `y` follows `x` when `y` requires an `<entity>_id`
-/// path parameter that `x` yields — its name names the entity (`search_movie` → `movie_id`) or its
-/// response schema holds the parameter or the entity as a key — and every other `*_id` path
-/// parameter of `y` is yielded by `x` too.
-pub fn data_flow_links(catalog: &Catalog) -> HashMap<String, Vec<String>> {
-    use crate::toolset::ParamLocation;
-    let id_params = |t: &crate::toolset::Tool| -> Vec<String> {
-        t.required()
-            .filter(|p| p.location == ParamLocation::Path && p.name.ends_with("_id") && p.name.len() > 3)
-            .map(|p| p.name.clone())
-            .collect()
-    };
-    let takers: Vec<(String, Vec<String>)> =
-        catalog.tools().map(|t| (t.id(), id_params(t))).filter(|(_, ps)| !ps.is_empty()).collect();
-    let mut links = HashMap::new();
-    let tokens = |text: &str| textsearch::tokens(text, true);
-    for x in catalog.tools() {
-        let mut words: HashSet<String> = tokens(&x.name).into_iter().collect();
-        let mut keys = HashSet::new();
-        if let Some(schema) = &*x.response {
-            collect_keys(x, schema, &mut keys, 0, &mut 2_000);
-        }
-        for k in &keys {
-            words.extend(tokens(k));
-        }
-        let yields = |p: &str| keys.contains(p) || tokens(p.trim_end_matches("_id")).iter().all(|w| words.contains(w));
-        let followers: Vec<String> = takers
-            .iter()
-            .filter(|(id, ps)| *id != x.id() && ps.iter().all(|p| yields(p)))
-            .map(|(id, _)| id.clone())
-            .collect();
-        if !followers.is_empty() {
-            links.insert(x.id(), followers);
-        }
-    }
-    links
-}
-
-/// Every property name in a JSON Schema (a few levels deep, and a bounded number of schemas:
-/// referenced schemas that lead back to each other would otherwise multiply the walk).
-fn collect_keys(
-    refs: &dyn Refs,
-    schema: &serde_json::Value,
-    keys: &mut HashSet<String>,
-    depth: usize,
-    budget: &mut usize,
-) {
-    if depth > 6 || *budget == 0 {
-        return;
-    }
-    *budget -= 1;
-    for (k, v) in schema::keys(refs, schema) {
-        keys.insert(k.to_string());
-        collect_keys(refs, v, keys, depth + 1, budget);
-    }
-    if let Some(items) = schema::items(refs, schema) {
-        collect_keys(refs, items, keys, depth + 1, budget);
     }
 }
 

@@ -13,7 +13,7 @@
 
 pub mod values;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 
@@ -28,9 +28,11 @@ pub const MAX_CALLS: usize = 4;
 /// How many partial chains enumeration may build for one task before it stops with what it has.
 pub const BUDGET: usize = 20_000;
 /// The tools a chain may end in: the most relevant ones.
-const FINAL_CANDIDATES: usize = 12;
+const FINAL_CANDIDATES: usize = 30;
+/// Chains kept for one tool at one length limit, shortest first.
+const CHAINS_PER_TOOL: usize = 64;
 /// Producers tried for one parameter, strongest edge first.
-const PRODUCERS_PER_PARAM: usize = 6;
+const PRODUCERS_PER_PARAM: usize = 16;
 
 /// Where one argument's value comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,9 +100,13 @@ struct Partial {
 
 struct Search<'p, 'a> {
     planner: &'p Planner<'a>,
+    /// Each tool's relevance to the task (the most relevant 1).
+    relevance: HashMap<String, f64>,
     values: TaskValues,
     task_words: Vec<String>,
     spent: usize,
+    /// The chains already built, by (last tool, room): a producer is reached from many consumers.
+    memo: HashMap<(String, usize), Vec<Partial>>,
 }
 
 impl<'a> Planner<'a> {
@@ -110,11 +116,14 @@ impl<'a> Planner<'a> {
         if relevance.is_empty() {
             return Err(NoPlan::NothingRelevant);
         }
+        let words = TaskWords::of(task);
         let mut search = Search {
             planner: self,
-            values: values::of(task),
+            relevance: relevance.iter().cloned().collect(),
+            values: words.values.clone(),
             task_words: crate::textsearch::tokens(task, true),
             spent: 0,
+            memo: HashMap::new(),
         };
         let mut finals: Vec<(&str, f64)> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
         finals.truncate(FINAL_CANDIDATES);
@@ -126,9 +135,13 @@ impl<'a> Planner<'a> {
                 break;
             }
         }
-        let mut plans: Vec<Plan> = found.into_iter().map(|p| self.score(p, &relevance, &search.values)).collect();
+        let relevance: HashMap<&str, f64> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
+        let mut vocab = Vocabularies::default();
+        let mut plans: Vec<Plan> = found.into_iter().map(|p| self.score(p, &relevance, &words, &mut vocab)).collect();
         plans.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.calls.len().cmp(&b.calls.len())));
-        plans.dedup_by(|a, b| a.calls == b.calls);
+        // One plan per path: the same calls fed differently are one choice for the reader.
+        let mut seen = BTreeSet::new();
+        plans.retain(|p| seen.insert(p.path()));
         plans.truncate(k);
         if plans.is_empty() { Err(NoPlan::NoChain) } else { Ok(plans) }
     }
@@ -140,27 +153,98 @@ impl<'a> Planner<'a> {
         hits.into_iter().map(|(id, s)| (id.to_string(), s / top)).collect()
     }
 
-    fn score(&self, partial: Partial, relevance: &[(String, f64)], values: &TaskValues) -> Plan {
-        let rel: HashMap<&str, f64> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
+    fn score(
+        &self,
+        partial: Partial,
+        relevance: &HashMap<&str, f64>,
+        task: &TaskWords,
+        vocab: &mut Vocabularies,
+    ) -> Plan {
         let mut reasons = Vec::new();
         let calls = partial.calls;
         let last = calls.last().map(|c| c.tool.as_str()).unwrap_or("");
-        let final_rel = rel.get(last).copied().unwrap_or(0.0);
+        let final_rel = relevance.get(last).copied().unwrap_or(0.0);
         let others: Vec<f64> =
-            calls[..calls.len() - 1].iter().map(|c| rel.get(c.tool.as_str()).copied().unwrap_or(0.0)).collect();
-        let others_rel = if others.is_empty() { 1.0 } else { others.iter().sum::<f64>() / others.len() as f64 };
-        let mut score = 2.0 * final_rel + others_rel;
+            calls[..calls.len() - 1].iter().map(|c| relevance.get(c.tool.as_str()).copied().unwrap_or(0.0)).collect();
+        let others_rel = if others.is_empty() { 0.5 } else { others.iter().sum::<f64>() / others.len() as f64 };
+        let mut score = final_rel + 0.5 * others_rel;
         reasons.push(format!("relevance: last call {final_rel:.2}, earlier calls {others_rel:.2}"));
+        // What the task asks, said by the chain's own words: the last call's (its answer) and all.
+        let said: Vec<BTreeSet<&str>> = calls
+            .iter()
+            .map(|c| {
+                let words = vocab.of(self.catalog, &c.tool);
+                task.content.iter().filter(|w| words.contains(*w)).map(String::as_str).collect()
+            })
+            .collect();
+        let covered: BTreeSet<&str> = said.iter().flatten().copied().collect();
+        let content = task.content.len().max(1) as f64;
+        let cover = covered.len() as f64 / content;
+        // A tool whose response holds everything (a generic detail record) says every word by
+        // chance; its saying the task's words counts for less.
+        let specificity = (VOCABULARY_OF_ONE_THING / vocab.of(self.catalog, last).len().max(1) as f64).min(1.0).sqrt();
+        let answer = specificity * said.last().map_or(0, BTreeSet::len) as f64 / content;
+        score += cover + answer;
+        reasons.push(format!(
+            "the chain says {:.0} % of the task's words, its last call {:.0} %",
+            100.0 * cover,
+            100.0 * answer
+        ));
+        // The task's head ("the director of …", "some reviews of …") is what the last call answers.
+        if !task.ask.is_empty() {
+            let final_words = vocab.of(self.catalog, last);
+            let asked = specificity * task.ask.iter().filter(|w| final_words.contains(*w)).count() as f64
+                / task.ask.len() as f64;
+            score += asked;
+            reasons.push(format!("its last call says {:.0} % of what the task asks for", 100.0 * asked));
+        }
         let flow = if partial.flow.is_empty() { 1.0 } else { partial.flow.iter().product::<f64>() };
         score += flow;
         reasons.push(format!("data flow {flow:.2}"));
+        let values = &task.values;
         let unused =
             values.names.len().saturating_sub(partial.used.iter().filter(|&&i| i < values.names.len()).count());
         if unused > 0 {
-            score -= 0.75 * unused as f64;
+            score -= 0.9 * unused as f64;
             reasons.push(format!("{unused} name{} of the task unused", if unused == 1 { "" } else { "s" }));
         }
-        score -= 0.15 * (calls.len() as f64 - 1.0);
+        // A name goes to the search for what the task calls it (`the movie Titanic`), an agent's
+        // name (`directed by …`, `…'s latest movie`) to a search for persons or users.
+        for call in &calls {
+            for argument in &call.arguments {
+                let Source::Task(Value::String(name)) = &argument.source else { continue };
+                let Some(i) = values.names.iter().position(|n| n == name) else { continue };
+                let context = &values.contexts[i];
+                let nouns = vocab.nouns(self.catalog, &call.tool);
+                if context.agent {
+                    if nouns.iter().any(|n| AGENTS.contains(&n.as_str())) {
+                        score += 0.6;
+                        reasons.push(format!("{name:?} is someone, and `{}` searches people", call.tool));
+                    }
+                } else if context.before.iter().any(|w| nouns.contains(w)) {
+                    score += 0.6;
+                    reasons.push(format!("the task calls {name:?} what `{}` searches", call.tool));
+                }
+            }
+        }
+        score -= 0.2 * (calls.len() as f64 - 1.0);
+        // A call that may change data belongs in a plan only when the task asks for that change
+        // (`lock the deploy`); as a step towards reading something it is never meant.
+        for call in calls.iter().filter(|c| c.writes) {
+            let words = vocab.nouns(self.catalog, &call.tool).clone();
+            let asked = task.content.iter().any(|w| words.contains(w))
+                && call.endpoint.as_deref().is_some_and(|e| !e.starts_with("GET "));
+            let verb_asked =
+                call.endpoint.as_deref().map(|e| e.split(' ').next().unwrap_or("")).is_some_and(|method| {
+                    WRITE_VERBS
+                        .iter()
+                        .any(|(m, verbs)| *m == method && verbs.iter().any(|v| task.content.iter().any(|w| w == v)))
+                });
+            if !(asked && verb_asked) {
+                score -= 1.0;
+                reasons.push(format!("`{}` may change data, which the task does not ask", call.tool));
+            }
+        }
         if let Some(graph) = self.toolnet {
             let mut previous = crate::graph::START;
             let mut transitions = 0.0;
@@ -176,12 +260,195 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// About how many words a tool about one thing has (name, path, description, response keys and
+/// categories); more make its matches less telling.
+const VOCABULARY_OF_ONE_THING: f64 = 200.0;
+
+/// The roots of the verbs that ask for each kind of change.
+const WRITE_VERBS: &[(&str, &[&str])] = &[
+    (
+        "POST",
+        &["creat", "add", "new", "open", "post", "lock", "send", "request", "start", "mak", "submit", "run", "restor"],
+    ),
+    ("PUT", &["set", "updat", "chang", "replac", "merg", "edit", "renam", "mov", "lock", "unlock"]),
+    ("PATCH", &["set", "updat", "chang", "edit", "renam", "clos", "reopen"]),
+    ("DELETE", &["delet", "remov", "cancel", "drop", "unlock", "clear"]),
+];
+
+/// Words after which a task stops saying what it asks for and starts saying which thing it means.
+const HEAD_ENDS: &[&str] = &[
+    "of",
+    "by",
+    "in",
+    "for",
+    "from",
+    "with",
+    "that",
+    "which",
+    "about",
+    "to",
+    "on",
+    "associated",
+    "belong",
+    "belonging",
+];
+
+/// Roots of the words that name agents: a name used as "by X" or "X's" is one of these.
+const AGENTS: &[&str] = &["person", "people", "user", "author", "artist", "creator", "member", "owner", "actor"];
+
+/// The task as the scorer reads it: its values, and the roots of its other content words.
+struct TaskWords {
+    values: TaskValues,
+    content: Vec<String>,
+    /// The roots of the task's head: its content words before the first name or preposition
+    /// that starts describing which thing is meant.
+    ask: Vec<String>,
+}
+
+impl TaskWords {
+    fn of(task: &str) -> TaskWords {
+        let values = values::of(task);
+        let in_values: BTreeSet<String> = values
+            .names
+            .iter()
+            .flat_map(|n| crate::textsearch::tokens(n, true))
+            .map(|w| crate::textsearch::root(&w))
+            .collect();
+        let mut content: Vec<String> = crate::textsearch::tokens(task, true)
+            .iter()
+            .map(|w| crate::textsearch::root(w))
+            .filter(|w| !in_values.contains(w) && !w.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        content.sort();
+        content.dedup();
+        let mut ask = Vec::new();
+        for word in task.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'') {
+            let lower = word.to_lowercase();
+            let starts_name = values.names.iter().any(|n| n.split_whitespace().next() == Some(word));
+            if !ask.is_empty() && (HEAD_ENDS.contains(&lower.as_str()) || starts_name) {
+                break;
+            }
+            let root = crate::textsearch::root(&lower);
+            if content.contains(&root) && !ask.contains(&root) {
+                ask.push(root);
+            }
+        }
+        TaskWords { values, content, ask }
+    }
+}
+
+/// Each tool's words, computed when a plan first needs them.
+#[derive(Default)]
+struct Vocabularies {
+    words: HashMap<String, BTreeSet<String>>,
+    nouns: HashMap<String, BTreeSet<String>>,
+}
+
+impl Vocabularies {
+    /// Roots of what a tool is called and about, and of what its response holds: keys, and
+    /// one-word example values (`"job": "Director"`).
+    fn of(&mut self, catalog: &Catalog, id: &str) -> &BTreeSet<String> {
+        self.words.entry(id.to_string()).or_insert_with(|| {
+            let mut words = BTreeSet::new();
+            let Ok(tool) = catalog.find(id) else { return words };
+            let mut add = |text: &str| {
+                for w in crate::textsearch::tokens(text, true) {
+                    words.insert(crate::textsearch::root(&w));
+                }
+            };
+            add(&tool.name);
+            if let Some(endpoint) = endpoint(tool) {
+                add(&endpoint);
+            }
+            add(&tool.description.chars().take(400).collect::<String>());
+            let mut keys = Vec::new();
+            if let Some(response) = &*tool.response {
+                response_keys(tool, response, 0, &mut keys);
+            }
+            for example in tool.examples.iter().filter_map(|e| e.response.as_ref()).take(3) {
+                example_words(example, &mut keys, &mut 2_000);
+            }
+            for key in keys {
+                add(&key);
+            }
+            words
+        })
+    }
+
+    /// Roots of the nouns a tool's path (else its name) is about, without verbs like `search`.
+    fn nouns(&mut self, catalog: &Catalog, id: &str) -> &BTreeSet<String> {
+        self.nouns.entry(id.to_string()).or_insert_with(|| {
+            let Ok(tool) = catalog.find(id) else { return BTreeSet::new() };
+            let text = match &tool.transport {
+                Transport::Http { path, .. } => {
+                    path.split('/').filter(|s| !s.starts_with('{')).collect::<Vec<_>>().join(" ")
+                }
+                _ => tool.name.clone(),
+            };
+            crate::textsearch::tokens(&text, true)
+                .iter()
+                .map(|w| crate::textsearch::root(w))
+                .filter(|w| !matches!(w.as_str(), "search" | "find" | "list" | "get" | "query"))
+                .collect()
+        })
+    }
+}
+
+/// Property names of a response schema, a few levels deep.
+fn response_keys(tool: &Tool, node: &Value, depth: usize, out: &mut Vec<String>) {
+    if depth > 4 || out.len() > 200 {
+        return;
+    }
+    if let Some(items) = schema::items(tool, node) {
+        response_keys(tool, items, depth + 1, out);
+    }
+    for (key, value) in schema::keys(tool, node) {
+        out.push(key.to_string());
+        response_keys(tool, value, depth + 1, out);
+    }
+}
+
+/// Keys and one-word string values of an example response (`Director`, `Acting`), within `budget`.
+fn example_words(value: &Value, out: &mut Vec<String>, budget: &mut usize) {
+    if *budget == 0 {
+        return;
+    }
+    *budget -= 1;
+    match value {
+        // Short phrases are categories (`Director of Photography`, `Acting`); longer text is
+        // prose, numbers and codes say nothing.
+        Value::String(s)
+            if s.len() <= 40
+                && s.split_whitespace().count() <= 4
+                && s.chars().all(|c| c.is_alphabetic() || c == ' ') =>
+        {
+            out.push(s.clone())
+        }
+        Value::Array(items) => items.iter().for_each(|v| example_words(v, out, budget)),
+        Value::Object(map) => map.iter().for_each(|(k, v)| {
+            out.push(k.clone());
+            example_words(v, out, budget);
+        }),
+        _ => {}
+    }
+}
+
 impl Search<'_, '_> {
     /// Every chain of at most `room` calls whose last call is `tool`.
     fn chains_ending_in(&mut self, tool: &Tool, room: usize) -> Vec<Partial> {
         if room == 0 || self.spent >= BUDGET {
             return Vec::new();
         }
+        let key = (tool.id(), room);
+        if let Some(known) = self.memo.get(&key) {
+            return known.clone();
+        }
+        let chains = self.build_chains_ending_in(tool, room);
+        self.memo.insert(key, chains.clone());
+        chains
+    }
+
+    fn build_chains_ending_in(&mut self, tool: &Tool, room: usize) -> Vec<Partial> {
         self.spent += 1;
         let mut arguments: Vec<Vec<(Argument, Option<Partial>)>> = Vec::new();
         for param in tool.required() {
@@ -201,13 +468,33 @@ impl Search<'_, '_> {
                     let mut partial = partial.clone();
                     let mut argument = argument.clone();
                     if let Some(producer) = producer {
-                        if partial.calls.len() + producer.calls.len() + 1 > room {
-                            continue;
-                        }
-                        let offset = partial.calls.len();
-                        partial.calls.extend(producer.calls.iter().cloned().map(|c| shifted(c, offset)));
-                        partial.used.extend(producer.used.iter().copied());
-                        partial.flow.extend(producer.flow.iter().copied());
+                        // Two arguments from one producer (`owner` and `repo` of one
+                        // repository) share its call instead of running it twice.
+                        let n = producer.calls.len();
+                        let shared = (0..=partial.calls.len().saturating_sub(n)).find(|&at| {
+                            partial.calls.len() >= n
+                                && partial.calls[at..at + n]
+                                    .iter()
+                                    .zip(&producer.calls)
+                                    .all(|(a, b)| *a == shifted(b.clone(), at))
+                        });
+                        let offset = match shared {
+                            Some(at) => at,
+                            None => {
+                                if partial.calls.len() + n + 1 > room {
+                                    continue;
+                                }
+                                // A task value goes to one argument of the plan only.
+                                if producer.used.iter().any(|i| partial.used.contains(i)) {
+                                    continue;
+                                }
+                                let offset = partial.calls.len();
+                                partial.calls.extend(producer.calls.iter().cloned().map(|c| shifted(c, offset)));
+                                partial.used.extend(producer.used.iter().copied());
+                                partial.flow.extend(producer.flow.iter().copied());
+                                offset
+                            }
+                        };
                         if let Source::Field { call, weight, .. } = &mut argument.source {
                             *call += offset;
                             partial.flow.push(*weight);
@@ -225,8 +512,15 @@ impl Search<'_, '_> {
                     args.push(argument);
                     next.push((args, partial));
                     self.spent += 1;
+                    if self.spent >= BUDGET {
+                        return Vec::new();
+                    }
                 }
             }
+            // The shortest combinations are kept: a call with several id arguments multiplies
+            // its producers' chains, and the long ones are the least likely plans.
+            next.sort_by_key(|(_, partial)| partial.calls.len());
+            next.truncate(CHAINS_PER_TOOL);
             combined = next;
             if combined.is_empty() || self.spent >= BUDGET {
                 return Vec::new();
@@ -261,8 +555,14 @@ impl Search<'_, '_> {
             out.push((argument(Source::Task(value)), None));
         }
         if room > 1 {
-            let edges: Vec<_> =
-                self.planner.flow.producers(&tool.id(), &param.name).take(PRODUCERS_PER_PARAM).cloned().collect();
+            // The producers most relevant to the task first: an entity has many (every list of
+            // movies yields movie ids), and the task says which way to it is meant.
+            let mut edges: Vec<_> = self.planner.flow.producers(&tool.id(), &param.name).cloned().collect();
+            let rank = |e: &crate::toolset::dataflow::Edge| {
+                e.weight * (0.25 + self.relevance.get(&e.from).copied().unwrap_or(0.0))
+            };
+            edges.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+            edges.truncate(PRODUCERS_PER_PARAM);
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
                 let why = edge.evidence.iter().map(|e| e.why.as_str()).collect::<Vec<_>>().join("; ");
@@ -381,5 +681,57 @@ fn python_literal(value: &Value) -> String {
         Value::Bool(false) => "False".into(),
         Value::Null => "None".into(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::toolset::test_support::openapi_catalog;
+
+    /// A search of repositories, their pull requests (read, and one that opens a pull request).
+    const SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "hub", "version": "1"}, "paths": {
+      "/search/repositories": {"get": {"summary": "Search repositories", "parameters": [{"name": "q", "in": "query", "required": true, "schema": {"type": "string"}}],
+        "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+          "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "stargazers_count": {"type": "integer"},
+            "owner": {"type": "object", "properties": {"login": {"type": "string"}, "id": {"type": "integer"}}}}}}}}}}}}}},
+      "/repos/{owner}/{repo}/pulls": {
+        "get": {"summary": "List pull requests", "parameters": [{"name": "owner", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "repo", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "array", "items": {"type": "object", "properties": {"number": {"type": "integer"}, "title": {"type": "string"}}}}}}}}},
+        "post": {"summary": "Create a pull request", "parameters": [{"name": "owner", "in": "path", "required": true, "schema": {"type": "string"}}, {"name": "repo", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"type": "object", "properties": {"number": {"type": "integer"}}}}}}}}}
+    }}"#;
+
+    fn plan_for(task: &str) -> (Catalog, Vec<Plan>) {
+        let catalog = openapi_catalog("hub", SPEC, None);
+        let flow = DataFlow::build(&catalog);
+        let index = CatalogIndex::new(&catalog);
+        let plans = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None }.plans(task, 5).unwrap();
+        (catalog, plans)
+    }
+
+    #[test]
+    fn two_arguments_from_one_response_share_its_call() {
+        let (catalog, plans) = plan_for("list the pull requests of the most starred \"rust\" repository");
+        let first = &plans[0];
+        assert_eq!(first.path(), ["GET /search/repositories", "GET /repos/{owner}/{repo}/pulls"], "{plans:#?}");
+        let skeleton = first.skeleton(&catalog);
+        assert!(skeleton.contains("search_repositories = hub.search_repositories(q=\"rust\")"), "{skeleton}");
+        assert!(
+            skeleton.contains("owner=search_repositories[\"items\"][0][\"owner\"][\"login\"]")
+                && skeleton.contains("repo=search_repositories[\"items\"][0][\"name\"]"),
+            "{skeleton}"
+        );
+    }
+
+    #[test]
+    fn a_write_is_planned_only_when_asked_and_then_marked() {
+        let (_, plans) = plan_for("list the pull requests of the most starred \"rust\" repository");
+        assert!(plans[0].calls.iter().all(|c| !c.writes), "{plans:#?}");
+        let (catalog, plans) = plan_for("create a pull request in the most starred \"rust\" repository");
+        let first = &plans[0];
+        assert_eq!(first.path().last().map(String::as_str), Some("POST /repos/{owner}/{repo}/pulls"), "{plans:#?}");
+        assert!(first.calls.last().unwrap().writes);
+        assert!(first.skeleton(&catalog).contains("# may change data: chainsmith asks before running this call\n"));
     }
 }

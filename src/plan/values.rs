@@ -8,10 +8,21 @@ use serde_json::Value;
 use super::{Argument, Source};
 use crate::toolset::Param;
 
+/// The words before a name (roots, nearest first) and how it is used: after "by" (`directed by
+/// Sofia Coppola`) or as an owner (`Clint Eastwood's latest movie`), a name is an agent — a
+/// person, a user — rather than the thing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NameContext {
+    pub before: Vec<String>,
+    pub agent: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskValues {
     /// Quoted strings and capitalised names, in order of appearance.
     pub names: Vec<String>,
+    /// What the task says around each name (same order as `names`).
+    pub contexts: Vec<NameContext>,
     /// Numbers and ordinals, each with the word after (or before) it that it counts.
     pub numbers: Vec<(i64, Vec<String>)>,
     /// `owner/repo` pairs.
@@ -46,9 +57,6 @@ const NOT_NAMES: &[&str] = &[
     "would",
     "my",
     "me",
-    "the",
-    "a",
-    "an",
     "in",
     "on",
     "of",
@@ -116,7 +124,10 @@ pub fn of(task: &str) -> TaskValues {
         while run.first().is_some_and(|w| NOT_NAMES.contains(&w.to_lowercase().as_str())) {
             run.remove(0);
         }
-        if !run.is_empty() {
+        // An article alone ("The" opening a sentence) is no name; before a name it is part of
+        // the title (`The Dark Knight`).
+        let only_articles = run.iter().all(|w| matches!(w.to_lowercase().as_str(), "the" | "a" | "an"));
+        if !run.is_empty() && !only_articles {
             names.push(run.join(" "));
         }
         run.clear();
@@ -147,9 +158,7 @@ pub fn of(task: &str) -> TaskValues {
         let capitalised = word.chars().next().is_some_and(char::is_uppercase);
         let shouting = word.len() <= 3 && word.chars().all(|c| c.is_uppercase());
         let ends_clause = raw.ends_with([',', '?', '.', '!', ';', ':']);
-        if capitalised && !shouting {
-            run.push(word);
-        } else if !run.is_empty() && JOINERS.contains(&lower.as_str()) {
+        if (capitalised && !shouting) || (!run.is_empty() && JOINERS.contains(&lower.as_str())) {
             run.push(word);
         } else {
             flush(&mut run, &mut values.names);
@@ -160,7 +169,23 @@ pub fn of(task: &str) -> TaskValues {
     }
     flush(&mut run, &mut values.names);
     values.names.dedup();
+    values.contexts = values.names.iter().map(|name| context_of(task, name)).collect();
     values
+}
+
+fn context_of(task: &str, name: &str) -> NameContext {
+    let Some(at) = task.find(name) else { return NameContext::default() };
+    let before: Vec<String> = task[..at]
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .rev()
+        .take(3)
+        .map(|w| w.to_lowercase())
+        .collect();
+    let after = &task[at + name.len()..];
+    let possessive = after.starts_with("'s") || after.starts_with("’s");
+    let agent = possessive || before.first().is_some_and(|w| w == "by");
+    NameContext { before: before.iter().map(|w| crate::textsearch::root(w)).collect(), agent }
 }
 
 fn number(word: &str) -> Option<i64> {

@@ -144,6 +144,27 @@ impl DataFlow {
         self.into.get(&(tool.to_string(), param.to_string())).into_iter().flatten().map(|&i| &self.edges[i])
     }
 
+    /// Which tools can follow which: `y` follows `x` when `x` can feed every required parameter
+    /// of `y` that any tool can feed (ToolNet's data-flow back-off).
+    pub fn followers(&self, catalog: &Catalog) -> HashMap<String, Vec<String>> {
+        let mut links: HashMap<String, Vec<String>> = HashMap::new();
+        for tool in catalog.tools() {
+            let id = tool.id();
+            let fed: Vec<&str> =
+                tool.required().map(|p| p.name.as_str()).filter(|p| self.producers(&id, p).next().is_some()).collect();
+            let Some(first) = fed.first() else { continue };
+            let mut from: Vec<&str> = self.producers(&id, first).map(|e| e.from.as_str()).collect();
+            from.sort_unstable();
+            from.dedup();
+            for x in from {
+                if fed.iter().all(|p| self.producers(&id, p).any(|e| e.from == x)) {
+                    links.entry(x.to_string()).or_default().push(id.clone());
+                }
+            }
+        }
+        links
+    }
+
     /// The edges out of `tool`, in the order they were found.
     pub fn consumers_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Edge> + 'a {
         self.edges.iter().filter(move |e| e.from == tool)
@@ -183,16 +204,23 @@ fn want_of(tool: &Tool, name: &str) -> Option<Want> {
     Some(Want { entity: singular(&lower), field: None })
 }
 
-/// The singular of a path or key word (`movies` → `movie`, `companies` → `company`).
+/// The singular of a path or key word (`movies` → `movie`, `companies` → `company`), with the
+/// short forms APIs use for the same thing made one (`repositories` → `repo`).
 fn singular(word: &str) -> String {
     let w = word.to_ascii_lowercase().replace('-', "_");
-    if let Some(stem) = w.strip_suffix("ies").filter(|s| s.len() > 2) {
-        return format!("{stem}y");
+    let one = if let Some(stem) = w.strip_suffix("ies").filter(|s| s.len() > 2) {
+        format!("{stem}y")
+    } else if w.ends_with("ss") || w.ends_with("us") {
+        w
+    } else {
+        w.strip_suffix('s').filter(|s| s.len() > 2).map(str::to_string).unwrap_or(w)
+    };
+    match one.as_str() {
+        "repository" => "repo".into(),
+        "organization" | "organisation" => "org".into(),
+        "people" => "person".into(),
+        _ => one,
     }
-    if w.ends_with("ss") || w.ends_with("us") {
-        return w;
-    }
-    w.strip_suffix('s').filter(|s| s.len() > 2).map(str::to_string).unwrap_or(w)
 }
 
 /// A parameter that can take a value from another tool: required or not, in the path, query or
@@ -253,6 +281,7 @@ impl Consumers {
             consumers.retain(|c| c.want.field.is_some() || entities.contains(entity) || is_identity_word(entity));
             !consumers.is_empty()
         });
+        let entities = by_entity.keys().cloned().collect();
         Consumers { by_entity, entities }
     }
 
@@ -267,6 +296,10 @@ impl Consumers {
             let mut path = object.path.clone();
             path.0.push(Step::Key(key.clone()));
             let key_lower = key.to_ascii_lowercase();
+            // The top level's id of an operation that takes that entity echoes its argument
+            // (`/movie/{movie_id}/credits` → `id`); lists inside it are other things of the kind
+            // (`/movie/{movie_id}/similar` → `results[].id`).
+            let echoes = |entity: &str| object.path.0.is_empty() && context.takes(entity);
             // The field is the entity's identifier, for each entity the object may be.
             for (entity, why) in entities {
                 let Some(consumers) = self.by_entity.get(entity) else { continue };
@@ -275,11 +308,19 @@ impl Consumers {
                         Some(field) => key_lower == field,
                         None => matches!(key_lower.as_str(), "login" | "name" | "slug" | "id"),
                     };
-                    if !fits || consumer.tool == tool.id() || context.takes(entity) {
+                    if !fits || consumer.tool == tool.id() || echoes(entity) {
                         continue;
                     }
+                    // A parameter that is the thing itself (`repo`, `owner`) takes its handle:
+                    // a login or slug before a name, a name before a number.
+                    let strength = match (consumer.want.field, key_lower.as_str()) {
+                        (Some(_), _) => 0.9,
+                        (None, "login" | "slug") => 0.6,
+                        (None, "name") => 0.55,
+                        (None, _) => 0.35,
+                    };
                     let named = Evidence {
-                        strength: if consumer.want.field.is_some() { 0.9 } else { 0.6 },
+                        strength,
                         why: format!("`{key}` identifies a {entity}, and `{}` takes a {entity}", consumer.param),
                     };
                     out.extend(edge(tool, &path, consumer, &field_types, vec![why.clone(), named]));
@@ -288,7 +329,7 @@ impl Consumers {
             // The field carries the parameter's own name (`movie_id` in a response).
             let want = want_of(tool, key);
             if let Some(want) = want.filter(|w| w.field.is_some())
-                && !context.takes(&want.entity)
+                && !echoes(&want.entity)
                 && let Some(consumers) = self.by_entity.get(&want.entity)
             {
                 for consumer in consumers.iter().filter(|c| c.tool != tool.id() && c.want.field == want.field) {
@@ -423,9 +464,28 @@ fn collect_objects(
 }
 
 /// Each entity's shape: the keys of its detail operation's response (the operation whose path
-/// ends in the parameter that names it).
-fn detail_shapes(catalog: &Catalog) -> HashMap<String, BTreeSet<String>> {
-    let mut shapes: HashMap<String, BTreeSet<String>> = HashMap::new();
+/// ends in the parameter that names it), and how many shapes each key is in.
+#[derive(Default)]
+struct Shapes {
+    keys: HashMap<String, BTreeSet<String>>,
+    in_shapes: HashMap<String, usize>,
+}
+
+impl Shapes {
+    fn iter(&self) -> impl Iterator<Item = (&String, &BTreeSet<String>)> {
+        self.keys.iter()
+    }
+
+    /// How much a key says about an entity: the log of how rare it is among shapes.
+    fn idf(&self, key: &str) -> f64 {
+        let n = self.keys.len() as f64;
+        let df = self.in_shapes.get(key).copied().unwrap_or(0) as f64;
+        ((n + 1.0) / (df + 0.5)).ln().max(0.0)
+    }
+}
+
+fn detail_shapes(catalog: &Catalog) -> Shapes {
+    let mut shapes = Shapes::default();
     for tool in catalog.tools() {
         let Transport::Http { method, path } = &tool.transport else { continue };
         if !method.eq_ignore_ascii_case("get") {
@@ -436,8 +496,11 @@ fn detail_shapes(catalog: &Catalog) -> HashMap<String, BTreeSet<String>> {
         let Some(want) = want_of(tool, name) else { continue };
         let Some(response) = &*tool.response else { continue };
         let keys: BTreeSet<String> = schema::keys(tool, response).iter().map(|(k, _)| k.to_string()).collect();
-        if keys.len() >= 3 {
-            shapes.entry(want.entity).or_insert(keys);
+        if keys.len() >= 3 && !shapes.keys.contains_key(&want.entity) {
+            for key in &keys {
+                *shapes.in_shapes.entry(key.clone()).or_default() += 1;
+            }
+            shapes.keys.insert(want.entity, keys);
         }
     }
     shapes
@@ -447,7 +510,7 @@ fn detail_shapes(catalog: &Catalog) -> HashMap<String, BTreeSet<String>> {
 fn object_entities(
     object: &Object,
     producer: &Producer,
-    shapes: &HashMap<String, BTreeSet<String>>,
+    shapes: &Shapes,
     entities: &BTreeSet<String>,
 ) -> Vec<(String, Evidence)> {
     let keys: BTreeSet<&str> = object.fields.iter().map(|(k, _)| k.as_str()).collect();
@@ -457,11 +520,24 @@ fn object_entities(
         Some(_) => {}
         None => found.push((entity.to_string(), evidence)),
     };
-    for (entity, shape) in shapes {
-        let shared: Vec<&str> = shape.iter().map(String::as_str).filter(|k| keys.contains(k) && *k != "id").collect();
+    // Keys most entities have (`id`, `name`, `overview`) say little; a key of one entity's shape
+    // alone (`title`, `release_date` for movies) says much. The best-fitting entity by those
+    // weights wins; another counts only when it fits nearly as well.
+    let fits: Vec<(&String, Vec<&str>, f64)> = shapes
+        .iter()
+        .map(|(entity, shape)| {
+            let shared: Vec<&str> =
+                shape.iter().map(String::as_str).filter(|k| keys.contains(k) && *k != "id").collect();
+            let weight = shared.iter().map(|k| shapes.idf(k)).sum::<f64>();
+            (entity, shared, weight)
+        })
+        .collect();
+    let best_fit = fits.iter().map(|(_, _, w)| *w).fold(0.0, f64::max);
+    for (entity, shared, weight) in fits {
+        let shape = &shapes.keys[entity];
         let smaller = keys.len().min(shape.len()).max(1) as f64;
         let share = shared.len() as f64 / smaller;
-        if shared.len() >= 3 && share >= 0.3 {
+        if shared.len() >= 3 && share >= 0.3 && weight >= 0.8 * best_fit {
             let strength = (0.4 + share * 0.5).min(0.9);
             let sample: Vec<&str> = shared.iter().take(4).copied().collect();
             add(
@@ -476,7 +552,7 @@ fn object_entities(
     if let Some(parent) = &object.parent_key {
         let entity = singular(parent);
         if entities.contains(&entity) || is_identity_word(&entity) {
-            add(&entity, Evidence { strength: 0.6, why: format!("it sits under `{parent}`") });
+            add(&entity, Evidence { strength: 0.8, why: format!("it sits under `{parent}`") });
         }
     }
     // What the path is about, for the operation's own results (not objects nested in them).
@@ -490,14 +566,14 @@ fn object_entities(
     if own_results {
         for noun in &producer.nouns {
             if entities.contains(noun) && !producer.takes(noun) {
-                add(noun, Evidence { strength: 0.5, why: format!("the operation's path is about {noun}s") });
+                add(noun, Evidence { strength: 0.75, why: format!("the operation's path is about {noun}s") });
             }
         }
     }
     // The strongest reading first; a weak reading beside a much stronger one is dropped.
     found.sort_by(|a, b| b.1.strength.total_cmp(&a.1.strength));
     if let Some(best) = found.first().map(|(_, e)| e.strength) {
-        found.retain(|(_, e)| e.strength >= best - 0.25);
+        found.retain(|(_, e)| e.strength >= best - 0.1);
     }
     found
 }

@@ -25,6 +25,7 @@ mod lsp_stdio;
 mod lsp_toolnet;
 mod mcp_servers;
 mod patterns;
+mod plan_cli;
 mod probe_cli;
 mod probe_eval;
 mod probe_lsp;
