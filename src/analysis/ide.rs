@@ -62,6 +62,9 @@ pub struct Hover {
     pub range: ByteRange,
     /// `toolset.name` when the hover is on a tool (the server adds its ToolNet neighbourhood).
     pub tool_id: Option<String>,
+    /// (tool id, parameter) when the hover is on an argument's name (the server adds the tools
+    /// whose responses can feed it).
+    pub parameter: Option<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -722,7 +725,7 @@ pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Op
         if !ts.description.is_empty() {
             md.push_str(&format!("\n\n{}", ts.description));
         }
-        return Some(Hover { markdown: md, range: import.range, tool_id: None });
+        return Some(Hover { markdown: md, range: import.range, tool_id: None, parameter: None });
     }
     if let Some(access) = analysis.access_at(offset) {
         let label = match &access.key {
@@ -745,7 +748,7 @@ pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Op
             }
             None => format!("**{label}** — not described by the response schema of `{tool}`"),
         };
-        return Some(Hover { markdown: md, range: access.key_range, tool_id: None });
+        return Some(Hover { markdown: md, range: access.key_range, tool_id: None, parameter: None });
     }
     let call = analysis.calls.iter().find(|c| {
         c.name_range.contains(offset) || c.args.iter().any(|a| a.name_range.is_some_and(|r| r.contains(offset)))
@@ -757,9 +760,15 @@ pub fn hover_in(analysis: &Analysis<'_>, offset: usize, catalog: &Catalog) -> Op
             markdown: param_markdown(refs, param),
             range: arg.name_range.unwrap_or_default(),
             tool_id: None,
+            parameter: Some((tool.id(), param.name.clone())),
         });
     }
-    Some(Hover { markdown: describe_tool(refs, tool), range: call.name_range, tool_id: Some(tool.id()) })
+    Some(Hover {
+        markdown: describe_tool(refs, tool),
+        range: call.name_range,
+        tool_id: Some(tool.id()),
+        parameter: None,
+    })
 }
 
 pub fn signature_help(

@@ -591,3 +591,18 @@ fn exit_without_shutdown_is_not_clean() {
     let exit = client.exit_without_shutdown();
     assert!(!exit.clean);
 }
+
+/// A hover on an argument says which tools' responses can feed it (the data-flow graph), so the
+/// user learns where a `person_id` comes from without opening the spec.
+#[test]
+fn hover_on_an_argument_lists_the_tools_that_produce_it() {
+    let mut client = tmdb().start();
+    let text = "from chainsmith.tools import tmdb\ncredits = tmdb.person_movie_credits(person_id=1)\n";
+    let uri = client.open("p.py", text);
+    let hover = client.hover(&uri, pos(1, 38)).expect("a hover on the argument");
+    let shown = markdown(&hover);
+    let produced = shown.split("**Produced by**").nth(1).unwrap_or_else(|| panic!("{shown}"));
+    assert!(produced.contains("- `tmdb.search_person` → `results[].id` ("), "{shown}");
+    assert!(produced.contains("identifies a person"), "{shown}");
+    client.shutdown();
+}

@@ -1,10 +1,14 @@
-//! `textDocument/hover`: a tool's protocol, an argument's parameter, a response field's schema.
+//! `textDocument/hover`: a tool's protocol (with its ToolNet neighbourhood), an argument's parameter
+//! (with the tools whose responses can feed it), a response field's schema.
 
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::analysis::ide;
 use crate::server::convert;
 use crate::server::session::Snapshot;
+
+/// How many producing tools a hover on an argument lists, strongest first.
+const PRODUCERS_SHOWN: usize = 5;
 
 pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     let world = &snap.world;
@@ -18,6 +22,22 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     {
         found.markdown.push_str("\n\n---\n");
         found.markdown.push_str(&section);
+    }
+    // On an argument: the tools whose responses can feed it, and why.
+    if let Some((tool, param)) = found.parameter.clone() {
+        let producers: Vec<String> = world
+            .flow
+            .of(&world.catalog)
+            .producers(&tool, &param)
+            .take(PRODUCERS_SHOWN)
+            .map(|e| {
+                let why = e.evidence.iter().map(|w| w.why.as_str()).collect::<Vec<_>>().join("; ");
+                format!("- `{}` → `{}` ({why})", e.from, e.field)
+            })
+            .collect();
+        if !producers.is_empty() {
+            found.markdown.push_str(&format!("\n\n---\n**Produced by**\n{}", producers.join("\n")));
+        }
     }
     Some(convert::hover(found, &snap.line_index, snap.text(), world.encoding))
 }
