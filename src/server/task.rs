@@ -18,6 +18,7 @@ use tower_lsp_server::Client;
 use tower_lsp_server::lsp_types::{self as lsp, notification, request};
 
 use crate::runtime::Cancel;
+use crate::server::handlers::commands::names;
 
 /// How long the server waits for the client to answer one of its requests
 /// (`window/workDoneProgress/create`, `workspace/configuration`, `workspace/applyEdit`, …) before
@@ -35,10 +36,10 @@ pub enum TaskKind {
 impl TaskKind {
     pub fn command(self) -> &'static str {
         match self {
-            TaskKind::Run => "chainsmith.run",
-            TaskKind::Generate => "chainsmith.generate",
-            TaskKind::Fix => "chainsmith.fix",
-            TaskKind::Probe => "chainsmith.probe",
+            TaskKind::Run => names::RUN,
+            TaskKind::Generate => names::GENERATE,
+            TaskKind::Fix => names::FIX,
+            TaskKind::Probe => names::PROBE,
         }
     }
 }

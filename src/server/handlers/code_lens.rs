@@ -2,6 +2,7 @@
 
 use tower_lsp_server::lsp_types as lsp;
 
+use crate::server::handlers::commands::names;
 use crate::server::session::Snapshot;
 
 pub const RUN_TITLE: &str = "▶ Run chain";
@@ -15,7 +16,7 @@ pub fn code_lens(snap: &Snapshot, _params: lsp::CodeLensParams) -> Option<Vec<ls
         range: top,
         command: Some(lsp::Command {
             title: RUN_TITLE.into(),
-            command: "chainsmith.run".into(),
+            command: names::RUN.into(),
             arguments: Some(vec![serde_json::Value::String(snap.uri.as_str().to_string())]),
         }),
         data: None,

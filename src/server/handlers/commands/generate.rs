@@ -25,6 +25,8 @@ use crate::server::session::Snapshot;
 use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, TaskKey, TaskKind, spawn_guarded};
 use crate::server::{convert, session};
 use crate::text::ByteRange;
+
+use super::names;
 /// Diagnostic codes of a failed run (src/runtime/attribute.rs).
 pub const RUNTIME_CODES: [&str; 3] = ["runtime-error", "tool-error", "attributed-call"];
 
@@ -90,7 +92,7 @@ pub fn code_actions(snap: &Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp:
                 kind: Some(rewrite),
                 command: Some(lsp::Command {
                     title: GENERATE_TITLE.into(),
-                    command: "chainsmith.generate".into(),
+                    command: names::GENERATE.into(),
                     arguments: Some(vec![arguments]),
                 }),
                 ..Default::default()
@@ -111,7 +113,7 @@ pub fn code_actions(snap: &Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp:
             diagnostics: Some(failing),
             command: Some(lsp::Command {
                 title: FIX_TITLE.into(),
-                command: "chainsmith.fix".into(),
+                command: names::FIX.into(),
                 arguments: Some(vec![json!({"uri": uri, "version": snap.version})]),
             }),
             ..Default::default()

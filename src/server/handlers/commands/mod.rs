@@ -19,15 +19,30 @@ use tower_lsp_server::lsp_types as lsp;
 
 use crate::server::context::Context;
 
+/// The commands' names, written once: the code lenses and code actions that carry them, the
+/// dispatch that reads them and the capabilities that advertise them must agree, and the editors
+/// (`editors/`) send these exact strings.
+pub mod names {
+    pub const RUN: &str = "chainsmith.run";
+    pub const GENERATE: &str = "chainsmith.generate";
+    pub const FIX: &str = "chainsmith.fix";
+    pub const PROBE: &str = "chainsmith.probe";
+    pub const PROBE_ALL: &str = "chainsmith.probeAll";
+    pub const GRAPH: &str = "chainsmith.graph";
+    pub const TRUST_WORKSPACE: &str = "chainsmith.trustWorkspace";
+    pub const ACCEPT_OBSERVED: &str = "chainsmith.acceptObserved";
+}
+
+/// Every command, as `initialize` advertises them.
 pub const COMMANDS: [&str; 8] = [
-    "chainsmith.run",
-    "chainsmith.generate",
-    "chainsmith.fix",
-    "chainsmith.probe",
-    "chainsmith.probeAll",
-    "chainsmith.graph",
-    trust::COMMAND,
-    observed::COMMAND,
+    names::RUN,
+    names::GENERATE,
+    names::FIX,
+    names::PROBE,
+    names::PROBE_ALL,
+    names::GRAPH,
+    names::TRUST_WORKSPACE,
+    names::ACCEPT_OBSERVED,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,31 +88,51 @@ pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -
 /// Which command `params` names, with its parsed arguments where they are simple.
 pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
     let command = params.command.as_str();
-    if command == "chainsmith.run" {
-        Outcome::Run
-    } else if command == "chainsmith.generate" {
-        Outcome::Generate
-    } else if command == "chainsmith.fix" {
-        Outcome::Fix
-    } else if command == "chainsmith.probe" || command == "chainsmith.probeAll" {
-        Outcome::Probe { all: command == "chainsmith.probeAll" }
-    } else if command == "chainsmith.graph" {
-        // The argument is a tool id (`tmdb.search_person`) or, from editors, the document's URI
-        // (as a string or `{uri}`).
-        let argument = params.arguments.first();
-        let text = argument.and_then(|a| a.as_str().or_else(|| a.get("uri").and_then(|u| u.as_str())));
-        let from = text.filter(|a| !a.contains(':') && a.contains('.')).map(str::to_string);
-        let document = text.filter(|a| a.contains(':')).and_then(|a| a.parse().ok());
-        Outcome::Graph { from, document }
-    } else if command == trust::COMMAND {
-        Outcome::TrustWorkspace
-    } else if command == observed::COMMAND {
-        Outcome::AcceptObserved
-    } else if COMMANDS.contains(&command) {
-        Outcome::Unavailable { message: format!("chainsmith: the command `{command}` is not available in this build") }
-    } else {
-        Outcome::Unknown {
-            message: format!("unknown command `{command}`; chainsmith provides {}", COMMANDS.join(", ")),
+    match command {
+        names::RUN => Outcome::Run,
+        names::GENERATE => Outcome::Generate,
+        names::FIX => Outcome::Fix,
+        names::PROBE => Outcome::Probe { all: false },
+        names::PROBE_ALL => Outcome::Probe { all: true },
+        names::GRAPH => {
+            // The argument is a tool id (`tmdb.search_person`) or, from editors, the document's URI
+            // (as a string or `{uri}`).
+            let argument = params.arguments.first();
+            let text = argument.and_then(|a| a.as_str().or_else(|| a.get("uri").and_then(|u| u.as_str())));
+            let from = text.filter(|a| !a.contains(':') && a.contains('.')).map(str::to_string);
+            let document = text.filter(|a| a.contains(':')).and_then(|a| a.parse().ok());
+            Outcome::Graph { from, document }
         }
+        names::TRUST_WORKSPACE => Outcome::TrustWorkspace,
+        names::ACCEPT_OBSERVED => Outcome::AcceptObserved,
+        _ if COMMANDS.contains(&command) => Outcome::Unavailable {
+            message: format!("chainsmith: the command `{command}` is not available in this build"),
+        },
+        _ => Outcome::Unknown {
+            message: format!("unknown command `{command}`; chainsmith provides {}", COMMANDS.join(", ")),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_advertised_command_is_carried_out() {
+        for command in COMMANDS {
+            let params = lsp::ExecuteCommandParams {
+                command: command.to_string(),
+                arguments: Vec::new(),
+                work_done_progress_params: Default::default(),
+            };
+            let outcome = outcome(&params);
+            assert!(
+                !matches!(outcome, Outcome::Unavailable { .. } | Outcome::Unknown { .. }),
+                "{command}: {outcome:?}"
+            );
+        }
+        let distinct: std::collections::HashSet<&str> = COMMANDS.into_iter().collect();
+        assert_eq!(distinct.len(), COMMANDS.len());
     }
 }

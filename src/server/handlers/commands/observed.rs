@@ -15,12 +15,15 @@ use crate::server::convert;
 use crate::server::session::{ObservedDrift, World};
 use crate::text::LineIndex;
 
-pub const COMMAND: &str = "chainsmith.acceptObserved";
+use super::names;
 
 /// Writes the observed shape of the tool named by the first argument (`toolset.name`).
 pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
     let Some(tool) = params.arguments.first().and_then(Value::as_str).map(str::to_string) else {
-        return Err(Error::invalid_params(format!("{COMMAND} takes the tool id (toolset.name) as its argument")));
+        return Err(Error::invalid_params(format!(
+            "{} takes the tool id (toolset.name) as its argument",
+            names::ACCEPT_OBSERVED
+        )));
     };
     let (root, catalog, observed, before) = {
         let s = ctx.session();
@@ -77,7 +80,7 @@ pub fn code_actions(
             diagnostics: Some(vec![convert::diagnostic(&d, &index, &text, world.encoding)]),
             command: Some(lsp::Command {
                 title,
-                command: COMMAND.into(),
+                command: names::ACCEPT_OBSERVED.into(),
                 arguments: Some(vec![Value::String(seen.drift.tool.clone())]),
             }),
             ..Default::default()

@@ -26,6 +26,8 @@ use crate::server::task::{self, Progress, Showing, TaskKey, TaskKind, spawn_guar
 use crate::text::LineIndex;
 use crate::toolset::Catalog;
 
+use super::names;
+
 const CONFIRM: &str = "Probe them too";
 const SKIP: &str = "Only read-only tools";
 
@@ -113,7 +115,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
     prober.budget.max_llm_calls = (prober.samples + 1) * n * world.config.probe.rounds.max(1);
     prober.budget.max_tokens = world.config.generate.max_tokens.max(1) * u64::from(n);
     let context = ctx.clone();
-    spawn_guarded(&ctx.client, "chainsmith.probe", async move {
+    spawn_guarded(&ctx.client, names::PROBE, async move {
         background(&context, root, catalog, prober, targets, progress).await;
         drop(task);
     });
@@ -179,7 +181,7 @@ fn probe_action(tool: &crate::toolset::Tool) -> lsp::CodeActionOrCommand {
         kind: Some(lsp::CodeActionKind::REFACTOR),
         command: Some(lsp::Command {
             title,
-            command: "chainsmith.probe".into(),
+            command: names::PROBE.into(),
             arguments: Some(vec![Value::String(tool.id())]),
         }),
         ..Default::default()

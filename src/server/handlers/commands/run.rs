@@ -21,6 +21,8 @@ use crate::server::session::{self, Snapshot};
 use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, Task, TaskKey, TaskKind, spawn_guarded};
 use crate::text::LineIndex;
 
+use super::names;
+
 /// The program a `chainsmith.run` names: its URI as the first argument (a string, or an object
 /// with `uri`).
 fn target(params: &lsp::ExecuteCommandParams) -> Option<lsp::Uri> {
@@ -53,7 +55,7 @@ impl RunObserver for Forward {
 /// the background.
 pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
     let Some(uri) = target(&params) else {
-        return Err(Error::invalid_params("chainsmith.run takes the program's URI as its argument"));
+        return Err(Error::invalid_params(format!("{} takes the program's URI as its argument", names::RUN)));
     };
     let (snapshot, world) = {
         let s = ctx.session();
@@ -77,7 +79,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             }
         }
     };
-    let refused = guarded("chainsmith.run", || runtime::unrunnable_calls(&path, &text, &world.config, &world.catalog))?;
+    let refused = guarded(names::RUN, || runtime::unrunnable_calls(&path, &text, &world.config, &world.catalog))?;
     if let Some(first) = refused.first() {
         let message = format!("chainsmith: not running {}: {}", file_name(&path), first.message);
         ctx.client.show_message(lsp::MessageType::ERROR, message).await;
@@ -106,7 +108,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     request.mcp = Some(ctx.mcp.clone());
     let context = ctx.clone();
     let generation = world.generation;
-    spawn_guarded(&ctx.client, "chainsmith.run", async move {
+    spawn_guarded(&ctx.client, names::RUN, async move {
         background(&context, request, task, progress, snapshot, text, generation).await;
     });
     Ok(None)
@@ -191,7 +193,8 @@ async fn background(
     if let Some(snap) = snapshot
         && outcome.start_error.is_none()
         && !matches!(outcome.stopped, Some(runtime::Stop::Cancelled))
-        && let Ok(marks) = guarded("chainsmith.run results", || RunMarks::of(snap.version, &text, &snap, &outcome))
+        && let Ok(marks) =
+            guarded(&format!("{} results", names::RUN), || RunMarks::of(snap.version, &text, &snap, &outcome))
     {
         apply(ctx, &snap, marks).await;
     }

@@ -18,7 +18,7 @@ use crate::text::LineIndex;
 use crate::toolset::workspace;
 use crate::trust::{self, Store};
 
-pub const COMMAND: &str = "chainsmith.trustWorkspace";
+use super::names;
 
 /// Records trust for the session's workspace and reloads it; answers `{root, commands: [{from,
 /// command}]}`.
@@ -31,7 +31,8 @@ pub async fn execute(ctx: &Context) -> Result<Option<Value>> {
         ctx.client.show_message(lsp::MessageType::ERROR, "chainsmith: no workspace to trust").await;
         return Ok(None);
     };
-    let recorded = tokio::task::spawn_blocking(move || guarded(COMMAND, || record(&root, settings.as_ref()))).await;
+    let recorded =
+        tokio::task::spawn_blocking(move || guarded(names::TRUST_WORKSPACE, || record(&root, settings.as_ref()))).await;
     let (canonical, commands) = match recorded {
         Ok(Ok(Ok(recorded))) => recorded,
         Ok(Ok(Err(message))) => {
@@ -94,7 +95,7 @@ pub fn code_actions(world: &World, path: &Path, params: &lsp::CodeActionParams) 
         diagnostics: Some(touching),
         command: Some(lsp::Command {
             title,
-            command: COMMAND.into(),
+            command: names::TRUST_WORKSPACE.into(),
             arguments: Some(vec![Value::String(params.text_document.uri.as_str().to_string())]),
         }),
         ..Default::default()
