@@ -16,6 +16,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::ByteRange;
 
 pub const CONFIG_FILE: &str = "chainsmith.toml";
+/// The folder whose protocol files make up the catalog when chainsmith.toml names no toolsets.
+pub const PROTOCOLS_DIR: &str = "protocols";
 
 #[derive(Debug, Clone, Default)]
 pub struct Config {
@@ -651,27 +653,14 @@ fn json_to_toml(value: &serde_json::Value) -> Option<toml::Value> {
     })
 }
 
-/// The workspace root for paths given on the command line: the nearest ancestor of `start`
-/// holding chainsmith.toml or a `protocols/` folder, else `start` itself.
-pub fn discover_root(start: &Path) -> PathBuf {
-    let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
-    let mut dir = if absolute.is_file() { absolute.parent().map(Path::to_path_buf) } else { Some(absolute.clone()) };
-    while let Some(d) = dir {
-        if d.join(CONFIG_FILE).is_file() || d.join("protocols").is_dir() {
-            return relative_to_cwd(&d);
-        }
-        dir = d.parent().map(Path::to_path_buf);
-    }
-    start.to_path_buf()
-}
-
-fn relative_to_cwd(path: &Path) -> PathBuf {
-    let Ok(cwd) = std::env::current_dir() else { return path.to_path_buf() };
-    match path.strip_prefix(&cwd) {
-        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
-        Ok(rel) => rel.to_path_buf(),
-        Err(_) => path.to_path_buf(),
-    }
+/// The workspace `start` belongs to: the nearest folder at or above it (above its folder, when
+/// `start` is a file) that holds chainsmith.toml or `protocols/`. The command line (from the paths
+/// it is given) and the language server (for a program opened without a workspace folder) must
+/// agree on which folder that is, so both ask here. A relative `start` is walked up to the current
+/// folder and no further.
+pub fn discover_root(start: &Path) -> Option<PathBuf> {
+    let dir = if start.is_file() { start.parent()? } else { start };
+    dir.ancestors().find(|d| d.join(CONFIG_FILE).is_file() || d.join(PROTOCOLS_DIR).is_dir()).map(Path::to_path_buf)
 }
 
 #[cfg(test)]
@@ -790,5 +779,25 @@ severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
         assert_eq!(c.problems[0].code, "invalid-config");
         assert!(c.toolsets.is_empty());
         assert_eq!(c.runtime.timeout_s, 60);
+    }
+
+    #[test]
+    fn the_workspace_is_the_nearest_folder_with_the_file_or_protocols() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        std::fs::write(top.join(CONFIG_FILE), "").unwrap();
+        std::fs::create_dir_all(top.join("a/b")).unwrap();
+        std::fs::write(top.join("a/b/p.py"), "").unwrap();
+        assert_eq!(discover_root(&top.join("a/b/p.py")).as_deref(), Some(top));
+        assert_eq!(discover_root(&top.join("a/b")).as_deref(), Some(top));
+        // A program not saved yet is walked from where it will be.
+        assert_eq!(discover_root(&top.join("a/b/new.py")).as_deref(), Some(top));
+        // `protocols/` alone marks a workspace, and the nearer one wins.
+        std::fs::create_dir_all(top.join("a/protocols")).unwrap();
+        assert_eq!(discover_root(&top.join("a/b/p.py")).as_deref(), Some(top.join("a").as_path()));
+        // A file named `protocols` does not.
+        std::fs::create_dir_all(top.join("c")).unwrap();
+        std::fs::write(top.join("c/protocols"), "").unwrap();
+        assert_eq!(discover_root(&top.join("c")).as_deref(), Some(top));
     }
 }

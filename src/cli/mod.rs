@@ -35,7 +35,22 @@ use crate::toolset::{Catalog, Tool, workspace};
 pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
     match root {
         Some(r) => r.to_path_buf(),
-        None => config::discover_root(paths.first().map(PathBuf::as_path).unwrap_or(Path::new("."))),
+        None => {
+            let start = paths.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
+            // Absolute, so the walk goes above the current folder; then relative again, so
+            // messages name files as the user would.
+            let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+            config::discover_root(&absolute).map(|r| relative_to_cwd(&r)).unwrap_or_else(|| start.to_path_buf())
+        }
+    }
+}
+
+fn relative_to_cwd(path: &Path) -> PathBuf {
+    let Ok(cwd) = std::env::current_dir() else { return path.to_path_buf() };
+    match path.strip_prefix(&cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+        Ok(rel) => rel.to_path_buf(),
+        Err(_) => path.to_path_buf(),
     }
 }
 

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::doc::{self, Node, Syntax};
 use super::{Auth, Catalog, Loaded, SourceKind, Toolset, Transport, mcp, native, openapi, toolbench};
-use crate::config::{AuthConfig, Config, ToolsetSource};
+use crate::config::{AuthConfig, Config, PROTOCOLS_DIR, ToolsetSource};
 use crate::diagnostic::Diagnostic;
 use crate::names;
 use crate::text::ByteRange;
@@ -93,7 +93,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
         }
     };
     if config.toolsets.is_empty() {
-        let jobs: Vec<FileJob<'_>> = discover(&config.root.join("protocols"))
+        let jobs: Vec<FileJob<'_>> = discover(&config.root.join(PROTOCOLS_DIR))
             .into_iter()
             .map(|file| FileJob { file, toolset: None, kind: None, max_bytes: crate::files::MAX_READ, named_in: None })
             .collect();

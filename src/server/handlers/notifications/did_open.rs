@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use tower_lsp_server::lsp_types as lsp;
 
+use crate::config;
 use crate::server::context::{Context, guarded};
 use crate::server::session::{self, Document};
 
@@ -22,7 +23,7 @@ pub async fn did_open(ctx: &Context, params: lsp::DidOpenTextDocumentParams) {
         s.open(document);
         s.root.is_none()
     };
-    if needs_root && let Some(root) = session::discover_root(&path) {
+    if needs_root && let Some(root) = path.parent().and_then(config::discover_root) {
         tracing::info!("no workspace folder: using {}", root.display());
         ctx.session().root = Some(root);
         ctx.reload(HashMap::new()).await;
