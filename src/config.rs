@@ -3,7 +3,8 @@
 //! The file is read tolerantly: a syntax error is a diagnostic on the file and chainsmith falls back
 //! to discovering `protocols/`; a bad `[[toolsets]]` entry disables only that toolset; a bad section
 //! keeps that section's defaults. Editor settings (section `chainsmith`, same keys) override the file
-//! key by key.
+//! key by key; the settings' own layers (initialization options, then `workspace/configuration`)
+//! are put together by the same rule ([`layer_settings`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -624,6 +625,10 @@ fn typed<T: DeserializeOwned>(
     }
 }
 
+/// The one rule for putting a layer of settings over another (editor settings over chainsmith.toml,
+/// `workspace/configuration` over initialization options): tables key by key, anything else —
+/// arrays, `toolsets` among them — replaced whole. Settings arrive as JSON and reach it through
+/// [`json_to_toml`], so a null is a setting not given and leaves the value below it.
 fn merge(base: Option<toml::Value>, over: toml::Value) -> toml::Value {
     match (base, over) {
         (Some(toml::Value::Table(mut base)), toml::Value::Table(over)) => {
@@ -634,6 +639,23 @@ fn merge(base: Option<toml::Value>, over: toml::Value) -> toml::Value {
             toml::Value::Table(base)
         }
         (_, over) => over,
+    }
+}
+
+/// Editor settings that arrive in two layers, `earlier` (initialization options) and `later` (what
+/// `workspace/configuration` answers), as the one override [`Config::load`] takes: `later` over
+/// `earlier` by [`merge`], so a setting means the same whichever way the editor sends it.
+pub fn layer_settings(
+    earlier: Option<&serde_json::Value>,
+    later: Option<&serde_json::Value>,
+) -> Option<serde_json::Value> {
+    match (earlier, later) {
+        (None, None) => None,
+        (Some(one), None) | (None, Some(one)) => Some(one.clone()),
+        (Some(earlier), Some(later)) => {
+            let Some(later) = json_to_toml(later) else { return Some(earlier.clone()) };
+            serde_json::to_value(merge(json_to_toml(earlier), later)).ok()
+        }
     }
 }
 
@@ -728,6 +750,35 @@ severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
         assert!(!c.trusted);
         let trusted = Config::from_text(Path::new("ws"), None, Some(&json!({"trusted": true})));
         assert!(trusted.trusted, "an editor with its own workspace trust says so");
+    }
+
+    #[test]
+    fn settings_layers_merge_by_the_rule_that_puts_them_over_the_file() {
+        let init = json!({"llm": {"model": "a", "timeout_s": 5}, "x": 1, "toolsets": [{"name": "a"}, {"name": "b"}]});
+        let pulled = json!({"llm": {"model": "b"}, "y": 2, "toolsets": [{"name": "c"}]});
+        assert_eq!(
+            layer_settings(Some(&init), Some(&pulled)),
+            Some(json!({"llm": {"model": "b", "timeout_s": 5}, "x": 1, "y": 2, "toolsets": [{"name": "c"}]})),
+            "tables key by key, a list replaced whole"
+        );
+        assert_eq!(layer_settings(Some(&init), None), Some(init.clone()));
+        assert_eq!(layer_settings(None, Some(&pulled)), Some(pulled.clone()));
+        assert_eq!(layer_settings(None, None), None);
+        // A null is a setting not given, in either layer, as it is over the file.
+        let unset = json!({"llm": {"model": null}, "x": null});
+        assert_eq!(layer_settings(Some(&init), Some(&unset)), Some(init.clone()));
+        let over_file = Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), TEXT)), Some(&unset));
+        assert_eq!(over_file.llm.model, "m1");
+    }
+
+    #[test]
+    fn toolsets_in_settings_replace_the_files_list() {
+        let overrides = json!({"toolsets": [{"name": "mine", "openapi": "mine.json"}]});
+        let c = Config::from_text(Path::new("ws"), Some((Path::new("ws/chainsmith.toml"), TEXT)), Some(&overrides));
+        let names: Vec<&str> = c.toolsets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["mine"]);
+        // The file's other sections still apply.
+        assert_eq!(c.llm.model, "m1");
     }
 
     #[test]

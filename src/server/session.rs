@@ -427,16 +427,7 @@ impl Session {
 
     /// The editor settings passed to `Config::load` as overrides.
     pub fn settings(&self) -> Option<serde_json::Value> {
-        match (&self.init_settings, &self.pulled_settings) {
-            (None, None) => None,
-            (Some(a), None) => Some(a.clone()),
-            (None, Some(b)) => Some(b.clone()),
-            (Some(a), Some(b)) => {
-                let mut merged = a.clone();
-                merge_json(&mut merged, b);
-                Some(merged)
-            }
-        }
+        crate::config::layer_settings(self.init_settings.as_ref(), self.pulled_settings.as_ref())
     }
 
     /// Installs a configuration, catalog and ToolNet loaded as load number `sequence`, unless a
@@ -539,23 +530,6 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Overlays `over` on `base`, object key by object key.
-pub fn merge_json(base: &mut serde_json::Value, over: &serde_json::Value) {
-    match (base, over) {
-        (serde_json::Value::Object(base), serde_json::Value::Object(over)) => {
-            for (key, value) in over {
-                match base.get_mut(key) {
-                    Some(existing) => merge_json(existing, value),
-                    None => {
-                        base.insert(key.clone(), value.clone());
-                    }
-                }
-            }
-        }
-        (base, over) => *base = over.clone(),
-    }
-}
-
 /// The nearest ancestor folder of `file` holding chainsmith.toml or `protocols/`: the workspace of
 /// a file opened without a workspace folder.
 pub fn discover_root(file: &Path) -> Option<PathBuf> {
@@ -583,14 +557,6 @@ pub fn document_path(uri: &Uri) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn settings_overlay_key_by_key() {
-        let mut a = json!({"llm": {"model": "a", "timeout_s": 5}, "x": 1});
-        merge_json(&mut a, &json!({"llm": {"model": "b"}, "y": 2}));
-        assert_eq!(a, json!({"llm": {"model": "b", "timeout_s": 5}, "x": 1, "y": 2}));
-    }
 
     #[test]
     fn ranged_and_full_changes() {
