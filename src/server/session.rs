@@ -530,19 +530,6 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The nearest ancestor folder of `file` holding chainsmith.toml or `protocols/`: the workspace of
-/// a file opened without a workspace folder.
-pub fn discover_root(file: &Path) -> Option<PathBuf> {
-    let mut dir = file.parent();
-    while let Some(d) = dir {
-        if d.join(CONFIG_FILE).is_file() || d.join("protocols").is_dir() {
-            return Some(d.to_path_buf());
-        }
-        dir = d.parent();
-    }
-    None
-}
-
 /// The path of a document URI: the file path for `file:` URIs, else the URI's path (untitled
 /// buffers), so the analysis always has a name to report.
 pub fn document_path(uri: &Uri) -> PathBuf {
