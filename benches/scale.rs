@@ -22,6 +22,9 @@
 //! `CHAINSMITH_BENCH_EMBEDDING` names an embedding model's folder (an absolute path) — fused with
 //! dense retrieval (each run embeds all 16,000 APIs into its fresh workspace: minutes on a CPU).
 //!
+//! Also the catalog's data-flow graph at 16k APIs (build time, memory held) and the planner's time
+//! per task there (`CHAINSMITH_BENCH_ONLY=planner` runs only this part).
+//!
 //! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
 
 use std::path::{Path, PathBuf};
@@ -52,6 +55,11 @@ fn main() {
         Some(temp)
     };
     let (apis, tools) = write_workspace(root.as_path());
+    // CHAINSMITH_BENCH_ONLY=planner: only the data-flow graph and the planner (a few minutes less).
+    if std::env::var("CHAINSMITH_BENCH_ONLY").is_ok_and(|v| v == "planner") {
+        data_flow_and_plans(root.as_path());
+        return;
+    }
     let (program, call_lines) = write_program(root.as_path());
     println!(
         "workspace: {apis} APIs in {tools} tools; program: {} lines, {} tool calls",
@@ -93,6 +101,7 @@ fn main() {
         passes.push(Pass { load, clean, errors, extra, cancel, machine, spinner });
     }
     retrieval(root.as_path());
+    data_flow_and_plans(root.as_path());
     for pass in &mut passes {
         let load = pass.load.label();
         println!("--- LSP {load}: {} ---", pass.machine);
@@ -623,6 +632,58 @@ fn rusage_seconds(who: libc::c_int) -> f64 {
 }
 
 /// Task searches over the 16k-API catalog with the workspace's index, warm.
+/// The catalog's data-flow graph at 16k APIs (build time, and the memory it holds, against the
+/// issue's 300 ms and 50 MB), and the planner on StableToolBench's test queries: its time per task
+/// and how often it answers "no plan" within its enumeration budget.
+fn data_flow_and_plans(root: &Path) {
+    use chainsmith::plan::Planner;
+    use chainsmith::toolset::dataflow::DataFlow;
+    use chainsmith::toolset::index::CatalogIndex;
+    let config = chainsmith::config::Config::load(root, None);
+    let catalog = chainsmith::toolset::workspace::load(&config);
+    let mut builds = Vec::new();
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        std::hint::black_box(DataFlow::build(&catalog));
+        builds.push(t0.elapsed());
+    }
+    report("data-flow graph build (16k APIs)", &mut builds);
+    let before = resident_kb();
+    let flow = DataFlow::build(&catalog);
+    let after = resident_kb();
+    println!(
+        "data-flow graph (16k APIs): {} edges, {:.1} MB resident while held (target: ≤ 300 ms, ≤ 50 MB)",
+        flow.edges().len(),
+        after.saturating_sub(before) as f64 / 1024.0
+    );
+    let index = CatalogIndex::new(&catalog);
+    let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction");
+    let text = std::fs::read_to_string(dir.join("G1_instruction.json")).expect("the vendored queries");
+    let items: Vec<Value> = serde_json::from_str(&text).expect("JSON");
+    let (mut samples, mut none) = (Vec::new(), 0);
+    for query in items.iter().filter_map(|q| q["query"].as_str()).take(100) {
+        let t0 = Instant::now();
+        if planner.plans(query, 5).is_err() {
+            none += 1;
+        }
+        samples.push(t0.elapsed());
+    }
+    println!("plans (16k APIs, G1_instruction's first {} queries): {none} answered \"no plan\"", samples.len());
+    report("plan one task (16k APIs)", &mut samples);
+}
+
+/// This process's resident memory in KiB (`VmRSS`).
+fn resident_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
 fn retrieval(root: &Path) {
     use chainsmith::config::Config;
     use chainsmith::toolset::index::CatalogIndex;

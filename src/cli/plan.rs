@@ -29,9 +29,9 @@ pub fn plan(root: Option<&Path>, args: PlanArgs) -> Result<u8> {
     let root = super::workspace_root(root, &[]);
     let (config, catalog) = super::load_workspace(&root)?;
     let index = super::retrieval_index(&catalog, &config);
-    let flow = DataFlow::build(&catalog);
+    let flow = catalog.data_flow();
     if let Some(file) = &args.eval {
-        return evaluate(&catalog, &flow, &index, file, &args);
+        return evaluate(&catalog, flow, &index, file, &args);
     }
     let Some(task) = args.task.as_deref() else {
         bail!("give a task (`chainsmith plan \"TASK\"`) or --eval TASKS.json")
@@ -40,7 +40,7 @@ pub fn plan(root: Option<&Path>, args: PlanArgs) -> Result<u8> {
         Some(file) => Some(history_graph(&catalog, file, args.history_tasks.as_deref(), None)?),
         None => None,
     };
-    let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: history.as_ref() };
+    let planner = Planner { catalog: &catalog, flow, index: &index, toolnet: history.as_ref() };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match planner.plans(task, args.k) {

@@ -253,7 +253,7 @@ impl ToolInfo {
             };
             categories.insert(tool.id(), group);
         }
-        let links = crate::toolset::dataflow::DataFlow::build(catalog).followers(catalog);
+        let links = catalog.data_flow().followers(catalog);
         ToolInfo { categories, index: CatalogIndex::new(catalog), links }
     }
 

@@ -169,8 +169,6 @@ pub struct World {
     pub toolnet: Arc<Toolnet>,
     /// The catalog's text index (retrieval and task relevance), built when first needed.
     pub relevance: Arc<Relevance>,
-    /// The catalog's data flow (which response feeds which parameter), built when first needed.
-    pub flow: Arc<Flow>,
 }
 
 /// The catalog's text index, for one catalog: built once (by the first completion with a task
@@ -184,20 +182,6 @@ impl Relevance {
     /// The index of `catalog`, which must be the catalog this `Relevance` was installed with.
     pub fn of(&self, catalog: &Catalog) -> &CatalogIndex {
         self.index.get_or_init(|| CatalogIndex::new(catalog))
-    }
-}
-
-/// The catalog's data-flow graph, for one catalog: built by the first request that needs it (a
-/// hover on an argument), then shared.
-#[derive(Default)]
-pub struct Flow {
-    flow: OnceLock<crate::toolset::dataflow::DataFlow>,
-}
-
-impl Flow {
-    /// The data flow of `catalog`, which must be the catalog this `Flow` was installed with.
-    pub fn of(&self, catalog: &Catalog) -> &crate::toolset::dataflow::DataFlow {
-        self.flow.get_or_init(|| crate::toolset::dataflow::DataFlow::build(catalog))
     }
 }
 
@@ -307,7 +291,6 @@ pub struct Session {
     /// The sequence number of the ToolNet installed.
     pub toolnet_loaded: u64,
     pub relevance: Arc<Relevance>,
-    pub flow: Arc<Flow>,
     /// Open programs by URI (as text: `Uri` caches parts of itself, so it makes a poor map key).
     pub documents: HashMap<String, Document>,
     /// Protocol files / chainsmith.toml that currently carry published diagnostics.
@@ -366,7 +349,6 @@ impl Default for Session {
             toolnet: Arc::new(Toolnet::empty()),
             toolnet_loaded: 0,
             relevance: Arc::default(),
-            flow: Arc::default(),
             documents: HashMap::new(),
             published_workspace: HashMap::new(),
             drift: Vec::new(),
@@ -385,7 +367,6 @@ impl Session {
             generation: self.generation,
             toolnet: self.toolnet.clone(),
             relevance: self.relevance.clone(),
-            flow: self.flow.clone(),
         }
     }
 
@@ -441,7 +422,6 @@ impl Session {
         self.catalog = Arc::new(catalog);
         self.generation += 1;
         self.relevance = Arc::default();
-        self.flow = Arc::default();
         self.toolnet = Arc::new(toolnet);
         self.toolnet_loaded = sequence;
         for document in self.documents.values_mut() {

@@ -278,6 +278,8 @@ pub struct Catalog {
     /// What this workspace may run, as it was when the catalog was loaded (the runtime asks it
     /// before starting a command tool or the interpreter).
     pub trust: crate::trust::Trust,
+    /// Which response feeds which parameter: built on first use, as most sessions never ask.
+    flow: std::sync::OnceLock<dataflow::DataFlow>,
 }
 
 /// Python builtins an alias must not shadow in a stub (types used in annotations, and common
@@ -337,6 +339,11 @@ impl Catalog {
             catalog.index_aliases(ti);
         }
         catalog
+    }
+
+    /// The catalog's data-flow graph ([`dataflow`]), built once, when first asked for.
+    pub fn data_flow(&self) -> &dataflow::DataFlow {
+        self.flow.get_or_init(|| dataflow::DataFlow::build(self))
     }
 
     /// A tool's snake-cased `operationId` is its alias (GitHub's `pulls/list` → `pulls_list` for

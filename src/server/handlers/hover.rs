@@ -26,8 +26,8 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
     // On an argument: the tools whose responses can feed it, and why.
     if let Some((tool, param)) = found.parameter.clone() {
         let producers: Vec<String> = world
-            .flow
-            .of(&world.catalog)
+            .catalog
+            .data_flow()
             .producers(&tool, &param)
             .take(PRODUCERS_SHOWN)
             .map(|e| {
