@@ -1,5 +1,5 @@
 //! Text search, one implementation for every user: the catalog's index (`toolset::index`, shared
-//! by retrieval and ToolNet's task relevance) and graph evaluation's data-flow word matching.
+//! by retrieval and ToolNet's task relevance) and the planner's word matching ([`root`]).
 //! Tokens are lower-case words with identifiers and URL paths split (`movieCredits`,
 //! `movie_credits`, `/person/{person_id}`), stop words dropped and plurals folded by one light
 //! stemmer; documents are weighted term frequencies; BM25 runs over an inverted index, so a query

@@ -169,6 +169,9 @@ pub struct Request<'a> {
     pub allowed: Option<BTreeSet<String>>,
     /// `fix`: the user's program is the first attempt.
     pub given: Option<String>,
+    /// Its run, when the caller already ran it (a fix checks first whether the program runs): the
+    /// search takes that result instead of running the program, and its calls, again.
+    pub given_run: Option<Execution>,
     /// Whether to ask the judge (there is a task to judge against).
     pub judge: bool,
 }
@@ -322,6 +325,8 @@ struct Search<'a> {
     dropped: Vec<String>,
     nodes: Vec<Node>,
     static_checks: Vec<usize>,
+    /// The given program's run made before the search, used once by its node.
+    given_run: Option<Execution>,
 }
 
 enum Step {
@@ -384,7 +389,11 @@ impl<'a> Search<'a> {
         }
         let replay = self.nodes[id].parent.and_then(|p| self.nodes[p].trace.clone());
         let program = self.nodes[id].program.clone();
-        let verdict = match self.runner.execute(&program, replay.as_ref()).await {
+        let execution = match self.given_run.take().filter(|_| self.nodes[id].kind == Kind::Given) {
+            Some(done) => done,
+            None => self.runner.execute(&program, replay.as_ref()).await,
+        };
+        let verdict = match execution {
             Execution::NeedsConsent(tools) => {
                 self.nodes[id].verdict = Some(Verdict::NotRun(Stop::NeedsConsent(tools.clone()).to_string()));
                 return Step::Stop(Stop::NeedsConsent(tools));
@@ -623,6 +632,7 @@ pub async fn search(
         dropped: Vec::new(),
         nodes: vec![root],
         static_checks: Vec::new(),
+        given_run: request.given_run,
     };
     let stop = search.run(request.given).await;
     let best = search.nodes.iter().skip(1).max_by_key(|n| (score(n), std::cmp::Reverse(n.id))).map(|n| n.id);

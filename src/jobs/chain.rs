@@ -205,12 +205,18 @@ impl Prepared<'_> {
             Goal::Fix { text } => Some(text.clone()),
             Goal::Generate { .. } => None,
         };
-        if let Some(text) = &original
-            && let Execution::Ran(first) = runner.execute(text, None).await
-            && first.trace.ok
-            && first.exit_status() == 0
-        {
-            return Finished::AlreadyRuns;
+        // A fix runs its program once: when it already works nothing is asked of the model, and
+        // otherwise that run is the search's first node (a program that writes must not write twice).
+        let mut given_run = None;
+        if let Some(text) = &original {
+            let first = runner.execute(text, None).await;
+            if let Execution::Ran(outcome) = &first
+                && outcome.trace.ok
+                && outcome.exit_status() == 0
+            {
+                return Finished::AlreadyRuns;
+            }
+            given_run = Some(first);
         }
         let task_text = self.task.clone().unwrap_or_else(|| RUN_WITHOUT_ERRORS.into());
         let mut given = original.clone();
@@ -220,6 +226,7 @@ impl Prepared<'_> {
                 candidates: self.candidates.clone(),
                 allowed: self.allowed.clone(),
                 given: given.clone(),
+                given_run: given_run.take(),
                 judge: self.task.is_some(),
             };
             let search = search::search(request, &ws.catalog, ws.index, &self.client, &runner, &self.options.settings);

@@ -87,7 +87,7 @@ async fn run_search(task: &str, dir: &Path, client: &Client, settings: &Settings
     let index = CatalogIndex::new(&runner.catalog);
     let (candidates, allowed) = search::candidates(task, &runner.catalog, &index, 20, &[], None);
     search::search(
-        Request { task, candidates, allowed, given: None, judge: true },
+        Request { task, candidates, allowed, given: None, given_run: None, judge: true },
         &runner.catalog,
         &index,
         client,

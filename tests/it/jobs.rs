@@ -150,6 +150,18 @@ fn fix_asks_the_model_the_same_from_the_terminal_and_the_editor() {
     assert_eq!(edits[0].new_text, fixed, "the same fixed program, task header kept");
     client.shutdown();
 
+    // The program is run once to see it fail, and that run is the search's first attempt: a
+    // program that changes data must not change it twice.
+    let failing_calls = |tmdb: &TmdbServer| {
+        tmdb.requests()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["path"].as_str().unwrap().ends_with("/person/404"))
+            .count()
+    };
+    assert_eq!(failing_calls(&tmdb), 2, "once from the terminal, once from the editor");
+
     let terminal = conversation(&terminal_llm);
     assert_eq!(terminal.len(), 2, "the given program's revision and the judge: {terminal:#?}");
     assert_eq!(conversation(&editor_llm), terminal, "the editor's fix asked otherwise");
