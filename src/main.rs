@@ -52,8 +52,8 @@ enum Command {
         /// The task, in words.
         task: Option<String>,
         /// How many plans.
-        #[arg(long, default_value_t = 5)]
-        k: usize,
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+        k: u16,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// A RestBench-style task file: is each task's gold solution the first plan, among the first five?
@@ -200,7 +200,7 @@ fn main() -> ExitCode {
         Command::Plan { task, k, format, eval, tasks, history, history_tasks } => {
             let args = chainsmith::cli::plan::PlanArgs {
                 task,
-                k,
+                k: usize::from(k),
                 json: matches!(format, Format::Json),
                 eval,
                 tasks,

@@ -31,13 +31,13 @@ pub fn plan(root: Option<&Path>, args: PlanArgs) -> Result<u8> {
     let index = super::retrieval_index(&catalog, &config);
     let flow = catalog.data_flow();
     if let Some(file) = &args.eval {
-        return evaluate(&catalog, flow, &index, file, &args);
+        return evaluate(&catalog, &config.toolnet, flow, &index, file, &args);
     }
     let Some(task) = args.task.as_deref() else {
         bail!("give a task (`chainsmith plan \"TASK\"`) or --eval TASKS.json")
     };
     let history = match &args.history {
-        Some(file) => Some(history_graph(&catalog, file, args.history_tasks.as_deref(), None)?),
+        Some(file) => Some(history_graph(&catalog, &config.toolnet, file, args.history_tasks.as_deref(), None)?),
         None => None,
     };
     let planner = Planner { catalog: &catalog, flow, index: &index, toolnet: history.as_ref() };
@@ -117,6 +117,7 @@ fn normalise_step(step: &str) -> String {
 /// ToolNet learnt from the gold solutions of `file`'s tasks in `range`, leaving out `except`.
 fn history_graph(
     catalog: &Catalog,
+    config: &crate::config::ToolnetConfig,
     file: &Path,
     range: Option<&str>,
     except: Option<(&Path, usize)>,
@@ -124,14 +125,17 @@ fn history_graph(
     let tasks = read_gold(file)?;
     let range = super::eval::task_range(range, tasks.len())?;
     let by_endpoint = endpoints(catalog);
-    let mut graph = ToolGraph::default();
+    let mut graph = ToolGraph::new(config);
     let same_file = except.is_some_and(|(f, _)| same(f, file));
     for i in range {
         if same_file && except.is_some_and(|(_, e)| e == i) {
             continue;
         }
-        let ids: Vec<&String> = tasks[i].solution.iter().filter_map(|s| by_endpoint.get(s)).collect();
-        graph.add_trajectory(&ids);
+        // A step this workspace does not have would join its neighbours into a false transition.
+        let ids: Option<Vec<&String>> = tasks[i].solution.iter().map(|s| by_endpoint.get(s)).collect();
+        if let Some(ids) = ids {
+            graph.add_trajectory(&ids);
+        }
     }
     Ok(graph)
 }
@@ -155,6 +159,7 @@ fn endpoints(catalog: &Catalog) -> std::collections::HashMap<String, String> {
 
 fn evaluate(
     catalog: &Catalog,
+    toolnet: &crate::config::ToolnetConfig,
     flow: &DataFlow,
     index: &crate::toolset::index::CatalogIndex,
     file: &Path,
@@ -175,7 +180,7 @@ fn evaluate(
             continue;
         }
         let history = match &args.history {
-            Some(h) => Some(history_graph(catalog, h, args.history_tasks.as_deref(), Some((file, i)))?),
+            Some(h) => Some(history_graph(catalog, toolnet, h, args.history_tasks.as_deref(), Some((file, i)))?),
             None => None,
         };
         let planner = Planner { catalog, flow, index, toolnet: history.as_ref() };

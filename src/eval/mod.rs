@@ -198,7 +198,7 @@ impl Bench {
             variant: variant.label.clone(),
             index,
             query: query.text.clone(),
-            gold: query.gold.clone(),
+            gold: if query.sequence.is_empty() { query.gold.clone() } else { query.sequence.clone() },
             called: Vec::new(),
             program: None,
             executable: false,

@@ -19,9 +19,10 @@
 //!   candidate; at the first step only, or at every step. Re-ranking never adds candidates.
 //! - `backoff+task`: both.
 //! - `flow`, `flow+task`: bigram, plus at most [`FLOW_EXTRA`] tools that are not successors yet but
-//!   can take what the previous tool yields (a required `<entity>_id` path parameter whose entity
-//!   the previous tool names or whose key its response holds: `search_movie` → `movie_reviews`),
-//!   by frequency, or for `flow+task` by task relevance, and then re-ranked like `task`.
+//!   can take what the previous tool yields (the catalog's data flow, [`crate::toolset::dataflow`]:
+//!   every required parameter any tool can feed is fed by the previous one, `search_movie` →
+//!   `movie_reviews`), by frequency, or for `flow+task` by task relevance, and then re-ranked like
+//!   `task`.
 //!
 //! - `combined`: the graph, the data flow, the task and the program so far in one score: the
 //!   previous tool's successors (weight normalised to the best), plus a bonus for every tool
@@ -566,7 +567,7 @@ mod tests {
     }
 
     #[test]
-    fn data_flow_links_follow_ids() {
+    fn data_flow_followers_take_what_a_tool_yields() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");
         let catalog = crate::toolset::workspace::load(&crate::config::Config::load(&root, None));
         let info = ToolInfo::new(&catalog);

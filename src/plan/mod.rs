@@ -79,6 +79,8 @@ pub enum NoPlan {
         "no chain of at most {MAX_CALLS} calls gets every required argument from the task, a response or a default"
     )]
     NoChain,
+    #[error("the planner gave up after {BUDGET} partial chains without a complete one")]
+    Budget,
 }
 
 /// What the planner reads: the catalog, its data flow, its text index and (optionally) ToolNet.
@@ -88,6 +90,10 @@ pub struct Planner<'a> {
     pub index: &'a CatalogIndex,
     pub toolnet: Option<&'a ToolGraph>,
 }
+
+/// One way to fill an argument: the argument, the chain that produces its value (if a response
+/// does) and which task value it uses (if one does).
+type ArgumentOption = (Argument, Option<Partial>, Option<usize>);
 
 /// A chain being built backwards: its calls in run order and the task values it used.
 #[derive(Debug, Clone)]
@@ -143,7 +149,11 @@ impl<'a> Planner<'a> {
         let mut seen = BTreeSet::new();
         plans.retain(|p| seen.insert(p.path()));
         plans.truncate(k);
-        if plans.is_empty() { Err(NoPlan::NoChain) } else { Ok(plans) }
+        match plans.is_empty() {
+            false => Ok(plans),
+            true if search.spent >= BUDGET => Err(NoPlan::Budget),
+            true => Err(NoPlan::NoChain),
+        }
     }
 
     /// Each tool's relevance to the task, scaled so the most relevant is 1, best first.
@@ -217,7 +227,7 @@ impl<'a> Planner<'a> {
                 let context = &values.contexts[i];
                 let nouns = vocab.nouns(self.catalog, &call.tool);
                 if context.agent {
-                    if nouns.iter().any(|n| AGENTS.contains(&n.as_str())) {
+                    if AGENTS.iter().any(|a| nouns.contains(&crate::textsearch::root(a))) {
                         score += 0.6;
                         reasons.push(format!("{name:?} is someone, and `{}` searches people", call.tool));
                     }
@@ -293,7 +303,7 @@ const HEAD_ENDS: &[&str] = &[
     "belonging",
 ];
 
-/// Roots of the words that name agents: a name used as "by X" or "X's" is one of these.
+/// Words that name agents: a name used as "by X" or "X's" is one of these.
 const AGENTS: &[&str] = &["person", "people", "user", "author", "artist", "creator", "member", "owner", "actor"];
 
 /// The task as the scorer reads it: its values, and the roots of its other content words.
@@ -357,7 +367,7 @@ impl Vocabularies {
                 }
             };
             add(&tool.name);
-            if let Some(endpoint) = endpoint(tool) {
+            if let Some(endpoint) = tool.endpoint() {
                 add(&endpoint);
             }
             add(&tool.description.chars().take(400).collect::<String>());
@@ -388,7 +398,9 @@ impl Vocabularies {
             crate::textsearch::tokens(&text, true)
                 .iter()
                 .map(|w| crate::textsearch::root(w))
-                .filter(|w| !matches!(w.as_str(), "search" | "find" | "list" | "get" | "query"))
+                .filter(|w| {
+                    !["search", "find", "list", "get", "query"].iter().any(|v| crate::textsearch::root(v) == *w)
+                })
                 .collect()
         })
     }
@@ -450,7 +462,7 @@ impl Search<'_, '_> {
 
     fn build_chains_ending_in(&mut self, tool: &Tool, room: usize) -> Vec<Partial> {
         self.spent += 1;
-        let mut arguments: Vec<Vec<(Argument, Option<Partial>)>> = Vec::new();
+        let mut arguments: Vec<Vec<ArgumentOption>> = Vec::new();
         for param in tool.required() {
             let options = self.options_for(tool, param, room);
             if options.is_empty() {
@@ -464,7 +476,7 @@ impl Search<'_, '_> {
         for options in arguments {
             let mut next = Vec::new();
             for (args, partial) in &combined {
-                for (argument, producer) in &options {
+                for (argument, producer, value) in &options {
                     let mut partial = partial.clone();
                     let mut argument = argument.clone();
                     if let Some(producer) = producer {
@@ -500,9 +512,7 @@ impl Search<'_, '_> {
                             partial.flow.push(*weight);
                         }
                     }
-                    if let Source::Task(_) = argument.source
-                        && let Some(i) = self.values.index_of(&argument)
-                    {
+                    if let Some(i) = *value {
                         if partial.used.contains(&i) {
                             continue;
                         }
@@ -532,7 +542,7 @@ impl Search<'_, '_> {
                 partial.calls.push(Call {
                     tool: tool.id(),
                     arguments,
-                    endpoint: endpoint(tool),
+                    endpoint: tool.endpoint(),
                     writes: tool.read_only() != Some(true),
                 });
                 partial
@@ -541,18 +551,18 @@ impl Search<'_, '_> {
     }
 
     /// Where a required parameter's value may come from, each with the chain that produces it.
-    fn options_for(&mut self, tool: &Tool, param: &Param, room: usize) -> Vec<(Argument, Option<Partial>)> {
+    fn options_for(&mut self, tool: &Tool, param: &Param, room: usize) -> Vec<ArgumentOption> {
         let mut out = Vec::new();
         let argument = |source| Argument { param: param.name.clone(), source };
         if let Some(values) = schema::enum_values(tool, &param.schema) {
             let value = values::pick_enum(values, &self.task_words).or_else(|| param.default.clone());
             if let Some(value) = value.or_else(|| values.first().cloned()) {
-                out.push((argument(Source::Default(value)), None));
+                out.push((argument(Source::Default(value)), None, None));
             }
             return out;
         }
-        for value in self.values.for_param(param, &schema::types(tool, &param.schema)) {
-            out.push((argument(Source::Task(value)), None));
+        for (value, index) in self.values.for_param(param, &schema::types(tool, &param.schema)) {
+            out.push((argument(Source::Task(value)), None, index));
         }
         if room > 1 {
             // The producers most relevant to the task first: an entity has many (every list of
@@ -570,14 +580,14 @@ impl Search<'_, '_> {
                     let call = chain.calls.len() - 1;
                     let source =
                         Source::Field { call, field: edge.field.clone(), weight: edge.weight, why: why.clone() };
-                    out.push((argument(source), Some(chain)));
+                    out.push((argument(source), Some(chain), None));
                 }
             }
         }
         if out.is_empty()
             && let Some(default) = &param.default
         {
-            out.push((argument(Source::Default(default.clone())), None));
+            out.push((argument(Source::Default(default.clone())), None, None));
         }
         out
     }
@@ -591,13 +601,6 @@ fn shifted(mut call: Call, offset: usize) -> Call {
         }
     }
     call
-}
-
-fn endpoint(tool: &Tool) -> Option<String> {
-    match &tool.transport {
-        Transport::Http { method, path } => Some(format!("{} {path}", method.to_ascii_uppercase())),
-        _ => None,
-    }
 }
 
 impl Plan {

@@ -5,7 +5,6 @@
 
 use serde_json::Value;
 
-use super::{Argument, Source};
 use crate::toolset::Param;
 
 /// The words before a name (roots, nearest first) and how it is used: after "by" (`directed by
@@ -97,14 +96,22 @@ pub fn of(task: &str) -> TaskValues {
     let mut rest = task.to_string();
     // Quoted strings first; they are taken out so their words are not read again.
     for (open, close) in [('"', '"'), ('“', '”'), ('\'', '\'')] {
-        while let Some(start) = rest.find(open) {
+        let mut from = 0;
+        while let Some(found) = rest[from..].find(open) {
+            let start = from + found;
             let after = start + open.len_utf8();
             let Some(len) = rest[after..].find(close) else { break };
-            let quoted = rest[after..after + len].trim().to_string();
-            // An apostrophe in a word (`DiCaprio's`) is no quote.
-            if open == '\'' && (quoted.is_empty() || quoted.contains(' ') && len > 60) {
-                break;
+            // An apostrophe in a word (`DiCaprio's`, `Who's`) is no quote: a single quote opens
+            // only after a space or at the start, and closes only before a non-letter.
+            if open == '\'' {
+                let opens = rest[..start].chars().next_back().is_none_or(char::is_whitespace);
+                let closes = rest[after + len + 1..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+                if !opens || !closes {
+                    from = after;
+                    continue;
+                }
             }
+            let quoted = rest[after..after + len].trim().to_string();
             if !quoted.is_empty() {
                 values.names.push(quoted);
             }
@@ -199,22 +206,24 @@ fn number(word: &str) -> Option<i64> {
 }
 
 impl TaskValues {
-    /// The task's values that fit `param` (its name and types), best first.
-    pub fn for_param(&self, param: &Param, types: &[&str]) -> Vec<Value> {
+    /// The task's values that fit `param` (its name and types), best first, each with its
+    /// place among the task's values (names first, then numbers) so one value feeds one
+    /// argument only — two equal numbers ("the first episode of the first season") are two values.
+    pub fn for_param(&self, param: &Param, types: &[&str]) -> Vec<(Value, Option<usize>)> {
         let name = param.name.to_ascii_lowercase();
         let numeric = types.iter().any(|t| matches!(*t, "integer" | "number"));
         let mut out = Vec::new();
         if name == "owner" || name == "repo" {
             for (owner, repo) in &self.pairs {
-                out.push(Value::String(if name == "owner" { owner.clone() } else { repo.clone() }));
+                out.push((Value::String(if name == "owner" { owner.clone() } else { repo.clone() }), None));
             }
         }
         if numeric {
             // A number counting the parameter's own word: `season_number` ← "the first season".
             let word = name.trim_end_matches("_number").trim_end_matches("_id").trim_end_matches("_count");
-            for (n, near) in &self.numbers {
+            for (i, (n, near)) in self.numbers.iter().enumerate() {
                 if near.iter().any(|w| crate::textsearch::fold(w) == crate::textsearch::fold(word)) {
-                    out.push(Value::from(*n));
+                    out.push((Value::from(*n), Some(self.names.len() + i)));
                 }
             }
             return out;
@@ -238,23 +247,10 @@ impl TaskValues {
                     | "org"
             );
             if text_like {
-                out.extend(self.names.iter().map(|n| Value::String(n.clone())));
+                out.extend(self.names.iter().enumerate().map(|(i, n)| (Value::String(n.clone()), Some(i))));
             }
         }
         out
-    }
-
-    /// Which of the task's values an argument uses: names first, then numbers.
-    pub fn index_of(&self, argument: &Argument) -> Option<usize> {
-        let Source::Task(value) = &argument.source else { return None };
-        match value {
-            Value::String(s) => self.names.iter().position(|n| n == s),
-            Value::Number(n) => {
-                let n = n.as_i64()?;
-                self.numbers.iter().position(|(m, _)| *m == n).map(|i| self.names.len() + i)
-            }
-            _ => None,
-        }
     }
 }
 
@@ -287,6 +283,10 @@ mod tests {
         assert_eq!(v.names, vec!["The Dark Knight"]);
         let v = of("Who is the director of Leonardo DiCaprio's latest movie?");
         assert_eq!(v.names, vec!["Leonardo DiCaprio"]);
+        // Apostrophes inside words are no quotes.
+        let v = of("Who's the director of Christopher Nolan's latest movie?");
+        assert_eq!(v.names, vec!["Christopher Nolan"]);
+        assert_eq!(of("the reviews of 'Heat', please").names, vec!["Heat"]);
         let v = of("give me a photo belong to the second episode of the first season of the Witcher");
         assert_eq!(v.names, vec!["Witcher"]);
         assert_eq!(v.numbers.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![2, 1]);

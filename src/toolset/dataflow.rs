@@ -164,11 +164,6 @@ impl DataFlow {
         }
         links
     }
-
-    /// The edges out of `tool`, in the order they were found.
-    pub fn consumers_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = &'a Edge> + 'a {
-        self.edges.iter().filter(move |e| e.from == tool)
-    }
 }
 
 /// What a parameter asks for: the entity it names and the field of that entity it wants.
@@ -181,8 +176,9 @@ struct Want {
 
 /// The entity and field a parameter names, if it names one.
 fn want_of(tool: &Tool, name: &str) -> Option<Want> {
-    let lower = name.to_ascii_lowercase();
-    for (suffix, field) in [("_id", "id"), ("id", "id"), ("_number", "number"), ("_slug", "slug")] {
+    // `userId`, `user-id` and `user_id` name the same thing.
+    let lower = crate::names::snake_case(name);
+    for (suffix, field) in [("_id", "id"), ("_number", "number"), ("_slug", "slug")] {
         if let Some(entity) = lower.strip_suffix(suffix).filter(|e| !e.is_empty()) {
             let entity = entity.trim_end_matches('_');
             if !entity.is_empty() {
@@ -454,9 +450,6 @@ fn collect_objects(
     let fields: Vec<(String, Value)> = keys.iter().map(|(k, v)| (k.to_string(), (*v).clone())).collect();
     out.push(Object { path: path.clone(), parent_key, fields });
     for (key, value) in keys {
-        if key.is_empty() {
-            continue;
-        }
         let mut inner = path.clone();
         inner.0.push(Step::Key(key.to_string()));
         collect_objects(tool, value, inner, Some(key.to_string()), depth + 1, out);
