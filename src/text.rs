@@ -76,6 +76,32 @@ impl LineIndex {
         Position { line: line as u32, character: character as u32 }
     }
 
+    /// [`LineIndex::position`] of many offsets, in their order, counting each line's UTF-16 units
+    /// once from the smallest offset to the largest: a protocol file can be one 10 MB line, and
+    /// counting from its start for every symbol in it took seconds.
+    pub fn positions(&self, text: &str, offsets: &[usize], encoding: Encoding) -> Vec<Position> {
+        if self.ascii || encoding == Encoding::Utf8 {
+            return offsets.iter().map(|&o| self.position(text, o, encoding)).collect();
+        }
+        let mut order: Vec<usize> = (0..offsets.len()).collect();
+        order.sort_by_key(|&i| offsets[i]);
+        let mut out = vec![Position { line: 0, character: 0 }; offsets.len()];
+        // The last position counted: its line, byte offset and UTF-16 column.
+        let mut counted: Option<(usize, usize, usize)> = None;
+        for i in order {
+            let offset = clamp_to_char(text, offsets[i].min(text.len()));
+            let line = self.line_of(offset);
+            let (from, units) = match counted {
+                Some((l, at, units)) if l == line => (at, units),
+                _ => (self.line_starts[line], 0),
+            };
+            let units = units + text[from..offset].encode_utf16().count();
+            counted = Some((line, offset, units));
+            out[i] = Position { line: line as u32, character: units as u32 };
+        }
+        out
+    }
+
     /// Byte offset of a client position; positions past a line's end clamp to its end.
     pub fn offset(&self, text: &str, position: Position, encoding: Encoding) -> usize {
         let Some(&start) = self.line_starts.get(position.line as usize) else {
@@ -115,6 +141,17 @@ fn clamp_to_char(text: &str, mut offset: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn many_positions_are_the_positions_one_by_one() {
+        let text = "aé\u{1F600}b\ncd\u{1F600}é\nxyz";
+        let index = super::LineIndex::new(text);
+        let offsets: Vec<usize> = (0..=text.len() + 2).rev().collect();
+        for encoding in [super::Encoding::Utf16, super::Encoding::Utf8] {
+            let one_by_one: Vec<super::Position> = offsets.iter().map(|&o| index.position(text, o, encoding)).collect();
+            assert_eq!(index.positions(text, &offsets, encoding), one_by_one);
+        }
+    }
+
     use super::*;
 
     #[test]

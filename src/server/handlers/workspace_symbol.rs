@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use tower_lsp_server::lsp_types as lsp;
 
@@ -19,22 +18,43 @@ pub fn workspace_symbol(
     params: lsp::WorkspaceSymbolParams,
 ) -> Option<lsp::OneOf<Vec<lsp::SymbolInformation>, Vec<lsp::WorkspaceSymbol>>> {
     let tools = ide::workspace_symbols(&world.catalog, &params.query, LIMIT);
-    let mut files: HashMap<PathBuf, Option<(Arc<str>, LineIndex, lsp::Uri)>> = HashMap::new();
-    let mut out = Vec::new();
-    for tool in tools {
-        let file = files.entry(tool.source.file.clone()).or_insert_with(|| {
-            let text = world.file_text(&tool.source.file)?;
-            let index = LineIndex::new(&text);
-            Some((text, index, world.uri_of(&tool.source.file)?))
-        });
-        let Some((text, index, uri)) = file else { continue };
-        let range = convert::range(index, text, tool.source.name_range, world.encoding);
-        out.push(convert::symbol_information(
-            tool.id(),
-            lsp::SymbolKind::FUNCTION,
-            lsp::Location::new(uri.clone(), range),
-            Some(tool.toolset.clone()),
-        ));
+    // Positions are converted file by file, all of a file's at once (`LineIndex::positions`).
+    let mut by_file: HashMap<PathBuf, Vec<usize>> = HashMap::new();
+    for (i, tool) in tools.iter().enumerate() {
+        by_file.entry(tool.source.file.clone()).or_default().push(i);
     }
+    let mut located: Vec<Option<lsp::Location>> = vec![None; tools.len()];
+    for (file, members) in by_file {
+        let (Some(text), Some(uri)) = (world.file_text(&file), world.uri_of(&file)) else { continue };
+        let index = LineIndex::new(&text);
+        let offsets: Vec<usize> = members
+            .iter()
+            .flat_map(|&i| {
+                let r = tools[i].source.name_range;
+                [r.start, r.end.max(r.start)]
+            })
+            .collect();
+        let positions = index.positions(&text, &offsets, world.encoding);
+        for (k, &i) in members.iter().enumerate() {
+            let (start, end) = (positions[2 * k], positions[2 * k + 1]);
+            let range = lsp::Range::new(
+                lsp::Position::new(start.line, start.character),
+                lsp::Position::new(end.line, end.character),
+            );
+            located[i] = Some(lsp::Location::new(uri.clone(), range));
+        }
+    }
+    let out = tools
+        .iter()
+        .zip(located)
+        .filter_map(|(tool, location)| {
+            Some(convert::symbol_information(
+                tool.id(),
+                lsp::SymbolKind::FUNCTION,
+                location?,
+                Some(tool.toolset.clone()),
+            ))
+        })
+        .collect();
     Some(lsp::OneOf::Left(out))
 }
