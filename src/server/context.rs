@@ -239,12 +239,17 @@ pub async fn off_loop<R: Send + 'static>(method: &'static str, work: impl FnOnce
     }
 }
 
-fn panic_error(method: &str, panic: &(dyn std::any::Any + Send)) -> Error {
-    let reason = panic
+/// What a panic said, from its payload (`panic!` gives a `&str` or a `String`).
+pub fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into());
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+fn panic_error(method: &str, panic: &(dyn std::any::Any + Send)) -> Error {
+    let reason = panic_reason(panic);
     tracing::error!("{method} panicked: {reason}");
     Error {
         code: ErrorCode::InternalError,

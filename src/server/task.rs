@@ -299,12 +299,7 @@ where
         if let Err(e) = handle.await
             && e.is_panic()
         {
-            let panic = e.into_panic();
-            let reason = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let reason = crate::server::context::panic_reason(e.into_panic().as_ref());
             tracing::error!("{what} panicked: {reason}");
             client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {what} failed: {reason}")).await;
         }
