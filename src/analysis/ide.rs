@@ -26,6 +26,10 @@ pub enum CompletionKind {
     EnumValue,
     Key,
     Endpoint,
+    /// A field of a response the program already holds, as an argument's value.
+    HeldValue,
+    /// A call that produces an argument's value.
+    ProducingCall,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +58,17 @@ pub struct Completions {
     pub items: Vec<Completion>,
     /// More items exist than were sent (large toolsets): the client should ask again as the user types.
     pub is_incomplete: bool,
+    /// The cursor is at the value of this argument (`person_id=|`): layers above offer what can feed it.
+    pub value_of: Option<ArgumentValue>,
+}
+
+/// The value of a keyword argument being written: the call's tool, the parameter and the text
+/// a completion replaces.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArgumentValue {
+    pub tool: String,
+    pub param: String,
+    pub replace: ByteRange,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -192,10 +207,10 @@ pub fn complete_with(
         if before_word.ends_with('=') && !before_word.ends_with("==") {
             let name = before_word[..before_word.len() - 1].trim_end();
             let name = &name[trailing_run(name, |c| c.is_alphanumeric() || c == '_')..];
-            if let Some(param) = tool.param(name) {
-                return enum_completions(catalog, param, replace);
-            }
-            return Completions::default();
+            let Some(param) = tool.param(name) else { return Completions::default() };
+            let mut completions = enum_completions(catalog, param, replace);
+            completions.value_of = Some(ArgumentValue { tool: tool.id(), param: param.name.clone(), replace });
+            return completions;
         }
         if let Some(quote) = key_hint
             && let Some(name) = keyword_before_string(before_word)
@@ -395,7 +410,7 @@ fn toolset_completions(catalog: &Catalog, word: &str, replace: ByteRange) -> Com
             alias: None,
         })
         .collect();
-    Completions { items, is_incomplete: false }
+    Completions { items, is_incomplete: false, value_of: None }
 }
 
 fn matches_word(candidate: &str, word: &str) -> bool {
@@ -453,7 +468,7 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
             }
         })
         .collect();
-    Completions { items, is_incomplete }
+    Completions { items, is_incomplete, value_of: None }
 }
 
 fn argument_completions(refs: &dyn Refs, tool: &Tool, given: &[&str], word: &str, replace: ByteRange) -> Completions {
@@ -474,7 +489,7 @@ fn argument_completions(refs: &dyn Refs, tool: &Tool, given: &[&str], word: &str
             alias: None,
         })
         .collect();
-    Completions { items, is_incomplete: false }
+    Completions { items, is_incomplete: false, value_of: None }
 }
 
 fn enum_completions(refs: &dyn Refs, param: &Param, replace: ByteRange) -> Completions {
@@ -498,7 +513,7 @@ fn enum_completions(refs: &dyn Refs, param: &Param, replace: ByteRange) -> Compl
             }
         })
         .collect();
-    Completions { items, is_incomplete: false }
+    Completions { items, is_incomplete: false, value_of: None }
 }
 
 fn key_completions(
@@ -533,7 +548,7 @@ fn key_completions(
             alias: None,
         })
         .collect();
-    Completions { items, is_incomplete: false }
+    Completions { items, is_incomplete: false, value_of: None }
 }
 
 /// The endpoints whose path continues what is typed after the base URL. Typed segments that
@@ -593,7 +608,7 @@ fn endpoint_completions(
     let is_incomplete = items.len() > MAX_COMPLETIONS;
     items.sort_by(|a, b| a.sort_text.cmp(&b.sort_text));
     items.truncate(MAX_COMPLETIONS);
-    Completions { items, is_incomplete }
+    Completions { items, is_incomplete, value_of: None }
 }
 
 fn is_template_param(segment: &str) -> bool {

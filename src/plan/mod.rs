@@ -11,6 +11,7 @@
 //! A plan is a list of calls and a typed skeleton program in the module dialect. Calls that may
 //! change data are planned like reads but marked, so nothing runs them unasked.
 
+pub mod editor;
 pub mod values;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -693,7 +694,7 @@ mod tests {
     use crate::toolset::test_support::openapi_catalog;
 
     /// A search of repositories, their pull requests (read, and one that opens a pull request).
-    const SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "hub", "version": "1"}, "paths": {
+    pub(super) const SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "hub", "version": "1"}, "paths": {
       "/search/repositories": {"get": {"summary": "Search repositories", "parameters": [{"name": "q", "in": "query", "required": true, "schema": {"type": "string"}}],
         "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
           "items": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "stargazers_count": {"type": "integer"},

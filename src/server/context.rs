@@ -89,7 +89,12 @@ impl Context {
                     catalog.diagnostics.len()
                 );
                 let installed = self.session().install(sequence, config, catalog, toolnet);
-                if !installed {
+                if installed {
+                    // The data-flow graph feeds hover, completion and quick fixes: build it now,
+                    // off every request, rather than in the first one that needs it.
+                    let catalog = self.session().catalog.clone();
+                    tokio::task::spawn_blocking(move || guarded("data flow", || catalog.data_flow().edges().len()));
+                } else {
                     tracing::info!("load {sequence} finished after a newer one; dropped");
                 }
                 installed

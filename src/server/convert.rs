@@ -88,6 +88,8 @@ pub fn completion_kind(kind: ide::CompletionKind) -> lsp::CompletionItemKind {
         ide::CompletionKind::EnumValue => lsp::CompletionItemKind::ENUM_MEMBER,
         ide::CompletionKind::Key => lsp::CompletionItemKind::FIELD,
         ide::CompletionKind::Endpoint => lsp::CompletionItemKind::VALUE,
+        ide::CompletionKind::HeldValue => lsp::CompletionItemKind::VARIABLE,
+        ide::CompletionKind::ProducingCall => lsp::CompletionItemKind::FUNCTION,
     }
 }
 

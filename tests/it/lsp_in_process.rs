@@ -15,7 +15,7 @@ use tower_lsp_server::lsp_types::request::{
 };
 use tower_lsp_server::lsp_types::{self as lsp, NumberOrString, Uri};
 
-use crate::support::lsp::{Builder, ServerRequest, TestClient, at, edit, full_text, pos, range};
+use crate::support::lsp::{Builder, ServerRequest, TestClient, apply_edits, at, edit, full_text, pos, range};
 
 const PROGRAM: &str = r#"from chainsmith.tools import tmdb
 
@@ -604,5 +604,79 @@ fn hover_on_an_argument_lists_the_tools_that_produce_it() {
     let produced = shown.split("**Produced by**").nth(1).unwrap_or_else(|| panic!("{shown}"));
     assert!(produced.contains("- `tmdb.search_person` → `results[].id` ("), "{shown}");
     assert!(produced.contains("identifies a person"), "{shown}");
+    client.shutdown();
+}
+
+/// After `person_id=`, completion offers what can feed it: the field of the response the program
+/// already holds first, then a call that produces it with the task's value filled in.
+#[test]
+fn completing_an_argument_offers_the_values_that_feed_it() {
+    let mut client = tmdb().start();
+    let text = "\"\"\"Movies directed by \"Sofia Coppola\".\"\"\"\nfrom chainsmith.tools import tmdb\n\nfound = tmdb.search_person(query=\"Sofia Coppola\")\ncredits = tmdb.person_movie_credits(person_id=)\n";
+    let uri = client.open("p.py", text);
+    let mut items = client.completion_items(&uri, pos(4, 46));
+    items.sort_by(|a, b| a.sort_text.cmp(&b.sort_text));
+    let labels: Vec<&str> = items.iter().map(|i| i.label.as_str()).collect();
+    assert_eq!(labels.first(), Some(&"found[\"results\"][0][\"id\"]"), "{labels:?}");
+    assert_eq!(items[0].kind, Some(lsp::CompletionItemKind::VARIABLE));
+    let call = items
+        .iter()
+        .find(|i| i.kind == Some(lsp::CompletionItemKind::FUNCTION))
+        .unwrap_or_else(|| panic!("no producing call among {labels:?}"));
+    assert_eq!(call.label, "tmdb.search_person(query=\"Sofia Coppola\")[\"results\"][0][\"id\"]", "{labels:?}");
+    let Some(lsp::CompletionTextEdit::Edit(edit)) = &call.text_edit else { panic!("{call:?}") };
+    // This client takes no snippets: the call is inserted as plain text.
+    assert_eq!(edit.new_text, "tmdb.search_person(query=\"Sofia Coppola\")[\"results\"][0][\"id\"]");
+    client.shutdown();
+}
+
+/// `missing-argument` gets quick fixes from the data flow: pass a field of a response the program
+/// holds, or insert the call that produces the value above the statement — and the result checks
+/// clean.
+#[test]
+fn a_missing_argument_is_fixed_with_the_call_that_produces_it() {
+    let mut client = tmdb().start();
+    let text = "\"\"\"Movies directed by \"Sofia Coppola\".\"\"\"\nfrom chainsmith.tools import tmdb\n\n\ndef main():\n    credits = tmdb.person_movie_credits()\n    print(credits[\"crew\"])\n";
+    let uri = client.open("p.py", text);
+    let published = client.diagnostics(&uri, |p| p.version == Some(1));
+    let missing: Vec<lsp::Diagnostic> =
+        published.diagnostics.into_iter().filter(|d| code(d) == Some("missing-argument")).collect();
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    let actions = client.code_actions(&uri, missing[0].range, missing.clone());
+    let fix = actions
+        .iter()
+        .filter_map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) => Some(action),
+            _ => None,
+        })
+        .find(|a| a.title == "Call `search_person` above for `person_id`")
+        .unwrap_or_else(|| panic!("{actions:#?}"));
+    let edits = &fix.edit.as_ref().unwrap().changes.as_ref().unwrap()[&uri];
+    let fixed = apply_edits(text, edits);
+    assert!(
+        fixed.contains(
+            "    search_person = tmdb.search_person(query=\"Sofia Coppola\")\n    credits = tmdb.person_movie_credits(person_id=search_person[\"results\"][0][\"id\"])\n"
+        ),
+        "{fixed}"
+    );
+    client.change(&uri, 2, vec![full_text(&fixed)]);
+    let published = client.diagnostics(&uri, |p| p.version == Some(2));
+    assert_eq!(codes(&published), Vec::<String>::new(), "{fixed}");
+
+    // With the response already held, the fix passes its field.
+    let held = fixed.replace("person_id=search_person[\"results\"][0][\"id\"]", "");
+    client.change(&uri, 3, vec![full_text(&held)]);
+    let published = client.diagnostics(&uri, |p| p.version == Some(3));
+    let missing: Vec<lsp::Diagnostic> =
+        published.diagnostics.into_iter().filter(|d| code(d) == Some("missing-argument")).collect();
+    let actions = client.code_actions(&uri, missing[0].range, missing.clone());
+    let titles: Vec<String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) => Some(action.title.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(titles.contains(&"Pass `search_person[\"results\"][0][\"id\"]` as `person_id`".to_string()), "{titles:?}");
     client.shutdown();
 }

@@ -14,7 +14,7 @@ use tower_lsp_server::lsp_types::notification::Progress;
 use tower_lsp_server::lsp_types::request::{ApplyWorkspaceEdit, ShowMessageRequest};
 use tower_lsp_server::lsp_types::{self as lsp, NumberOrString, Uri};
 
-use crate::support::lsp::{ServerRequest, TestClient, pos, range, token, uri_of};
+use crate::support::lsp::{ServerRequest, TestClient, apply_edits, position_of, range, token, uri_of};
 use crate::support::openai::Server;
 use crate::support::probe::{VAULT_TOOLSET, vault_llm};
 use crate::support::runtime::TmdbServer;
@@ -57,30 +57,6 @@ fn write_workspace(dir: &Path, tmdb: &TmdbServer, llm: &Server) {
         base = tmdb.base_url(),
     );
     std::fs::write(dir.join("chainsmith.toml"), toml).unwrap();
-}
-
-fn position_of(text: &str, needle: &str) -> lsp::Position {
-    let at = text.find(needle).unwrap_or_else(|| panic!("no {needle:?}"));
-    let line = text[..at].matches('\n').count();
-    let character = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
-    pos(line as u32, character as u32)
-}
-
-fn offset(text: &str, position: lsp::Position) -> usize {
-    let start: usize = text.split_inclusive('\n').take(position.line as usize).map(str::len).sum();
-    start + position.character as usize
-}
-
-/// `text` with the (ASCII-positioned) LSP text edits applied, as a client would.
-fn apply(text: &str, edits: &[lsp::TextEdit]) -> String {
-    let mut ranged: Vec<(usize, usize, &str)> =
-        edits.iter().map(|e| (offset(text, e.range.start), offset(text, e.range.end), e.new_text.as_str())).collect();
-    ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
-    let mut out = text.to_string();
-    for (start, end, new) in ranged {
-        out.replace_range(start..end, new);
-    }
-    out
 }
 
 fn actions_at(client: &mut TestClient, uri: &Uri, position: lsp::Position) -> Vec<lsp::CodeActionOrCommand> {
@@ -164,7 +140,7 @@ fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() 
     let edits = edits_of(&apply_request, &toolset_uri);
     let inserted: String = edits.iter().map(|e| e.new_text.as_str()).collect();
     assert!(inserted.contains("\"response\"") && inserted.contains("\"results\""), "{inserted}");
-    let edited = apply(VAULT_TOOLSET, &edits);
+    let edited = apply_edits(VAULT_TOOLSET, &edits);
     let (search, rest) = edited.split_at(edited.find("\"name\": \"vault_details\"").unwrap());
     assert!(search.contains("\"response\"") && search.contains("\"probed\""), "{edited}");
     assert!(!rest.contains("\"response\""), "only search_vaults was probed: {edited}");
@@ -207,7 +183,7 @@ fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() 
     let end = end.message.unwrap_or_default();
     assert!(end.contains("vault.lock_vault: vault.lock_vault is not read-only"), "{end}");
     let edits = edits_of(&apply_request, &toolset_uri);
-    let edited_again = apply(&edited, &edits);
+    let edited_again = apply_edits(&edited, &edits);
     let (details, lock) = edited_again.split_at(edited_again.find("\"name\": \"lock_vault\"").unwrap());
     let details = &details[details.find("\"name\": \"vault_details\"").unwrap()..];
     assert!(details.contains("\"response\""), "{edited_again}");

@@ -1110,6 +1110,34 @@ pub fn pos(line: u32, character: u32) -> lsp::Position {
     lsp::Position { line, character }
 }
 
+/// Where `needle` first starts in `text` (ASCII positions).
+pub fn position_of(text: &str, needle: &str) -> lsp::Position {
+    let at = text.find(needle).unwrap_or_else(|| panic!("no {needle:?}"));
+    let line = text[..at].matches('\n').count();
+    let character = at - text[..at].rfind('\n').map_or(0, |i| i + 1);
+    pos(line as u32, character as u32)
+}
+
+/// The byte offset of an ASCII-positioned LSP position.
+pub fn offset_of(text: &str, position: lsp::Position) -> usize {
+    let start: usize = text.split_inclusive('\n').take(position.line as usize).map(str::len).sum();
+    start + position.character as usize
+}
+
+/// `text` with the (ASCII-positioned) LSP text edits applied, as a client would.
+pub fn apply_edits(text: &str, edits: &[lsp::TextEdit]) -> String {
+    let mut ranged: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|e| (offset_of(text, e.range.start), offset_of(text, e.range.end), e.new_text.as_str()))
+        .collect();
+    ranged.sort_by_key(|(start, _, _)| std::cmp::Reverse(*start));
+    let mut out = text.to_string();
+    for (start, end, new) in ranged {
+        out.replace_range(start..end, new);
+    }
+    out
+}
+
 pub fn range(start: lsp::Position, end: lsp::Position) -> lsp::Range {
     lsp::Range { start, end }
 }

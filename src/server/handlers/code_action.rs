@@ -24,12 +24,53 @@ pub fn code_action(snap: &Snapshot, params: &lsp::CodeActionParams) -> Option<ls
         let found = diagnostics::core(snap);
         let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, snap.world.encoding);
         out = actions(&found, &snap.uri, snap.text(), &snap.line_index, snap.world.encoding, requested);
+        out.extend(producing_fixes(snap, &found, requested));
     }
     // Generation: "Generate tool chain for this task" and "Fix failing chain".
     out.extend(super::commands::generate::code_actions(snap, params));
     // Probing: "Probe tool" on a call whose response schema is unknown.
     out.extend(super::commands::probe::code_actions(snap, params));
     Some(out)
+}
+
+/// On `missing-argument`: pass a field of a response the program holds, or call the tool that
+/// produces the value above the statement (the data-flow graph says which).
+fn producing_fixes(snap: &Snapshot, found: &[Diagnostic], requested: ByteRange) -> Vec<lsp::CodeActionOrCommand> {
+    let text = snap.text();
+    let world = &snap.world;
+    let mut task = None;
+    let mut out = Vec::new();
+    for d in found.iter().filter(|d| d.code == "missing-argument") {
+        if !(d.range.start <= requested.end && requested.start <= d.range.end) {
+            continue;
+        }
+        let Some(call) = snap.analysis().call_at(d.range.start) else { continue };
+        let task = task.get_or_insert_with(|| crate::analysis::ide::task_of(text, &snap.parsed.tree));
+        let diagnostic = convert::diagnostic(d, &snap.line_index, text, world.encoding);
+        for fix in
+            crate::plan::editor::missing_argument_fixes(snap.analysis(), text, &world.catalog, call, task.as_deref())
+        {
+            let edits = fix
+                .edits
+                .iter()
+                .map(|(range, new_text)| lsp::TextEdit {
+                    range: convert::range(&snap.line_index, text, *range, world.encoding),
+                    new_text: new_text.clone(),
+                })
+                .collect();
+            out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
+                title: fix.title,
+                kind: Some(lsp::CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![diagnostic.clone()]),
+                edit: Some(lsp::WorkspaceEdit {
+                    changes: Some(HashMap::from([(snap.uri.clone(), edits)])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }));
+        }
+    }
+    out
 }
 
 /// Quick fixes in a protocol file or chainsmith.toml, from the catalog's diagnostics on it.

@@ -4,6 +4,7 @@ use tower_lsp_server::lsp_types as lsp;
 
 use crate::analysis::ide;
 use crate::graph::editor;
+use crate::plan;
 use crate::server::convert;
 use crate::server::session::Snapshot;
 
@@ -22,12 +23,33 @@ pub fn completion(snap: &Snapshot, params: lsp::CompletionParams) -> Option<lsp:
     if completions.items.iter().any(|c| c.kind == ide::CompletionKind::Tool) {
         rank_by_toolnet(snap, offset, &mut completions);
     }
+    if let Some(value) = completions.value_of.take() {
+        offer_feeds(snap, offset, &value, &mut completions);
+    }
     let items = completions
         .items
         .iter()
         .map(|c| convert::completion_item(c, &snap.line_index, snap.text(), world.encoding, world.support.snippets))
         .collect();
     Some(lsp::CompletionResponse::List(lsp::CompletionList { is_incomplete: completions.is_incomplete, items }))
+}
+
+/// After `person_id=`: the fields of responses the program holds that can feed the parameter,
+/// then calls that produce it, ahead of the parameter's enum values.
+fn offer_feeds(snap: &Snapshot, offset: usize, value: &ide::ArgumentValue, completions: &mut ide::Completions) {
+    let world = &snap.world;
+    let Ok(tool) = world.catalog.find(&value.tool) else { return };
+    let task = ide::task_of(snap.text(), &snap.parsed.tree);
+    let feeds = plan::editor::feeds(snap.analysis(), &world.catalog, tool, &value.param, offset, task.as_deref());
+    if feeds.is_empty() {
+        return;
+    }
+    for item in &mut completions.items {
+        item.sort_text = format!("1{}", item.sort_text);
+    }
+    let mut items = plan::editor::completions(&feeds, value.replace);
+    items.append(&mut completions.items);
+    completions.items = items;
 }
 
 /// Orders tool completions by ToolNet's transition weight from the previous call (then by
