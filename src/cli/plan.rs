@@ -4,11 +4,13 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::graph::ToolGraph;
+use crate::jobs::{self, Workspace};
 use crate::plan::{Plan, Planner};
 use crate::toolset::dataflow::DataFlow;
 use crate::toolset::{Catalog, Transport};
@@ -29,29 +31,40 @@ pub fn plan(root: Option<&Path>, args: PlanArgs) -> Result<u8> {
     let root = super::workspace_root(root, &[]);
     let (config, catalog) = super::load_workspace(&root)?;
     let index = super::retrieval_index(&catalog, &config);
-    let flow = catalog.data_flow();
     if let Some(file) = &args.eval {
-        return evaluate(&catalog, &config.toolnet, flow, &index, file, &args);
+        return evaluate(&catalog, &config.toolnet, catalog.data_flow(), &index, file, &args);
     }
     let Some(task) = args.task.as_deref() else {
         bail!("give a task (`chainsmith plan \"TASK\"`) or --eval TASKS.json")
     };
-    let history = match &args.history {
-        Some(file) => Some(history_graph(&catalog, &config.toolnet, file, args.history_tasks.as_deref(), None)?),
-        None => None,
+    // ToolNet as the editor's planner has it: learnt from the workspace, unless gold solutions
+    // are named instead.
+    let toolnet = match &args.history {
+        Some(file) => history_graph(&catalog, &config.toolnet, file, args.history_tasks.as_deref(), None)?,
+        None => crate::graph::workspace::WorkspaceGraph::load(&config, &catalog).graph(),
     };
-    let planner = Planner { catalog: &catalog, flow, index: &index, toolnet: history.as_ref() };
+    let ws = Workspace {
+        root,
+        config: Arc::new(config),
+        catalog: Arc::new(catalog),
+        index: &index,
+        toolnet: Some(toolnet),
+        mcp: None,
+        upstream: Vec::new(),
+        learn: false,
+    };
+    let catalog = &ws.catalog;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match planner.plans(task, args.k) {
+    match jobs::plan::plans(&ws, task, args.k) {
         Ok(plans) if args.json => {
-            let all: Vec<Value> = plans.iter().map(|p| p.to_json(&catalog)).collect();
+            let all: Vec<Value> = plans.iter().map(|p| p.to_json(catalog)).collect();
             writeln!(out, "{}", serde_json::to_string_pretty(&json!({"task": task, "plans": all}))?)?;
             Ok(0)
         }
         Ok(plans) => {
             for (i, plan) in plans.iter().enumerate() {
-                write_plan(&mut out, i + 1, plan, &catalog)?;
+                write_plan(&mut out, i + 1, plan, catalog)?;
             }
             Ok(0)
         }

@@ -6,6 +6,7 @@
 //! what a user's "Generate" runs, and a change to the loop is made here, once.
 
 pub mod chain;
+pub mod plan;
 
 use std::future::Future;
 use std::path::PathBuf;

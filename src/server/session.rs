@@ -46,6 +46,8 @@ pub struct ClientSupport {
     pub work_done_progress: bool,
     /// `workspace/inlayHint/refresh`.
     pub inlay_hint_refresh: bool,
+    /// Workspace edits that name the document version they were made for (`documentChanges`).
+    pub versioned_edits: bool,
 }
 
 impl ClientSupport {
@@ -77,6 +79,10 @@ impl ClientSupport {
             inlay_hint_refresh: workspace
                 .and_then(|w| w.inlay_hint.as_ref())
                 .and_then(|i| i.refresh_support)
+                .unwrap_or(false),
+            versioned_edits: workspace
+                .and_then(|w| w.workspace_edit.as_ref())
+                .and_then(|e| e.document_changes)
                 .unwrap_or(false),
         }
     }

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use chainsmith::server::{Status, StatusNotification};
 use serde_json::{Value, json};
-use tower_lsp_server::lsp_types::notification::{DidChangeConfiguration, LogMessage};
+use tower_lsp_server::lsp_types::notification::{DidChangeConfiguration, LogMessage, ShowMessage};
 use tower_lsp_server::lsp_types::request::{
-    Completion, RegisterCapability, ResolveCompletionItem, WorkspaceConfiguration,
+    ApplyWorkspaceEdit, Completion, RegisterCapability, ResolveCompletionItem, WorkspaceConfiguration,
 };
 use tower_lsp_server::lsp_types::{self as lsp, NumberOrString, Uri};
 
@@ -151,6 +151,7 @@ fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
             "chainsmith.run",
             "chainsmith.generate",
             "chainsmith.fix",
+            "chainsmith.plan",
             "chainsmith.probe",
             "chainsmith.probeAll",
             "chainsmith.graph",
@@ -678,5 +679,60 @@ fn a_missing_argument_is_fixed_with_the_call_that_produces_it() {
         })
         .collect();
     assert!(titles.contains(&"Pass `search_person[\"results\"][0][\"id\"]` as `person_id`".to_string()), "{titles:?}");
+    client.shutdown();
+}
+
+/// "Plan a chain for this task" inserts the planner's best chain for the docstring's task (no
+/// model anywhere), as an edit naming the version it was made for; the program it leaves checks
+/// clean and keeps the document's one import.
+#[test]
+fn planning_a_chain_inserts_the_best_plan_for_the_version_it_was_made_for() {
+    let mut client = tmdb().capabilities(json!({"workspace": {"workspaceEdit": {"documentChanges": true}}})).start();
+    let text =
+        "\"\"\"Find the director of the movie \"Lost in Translation\".\"\"\"\nfrom chainsmith.tools import tmdb\n";
+    let uri = client.open("p.py", text);
+    client.diagnostics(&uri, |p| p.version == Some(1));
+    let actions = client.code_actions(&uri, range(pos(0, 3), pos(0, 3)), vec![]);
+    let command = actions
+        .iter()
+        .find_map(|a| match a {
+            lsp::CodeActionOrCommand::CodeAction(action) if action.title == "Plan a chain for this task (no model)" => {
+                action.command.clone()
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{actions:#?}"));
+    assert_eq!(command.command, "chainsmith.plan");
+    client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
+        applied: true,
+        failure_reason: None,
+        failed_change: None,
+    });
+    assert_eq!(client.execute_command(&command.command, command.arguments.clone().unwrap(), None), Ok(None));
+    let ServerRequest { params: applied, .. } = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    let Some(lsp::DocumentChanges::Edits(changes)) = applied.edit.document_changes else { panic!("{applied:#?}") };
+    assert_eq!(changes[0].text_document.version, Some(1));
+    let edits: Vec<lsp::TextEdit> = changes[0]
+        .edits
+        .iter()
+        .map(|e| match e {
+            lsp::OneOf::Left(edit) => edit.clone(),
+            lsp::OneOf::Right(annotated) => annotated.text_edit.clone(),
+        })
+        .collect();
+    let planned = apply_edits(text, &edits);
+    assert_eq!(planned.matches("from chainsmith.tools import tmdb").count(), 1, "{planned}");
+    assert!(planned.contains("search_movie = tmdb.search_movie(query=\"Lost in Translation\")\n"), "{planned}");
+    let shown = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(shown.message, "chainsmith: planned GET /search/movie → GET /movie/{movie_id}/credits");
+    client.change(&uri, 2, vec![full_text(&planned)]);
+    let published = client.diagnostics(&uri, |p| p.version == Some(2));
+    assert_eq!(codes(&published), Vec::<String>::new(), "{planned}");
+
+    // A version the document no longer has plans nothing.
+    let stale = command.arguments.unwrap();
+    assert_eq!(client.execute_command("chainsmith.plan", stale, None), Ok(None));
+    let shown = client.await_notification::<ShowMessage>(|_| true);
+    assert!(shown.message.contains("changed since the action was offered"), "{}", shown.message);
     client.shutdown();
 }

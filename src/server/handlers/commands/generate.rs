@@ -86,6 +86,7 @@ pub fn code_actions(snap: &Snapshot, params: &lsp::CodeActionParams) -> Vec<lsp:
     if wants(params, &rewrite) {
         let requested = convert::byte_range(&snap.line_index, snap.text(), params.range, snap.world.encoding);
         if let Some((task, tools)) = task_at(snap, requested) {
+            out.push(super::plan::code_action(snap, &task));
             let arguments = json!({"uri": uri, "version": snap.version, "task": task, "tools": tools});
             out.push(lsp::CodeActionOrCommand::CodeAction(lsp::CodeAction {
                 title: GENERATE_TITLE.into(),
@@ -289,14 +290,7 @@ async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: Chai
         (convert::range(&snap.line_index, text, ByteRange::new(0, text.len()), world.encoding), program.clone())
     } else {
         let end = convert::range(&snap.line_index, text, ByteRange::new(text.len(), text.len()), world.encoding);
-        let sep = if text.is_empty() || text.ends_with("\n\n") {
-            ""
-        } else if text.ends_with('\n') {
-            "\n"
-        } else {
-            "\n\n"
-        };
-        (end, format!("{sep}{program}"))
+        (end, format!("{}{program}", crate::jobs::plan::separator(text)))
     };
     let edit = lsp::WorkspaceEdit {
         changes: Some(HashMap::from([(snap.uri.clone(), vec![lsp::TextEdit { range, new_text }])])),

@@ -1,6 +1,7 @@
 //! `workspace/executeCommand`, one file per command. The editor commands are advertised so
 //! clients can bind them: `chainsmith.run` runs the program ([`run`]), `chainsmith.generate` and
-//! `chainsmith.fix` generate and fix chains ([`generate`]), `chainsmith.probe`/`probeAll` probe
+//! `chainsmith.fix` generate and fix chains ([`generate`]), `chainsmith.plan` inserts the planner's
+//! chain for a task ([`plan`]), `chainsmith.probe`/`probeAll` probe
 //! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]),
 //! `chainsmith.trustWorkspace` trusts the workspace and reloads it ([`trust`]),
 //! `chainsmith.acceptObserved` takes a response a run observed as the tool's schema ([`observed`]). The long ones
@@ -9,6 +10,7 @@
 pub mod generate;
 pub mod graph;
 pub mod observed;
+pub mod plan;
 pub mod probe;
 pub mod run;
 pub mod trust;
@@ -26,6 +28,7 @@ pub mod names {
     pub const RUN: &str = "chainsmith.run";
     pub const GENERATE: &str = "chainsmith.generate";
     pub const FIX: &str = "chainsmith.fix";
+    pub const PLAN: &str = "chainsmith.plan";
     pub const PROBE: &str = "chainsmith.probe";
     pub const PROBE_ALL: &str = "chainsmith.probeAll";
     pub const GRAPH: &str = "chainsmith.graph";
@@ -34,10 +37,11 @@ pub mod names {
 }
 
 /// Every command, as `initialize` advertises them.
-pub const COMMANDS: [&str; 8] = [
+pub const COMMANDS: [&str; 9] = [
     names::RUN,
     names::GENERATE,
     names::FIX,
+    names::PLAN,
     names::PROBE,
     names::PROBE_ALL,
     names::GRAPH,
@@ -53,6 +57,8 @@ pub enum Outcome {
     Generate,
     /// `chainsmith.fix`: run the document, reflect on its failure and fix it in the background.
     Fix,
+    /// `chainsmith.plan`: insert the planner's best chain for the document's task, no model asked.
+    Plan,
     /// `chainsmith.probe` (tool ids as arguments) / `chainsmith.probeAll`: probing in the background.
     Probe { all: bool },
     /// `chainsmith.graph`: the ToolNet graph as text, DOT and an SVG picture (from a tool id, when
@@ -73,6 +79,7 @@ pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -
         Outcome::Run => run::execute(ctx, params).await,
         Outcome::Generate => generate::execute(ctx, params, false).await,
         Outcome::Fix => generate::execute(ctx, params, true).await,
+        Outcome::Plan => plan::execute(ctx, params).await,
         Outcome::Probe { all } => probe::execute(ctx, params, all).await,
         Outcome::Graph { from, document } => graph::execute(ctx, from, document).await,
         Outcome::TrustWorkspace => trust::execute(ctx).await,
@@ -92,6 +99,7 @@ pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
         names::RUN => Outcome::Run,
         names::GENERATE => Outcome::Generate,
         names::FIX => Outcome::Fix,
+        names::PLAN => Outcome::Plan,
         names::PROBE => Outcome::Probe { all: false },
         names::PROBE_ALL => Outcome::Probe { all: true },
         names::GRAPH => {
