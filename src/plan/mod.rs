@@ -263,7 +263,10 @@ impl<'a> Planner<'a> {
                 transitions += graph.weight(previous, &call.tool);
                 previous = &call.tool;
             }
-            let transitions = transitions / calls.len() as f64;
+            // Whether chains usually stop where this one does counts too: a tool usually
+            // followed by another is seldom the answer.
+            transitions += graph.weight(previous, crate::graph::END);
+            let transitions = transitions / (calls.len() + 1) as f64;
             score += transitions;
             reasons.push(format!("ToolNet transitions {transitions:.2}"));
         }

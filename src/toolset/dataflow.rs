@@ -97,6 +97,8 @@ pub struct DataFlow {
 /// only this many object nodes of one response are looked at.
 const MAX_DEPTH: usize = 6;
 const MAX_OBJECTS_PER_RESPONSE: usize = 200;
+/// What each list beyond the first on a field's path keeps of an edge's weight.
+const NESTED_LIST: f64 = 0.6;
 /// Weaker edges than this are not kept.
 const MIN_WEIGHT: f64 = 0.3;
 
@@ -365,6 +367,13 @@ fn edge(
             strength: 0.0,
             why: format!("types differ: {} into {}", field_types.join("|"), consumer.types.join("|")),
         });
+    }
+    // An item of a list inside a list's item (a found person's `known_for[]` movies) is a thing
+    // the response mentions in passing: taking the first of the first is a guess.
+    let lists = path.0.iter().filter(|s| **s == Step::Item).count();
+    if lists > 1 {
+        weight *= NESTED_LIST.powi(lists as i32 - 1);
+        evidence.push(Evidence { strength: 0.0, why: "it sits in a list inside a list's item".into() });
     }
     (weight >= MIN_WEIGHT).then(|| Edge {
         from: tool.id(),
