@@ -260,11 +260,21 @@ pub struct GenerateConfig {
     pub width: usize,
     /// DFSDT: longest path of attempts.
     pub depth: usize,
+    /// The planner's chains shown to the model with the tools (0: none, the model plans alone).
+    pub plans: usize,
 }
 
 impl Default for GenerateConfig {
     fn default() -> Self {
-        GenerateConfig { candidates: 20, reflections: 3, max_llm_calls: 12, max_tokens: 60000, width: 2, depth: 3 }
+        GenerateConfig {
+            candidates: 20,
+            reflections: 3,
+            max_llm_calls: 12,
+            max_tokens: 60000,
+            width: 2,
+            depth: 3,
+            plans: 3,
+        }
     }
 }
 

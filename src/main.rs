@@ -105,6 +105,9 @@ enum Command {
         /// Allow running tools that may change data (HTTP non-GET, MCP tools without readOnlyHint).
         #[arg(long)]
         yes: bool,
+        /// The model plans alone: the planner's chains are not shown with the tools.
+        #[arg(long)]
+        no_plans: bool,
     },
     /// Run a program and, when it fails, reflect and revise it; the fix is written back only on success.
     Fix {
@@ -214,8 +217,8 @@ fn main() -> ExitCode {
         }
         Command::Eval { command, args } => chainsmith::cli::eval::eval(cli.root.as_deref(), command, args),
         Command::Mock { port } => chainsmith::cli::mock(cli.root.as_deref(), port),
-        Command::Generate { task, out, yes } => {
-            chainsmith::cli::generate(cli.root.as_deref(), &task, out.as_deref(), yes)
+        Command::Generate { task, out, yes, no_plans } => {
+            chainsmith::cli::generate(cli.root.as_deref(), &task, out.as_deref(), yes, no_plans)
         }
         Command::Fix { file, yes } => chainsmith::cli::fix(cli.root.as_deref(), &file, yes),
         Command::Stubs { out } => chainsmith::cli::stubs(cli.root.as_deref(), out.as_deref()),

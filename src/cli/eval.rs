@@ -49,6 +49,9 @@ pub struct EvalArgs {
     /// Ablation: no ToolNet expansion of the candidates.
     #[arg(long)]
     pub no_toolnet: bool,
+    /// Ablation: the model plans alone; the planner's chains are not shown with the tools.
+    #[arg(long)]
+    pub no_plans: bool,
     /// A name for this configuration in the results (default: derived from the flags).
     #[arg(long)]
     pub label: Option<String>,
@@ -85,6 +88,10 @@ fn variant(args: &EvalArgs, settings: Settings, default_candidates: usize) -> Re
     if let Some(alpha) = args.reflections {
         settings.reflections = alpha;
         parts.push(format!("alpha{alpha}"));
+    }
+    if args.no_plans {
+        settings.plans = 0;
+        parts.push("no-plans".into());
     }
     if let Some(width) = args.width {
         settings.width = width.max(1);

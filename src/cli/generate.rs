@@ -67,9 +67,12 @@ fn run_job(ws: &Workspace<'_>, request: ChainRequest) -> Result<Finished> {
 }
 
 /// `chainsmith generate`: exit 0 when a program was found that runs and answers the task.
-pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool) -> Result<u8> {
+pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool, no_plans: bool) -> Result<u8> {
     let root = workspace_root(root, &out.map(|o| vec![o.to_path_buf()]).unwrap_or_default());
-    let (config, catalog) = load_workspace(&root)?;
+    let (mut config, catalog) = load_workspace(&root)?;
+    if no_plans {
+        config.generate.plans = 0;
+    }
     let index = super::retrieval_index(&catalog, &config);
     let ws = workspace(&root, config, catalog, &index);
     let program_path = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("generated.py"));

@@ -179,12 +179,12 @@ pub async fn draft(
     budget: &Budget,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Draft, GenerateError> {
-    converse(first_messages(task, candidates), catalog, client, budget, cancelled).await
+    converse(first_messages(task, candidates, &[]), catalog, client, budget, cancelled).await
 }
 
-/// The conversation that asks for a first draft.
-pub fn first_messages(task: &str, candidates: &[&Tool]) -> Vec<Message> {
-    vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates))]
+/// The conversation that asks for a first draft, showing the planner's chains (`plans`) if any.
+pub fn first_messages(task: &str, candidates: &[&Tool], plans: &[String]) -> Vec<Message> {
+    vec![Message::system(prompt::SYSTEM), Message::user(prompt::generation(task, candidates, plans))]
 }
 
 /// The static loop from a conversation whose last message asks for a program (a first draft, a

@@ -53,11 +53,23 @@ pub fn render_tool(tool: &Tool, outline_lines: usize) -> String {
     out
 }
 
-/// The generation request: the task and the candidate tools.
-pub fn generation(task: &str, candidates: &[&Tool]) -> String {
+/// The generation request: the task, the candidate tools and the chains the planner found for
+/// the task (typed skeletons, best first), if any.
+pub fn generation(task: &str, candidates: &[&Tool], plans: &[String]) -> String {
     let mut out = format!("Task: {}\n\nTools:\n", task.trim());
     for tool in candidates {
         out.push_str(&render_tool(tool, 12));
+        out.push('\n');
+    }
+    if !plans.is_empty() {
+        out.push_str(
+            "Chains the tools' data flow allows for this task, most likely first (each passes the checks; \
+the values come from the task and from earlier responses). Start from the one that answers the task, and \
+change what it needs: pick the right item, add the reading of the answer, print it.\n",
+        );
+        for (i, plan) in plans.iter().enumerate() {
+            out.push_str(&format!("\nChain {}:\n```python\n{}```\n", i + 1, plan));
+        }
         out.push('\n');
     }
     out.push_str("Write the program.");

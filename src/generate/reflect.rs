@@ -281,11 +281,13 @@ pub fn revision_prompt(attempts: &[Attempt], tool: Option<&Tool>, trace: &Trace)
 pub fn revision_messages(
     task: &str,
     candidates: &[&Tool],
+    plans: &[String],
     attempts: &[Attempt],
     tool: Option<&Tool>,
     trace: &Trace,
 ) -> Vec<Message> {
-    let mut messages = atc::first_messages(task, candidates);
+    // The first request as it was, so a revision's conversation starts with the same text.
+    let mut messages = atc::first_messages(task, candidates, plans);
     if let Some(last) = attempts.last() {
         messages.push(Message::assistant(format!("```python\n{}```", last.program)));
     }

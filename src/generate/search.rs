@@ -34,6 +34,8 @@ pub struct Settings {
     pub budget: Budget,
     /// Static problems go back to the model before anything runs (off only as an ablation).
     pub static_feedback: bool,
+    /// How many of the planner's chains the model is shown (`[generate] plans`; 0 shows none).
+    pub plans: usize,
 }
 
 impl Settings {
@@ -44,6 +46,7 @@ impl Settings {
             reflections: config.reflections as usize,
             budget: Budget { max_llm_calls: config.max_llm_calls, max_tokens: config.max_tokens },
             static_feedback: true,
+            plans: config.plans,
         }
     }
 }
@@ -174,6 +177,8 @@ pub struct Request<'a> {
     pub given_run: Option<Execution>,
     /// Whether to ask the judge (there is a task to judge against).
     pub judge: bool,
+    /// The planner's chains for the task (typed skeletons, best first), shown with the tools.
+    pub plans: Vec<String>,
 }
 
 /// The candidate pool for a task: retrieval's best `k` in the catalog's `index`, restricted to
@@ -327,6 +332,7 @@ struct Search<'a> {
     static_checks: Vec<usize>,
     /// The given program's run made before the search, used once by its node.
     given_run: Option<Execution>,
+    plans: Vec<String>,
 }
 
 enum Step {
@@ -463,7 +469,7 @@ impl<'a> Search<'a> {
         let first = self.nodes[parent].children.is_empty();
         if parent == 0 && first {
             let tools = self.tools();
-            let program = self.converse(atc::first_messages(self.task, &tools)).await?;
+            let program = self.converse(atc::first_messages(self.task, &tools, &self.plans)).await?;
             return Ok((Kind::Draft, program));
         }
         if parent != 0 && first {
@@ -508,7 +514,7 @@ impl<'a> Search<'a> {
                 self.nodes[parent].attributed = Some((id.clone(), attribution.1.clone()));
             }
             let _ = error;
-            let messages = reflect::revision_messages(self.task, &tools, &attempts, attributed, &trace);
+            let messages = reflect::revision_messages(self.task, &tools, &self.plans, &attempts, attributed, &trace);
             return Ok((Kind::Revision, self.converse(messages).await?));
         }
         // A distinct alternative to the failed children (and, below the root, to the parent).
@@ -523,7 +529,11 @@ impl<'a> Search<'a> {
         let tools = self.tools();
         let messages = vec![
             Message::system(prompt::SYSTEM),
-            Message::user(format!("{}\n\n{}", prompt::generation(self.task, &tools), diversity_prompt(&siblings))),
+            Message::user(format!(
+                "{}\n\n{}",
+                prompt::generation(self.task, &tools, &self.plans),
+                diversity_prompt(&siblings)
+            )),
         ];
         Ok((Kind::Alternative, self.converse(messages).await?))
     }
@@ -633,6 +643,7 @@ pub async fn search(
         nodes: vec![root],
         static_checks: Vec::new(),
         given_run: request.given_run,
+        plans: request.plans,
     };
     let stop = search.run(request.given).await;
     let best = search.nodes.iter().skip(1).max_by_key(|n| (score(n), std::cmp::Reverse(n.id))).map(|n| n.id);

@@ -75,6 +75,8 @@ pub struct Prepared<'w> {
     task: Option<String>,
     candidates: Vec<String>,
     allowed: Option<BTreeSet<String>>,
+    /// The planner's chains for a generation's task, as typed skeletons.
+    plans: Vec<String>,
 }
 
 /// What a job came to.
@@ -142,11 +144,31 @@ fn prepare_with<'w>(
         return Err(Refusal::UntrustedInterpreter(why));
     }
     let client = llm::Client::new(&ws.config.llm).map_err(|e| Refusal::Llm(e.to_string()))?;
-    let (candidates, allowed) = candidates(ws, task.as_deref(), &request.tools, called, options.candidates);
+    let (mut candidates, allowed) = candidates(ws, task.as_deref(), &request.tools, called, options.candidates);
     if candidates.is_empty() {
         return Err(Refusal::NoCandidates);
     }
-    Ok(Prepared { ws, client, options, request, task, candidates, allowed })
+    let plans = match (&request.goal, &task) {
+        (Goal::Generate { .. }, Some(task)) => planned(ws, task, options.settings.plans, allowed.as_ref()),
+        _ => Vec::new(),
+    };
+    // A chain calling a tool the model was not shown would be no help: its tools join the rest.
+    for call in plans.iter().flat_map(|p| &p.calls) {
+        if !candidates.contains(&call.tool) {
+            candidates.push(call.tool.clone());
+        }
+    }
+    let plans = plans.iter().map(|p| p.skeleton(&ws.catalog)).collect();
+    Ok(Prepared { ws, client, options, request, task, candidates, allowed, plans })
+}
+
+/// The planner's best `k` chains for a generation's task, within the user's selection if any.
+fn planned(ws: &Workspace<'_>, task: &str, k: usize, allowed: Option<&BTreeSet<String>>) -> Vec<crate::plan::Plan> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let plans = super::plan::plans(ws, task, k * 4).unwrap_or_default();
+    plans.into_iter().filter(|p| allowed.is_none_or(|a| p.calls.iter().all(|c| a.contains(&c.tool)))).take(k).collect()
 }
 
 /// The tools shown to the model: the tools the user selected or the task names (then the pool
@@ -228,6 +250,7 @@ impl Prepared<'_> {
                 given: given.clone(),
                 given_run: given_run.take(),
                 judge: self.task.is_some(),
+                plans: self.plans.clone(),
             };
             let search = search::search(request, &ws.catalog, ws.index, &self.client, &runner, &self.options.settings);
             let outcome = reporting_calls(search, &self.client, sink).await;

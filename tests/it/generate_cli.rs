@@ -93,3 +93,33 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     assert!(stdout.contains("+print(tmdb.person(person_id=500)[\"biography\"])"), "{stdout}");
     assert_eq!(bad.count(), 1, "one revision within width 1 and depth 2");
 }
+
+/// The model is shown the planner's chains for the task as typed skeletons beside the tools, the
+/// same text in every request of the task; `--no-plans` leaves them out (the ablation).
+#[test]
+fn generation_shows_the_planners_chains_unless_asked_not_to() {
+    let tmdb = TmdbServer::start(&[]);
+    let llm = Server::start(|body, _| {
+        if last_message(body).contains("Does the output answer the task") {
+            Answer::text("Solved.")
+        } else {
+            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
+        }
+    });
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
+    let task = "print the biography of \"Sofia Coppola\"";
+    let out = chainsmith(ws.path(), &["generate", task], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let first = llm.bodies()[0]["messages"][1]["content"].as_str().unwrap().to_string();
+    let chains = first.split("Chains the tools' data flow allows").nth(1).unwrap_or_else(|| panic!("{first}"));
+    assert!(
+        chains.contains("Chain 1:\n```python\nfrom chainsmith.tools import tmdb\n\nsearch_person = tmdb.search_person(query=\"Sofia Coppola\")\n"),
+        "{chains}"
+    );
+    let seen = llm.count();
+    let out = chainsmith(ws.path(), &["generate", task, "--no-plans"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let first = llm.bodies()[seen]["messages"][1]["content"].as_str().unwrap().to_string();
+    assert!(first.starts_with("Task: print the biography"), "{first}");
+    assert!(!first.contains("Chain 1:"), "{first}");
+}

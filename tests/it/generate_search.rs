@@ -41,6 +41,7 @@ fn settings(width: usize, depth: usize, reflections: usize, calls: u32) -> Setti
         reflections,
         budget: Budget { max_llm_calls: calls, max_tokens: 1_000_000 },
         static_feedback: true,
+        plans: 0,
     }
 }
 
@@ -87,7 +88,7 @@ async fn run_search(task: &str, dir: &Path, client: &Client, settings: &Settings
     let index = CatalogIndex::new(&runner.catalog);
     let (candidates, allowed) = search::candidates(task, &runner.catalog, &index, 20, &[], None);
     search::search(
-        Request { task, candidates, allowed, given: None, given_run: None, judge: true },
+        Request { task, candidates, allowed, given: None, given_run: None, judge: true, plans: Vec::new() },
         &runner.catalog,
         &index,
         client,
