@@ -38,6 +38,8 @@ pub struct Config {
     pub problems: Vec<Diagnostic>,
     /// Where the `[runtime]` section is in chainsmith.toml (empty when it has none).
     pub runtime_range: ByteRange,
+    /// Where the `[llm]` section is in chainsmith.toml (empty when it has none).
+    pub llm_range: ByteRange,
     /// The user trusts this workspace for this session without recording it (`chainsmith
     /// --trust`; the editor setting `trusted`, from editors with their own workspace trust). Never
     /// read from chainsmith.toml: a workspace cannot trust itself. See [`crate::trust`].
@@ -425,8 +427,10 @@ impl Config {
         config.problems.append(&mut problems);
         config.trusted = override_of("trusted").and_then(serde_json::Value::as_bool).unwrap_or(false);
         for (name, (value, range)) in sections {
-            if name == "runtime" {
-                config.runtime_range = range;
+            match name {
+                "runtime" => config.runtime_range = range,
+                "llm" => config.llm_range = range,
+                _ => {}
             }
             let Some(value) = value else { continue };
             let problems = &mut config.problems;

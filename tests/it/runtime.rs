@@ -37,7 +37,8 @@ fn module_dialect_chain_with_auth_trace_and_redaction() {
         "{SOFIA}import os\nprint(\"env:\", os.environ.get(\"TMDB_TEST_KEY\"))\nKEY = \"{KEY}\"\ncompanies = tmdb.search_company(query=KEY)\nprint(\"key:\", KEY)\n"
     );
     write(ws.path(), "p.py", &program);
-    let out = chainsmith(ws.path(), &["run", "p.py", "--trace-json", "out/trace.json"], &[("TMDB_TEST_KEY", KEY)]);
+    let out =
+        chainsmith(ws.path(), &["--trust", "run", "p.py", "--trace-json", "out/trace.json"], &[("TMDB_TEST_KEY", KEY)]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("Bradley Cooper directed 0 movies"), "{stdout}");
@@ -99,7 +100,7 @@ print("basic", base64.b64encode(k.encode()).decode())
 sys.stdout.write("a" * (65536 - 7) + k + "z" * 10 + "\n")
 "#;
     write(ws.path(), "leak.py", program);
-    let out = chainsmith(ws.path(), &["run", "leak.py"], &[("TMDB_TEST_KEY", key)]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "leak.py"], &[("TMDB_TEST_KEY", key)]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for leaked in [key, "K3y%2BSecr%2Fet%3D%264711", "K3y%2BSecr%2Fet%3D%264711", "SzN5K1NlY3IvZXQ9JjQ3MTE="] {
@@ -127,7 +128,7 @@ fn header_auth_with_a_prefix() {
     );
     std::fs::write(ws.path().join("chainsmith.toml"), toml).unwrap();
     write(ws.path(), "p.py", SOFIA);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[("TMDB_TEST_KEY", KEY)]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[("TMDB_TEST_KEY", KEY)]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let requests = server.requests();
     assert_eq!(requests[0]["headers"]["authorization"], format!("Bearer {KEY}"));
@@ -177,7 +178,7 @@ print("status", missing.status_code, missing.json()["status_code"])
         key = KEY
     );
     write(ws.path(), "h.py", &program);
-    let out = chainsmith(ws.path(), &["run", "h.py"], &[("TMDB_TEST_KEY", KEY)]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "h.py"], &[("TMDB_TEST_KEY", KEY)]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("The Avengers | Edward Norton | Brad Pitt"), "{stdout}");
