@@ -369,7 +369,7 @@ impl McpClient {
         if let Some(url) = &config.url {
             return Self::connect(name, url, config, root);
         }
-        let timeout = Duration::from_secs(config.timeout_s.max(1));
+        let timeout = crate::config::timeout(config.timeout_s);
         let mut command = Command::new(&config.command);
         // A cleared environment with what a program needs to find its way and what the entry
         // declares: the server never sees chainsmith's API keys.
@@ -974,7 +974,7 @@ impl McpClient {
             header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
-        let timeout = Duration::from_secs(config.timeout_s.max(1));
+        let timeout = crate::config::timeout(config.timeout_s);
         let http = reqwest::blocking::Client::builder()
             .default_headers(headers)
             .connect_timeout(timeout)

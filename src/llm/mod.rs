@@ -205,7 +205,7 @@ impl Client {
         }
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty());
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_s.max(1)))
+            .timeout(crate::config::timeout(config.timeout_s))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
@@ -240,7 +240,7 @@ impl Client {
         if let Some(m) = options.max_tokens {
             body["max_tokens"] = json!(m);
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(self.timeout_s.max(1));
+        let deadline = tokio::time::Instant::now() + crate::config::timeout(self.timeout_s);
         let mut attempt = 0;
         loop {
             let sent = tokio::time::timeout_at(deadline, self.send(&body, messages)).await;

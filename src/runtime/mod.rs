@@ -118,7 +118,7 @@ pub struct Limits {
 impl Limits {
     pub fn from_config(runtime: &RuntimeConfig) -> Limits {
         Limits {
-            timeout: Duration::from_secs(runtime.timeout_s.max(1)),
+            timeout: crate::config::timeout(runtime.timeout_s),
             max_tool_calls: runtime.max_tool_calls,
             max_output_bytes: MAX_OUTPUT_BYTES,
         }

@@ -674,3 +674,30 @@ fn a_command_tool_gets_its_arguments_on_stdin() {
     assert!(stdout.contains("HIHI"), "{stdout}");
     assert!(stdout.contains("failed: exited with status 4: broken"), "{stdout}");
 }
+
+/// A timeout too long for any clock (`i64::MAX` seconds) is read as the longest one, said by
+/// `check`, and neither `run` nor `generate` panics on it.
+#[test]
+fn an_endless_timeout_is_bounded_and_flagged() {
+    let endless = i64::MAX;
+    let extra = format!(
+        "[runtime]\ntimeout_s = {endless}\n\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\ntimeout_s = {endless}\n"
+    );
+    // The LLM is asked (and cannot be reached): the toolset gives the task its candidates.
+    let dir = workspace("http://127.0.0.1:9/3", false, &extra);
+    write(dir.path(), "p.py", "print('still here')\n");
+    let out = chainsmith(dir.path(), &["check", "--format", "json"], &[]);
+    let reported: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for section in ["[runtime] timeout_s", "[llm] timeout_s"] {
+        assert!(
+            reported.iter().any(|d| d["code"] == "invalid-config"
+                && d["message"].as_str().unwrap().starts_with(&format!("{section} = {endless} is out of range"))),
+            "{section}: {reported:?}"
+        );
+    }
+    let out = chainsmith(dir.path(), &["run", "p.py"], &[]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(0), "still here\n".into()), "{}", text(&out.stderr));
+    let out = chainsmith(dir.path(), &["generate", "search for the person Sofia Coppola"], &[]);
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert!(matches!(out.status.code(), Some(1 | 2)), "{:?}: {}", out.status, text(&out.stderr));
+}
