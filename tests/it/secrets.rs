@@ -337,3 +337,24 @@ fn a_key_an_api_echoes_never_reaches_the_program_or_the_trace() {
     let trace = std::fs::read_to_string(ws.root().join("trace.json")).unwrap();
     assert!(!trace.contains(SECRET) && !trace.contains(&hex), "{trace}");
 }
+
+#[test]
+fn a_remote_mcp_servers_headers_do_not_follow_a_redirect_to_another_origin() {
+    use chainsmith::config::{HeaderValueConfig, McpConfig};
+    let other = Recorder::start(|_| ok_json("{}"));
+    let to = format!("{}/mcp", other.url());
+    let server = Recorder::start(move |_| redirect(&to));
+    let config = McpConfig {
+        url: Some(format!("{}/mcp", server.url())),
+        headers: [("X-Api-Key".to_string(), HeaderValueConfig::Literal(SECRET.into()))].into(),
+        timeout_s: 5,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Err(refused) = chainsmith::mcp::McpClient::start_named("remote", &config, dir.path()) else {
+        panic!("a session through a redirect to another origin");
+    };
+    assert!(format!("{refused:#}").contains("307"), "{refused:#}");
+    assert!(server.received().iter().any(|r| r.contains(SECRET)), "the trusted address got its header");
+    assert!(other.received().is_empty(), "{:?}", other.received());
+}
