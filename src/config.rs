@@ -38,6 +38,8 @@ pub struct Config {
     pub problems: Vec<Diagnostic>,
     /// Where the `[runtime]` section is in chainsmith.toml (empty when it has none).
     pub runtime_range: ByteRange,
+    /// Where the `[llm]` section is in chainsmith.toml (empty when it has none).
+    pub llm_range: ByteRange,
     /// The user trusts this workspace for this session without recording it (`chainsmith
     /// --trust`; the editor setting `trusted`, from editors with their own workspace trust). Never
     /// read from chainsmith.toml: a workspace cannot trust itself. See [`crate::trust`].
@@ -435,8 +437,10 @@ impl Config {
         config.problems.append(&mut problems);
         config.trusted = override_of("trusted").and_then(serde_json::Value::as_bool).unwrap_or(false);
         for (name, (value, range)) in sections {
-            if name == "runtime" {
-                config.runtime_range = range;
+            match name {
+                "runtime" => config.runtime_range = range,
+                "llm" => config.llm_range = range,
+                _ => {}
             }
             let Some(value) = value else { continue };
             let problems = &mut config.problems;
@@ -511,7 +515,43 @@ impl Config {
                 config.toolsets.push(toolset);
             }
         }
+        bound_timeouts(&mut config, &file_path);
         config
+    }
+}
+
+/// The longest timeout a setting may give, in seconds (a week): longer ones are read as this, so
+/// no deadline computed from one overflows.
+pub const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
+/// A `timeout_s` as a duration: at least a second, at most [`MAX_TIMEOUT_S`].
+pub fn timeout(seconds: u64) -> std::time::Duration {
+    std::time::Duration::from_secs(seconds.clamp(1, MAX_TIMEOUT_S))
+}
+
+/// Reads every `timeout_s` longer than [`MAX_TIMEOUT_S`] as that, with a warning where it is set.
+fn bound_timeouts(config: &mut Config, file: &Path) {
+    let mut settings: Vec<(String, &mut u64, ByteRange)> = vec![
+        ("[runtime] timeout_s".into(), &mut config.runtime.timeout_s, config.runtime_range),
+        ("[llm] timeout_s".into(), &mut config.llm.timeout_s, config.llm_range),
+    ];
+    for toolset in &mut config.toolsets {
+        if let ToolsetSource::Mcp(mcp) = &mut toolset.source {
+            settings.push((format!("toolset `{}`: timeout_s", toolset.name), &mut mcp.timeout_s, toolset.range));
+        }
+    }
+    for (name, value, range) in settings {
+        if *value > MAX_TIMEOUT_S {
+            config.problems.push(Diagnostic::warning(
+                file,
+                range,
+                "invalid-config",
+                format!(
+                    "{name} = {value} is out of range: the longest is {MAX_TIMEOUT_S} (a week), which is used instead"
+                ),
+            ));
+            *value = MAX_TIMEOUT_S;
+        }
     }
 }
 

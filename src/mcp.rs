@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::config::McpConfig;
+use crate::trust::redact_url;
 
 /// The protocol version chainsmith asks for.
 pub const PROTOCOL_VERSION: &str = "2025-06-18";
@@ -369,7 +370,7 @@ impl McpClient {
         if let Some(url) = &config.url {
             return Self::connect(name, url, config, root);
         }
-        let timeout = Duration::from_secs(config.timeout_s.max(1));
+        let timeout = crate::config::timeout(config.timeout_s);
         let mut command = Command::new(&config.command);
         // A cleared environment with what a program needs to find its way and what the entry
         // declares: the server never sees chainsmith's API keys.
@@ -795,7 +796,7 @@ impl Remote {
             .body(body);
         let response = match self.in_session(request).send() {
             Ok(response) => response,
-            Err(e) => return fail(format!("{} cannot be reached ({})", self.url, error_chain(&e))),
+            Err(e) => return fail(format!("{} cannot be reached ({})", redact_url(&self.url), error_chain(&e))),
         };
         if let Some(session) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             *lock(&self.session) = Some(session.to_string());
@@ -811,7 +812,7 @@ impl Remote {
         }
         let mut text = Vec::new();
         if let Err(e) = response.take(MAX_MESSAGE_BYTES + 1).read_to_end(&mut text) {
-            return fail(format!("{} answered HTTP {status}, then the body failed ({e})", self.url));
+            return fail(format!("{} answered HTTP {status}, then the body failed ({e})", redact_url(&self.url)));
         }
         if text.len() as u64 > MAX_MESSAGE_BYTES {
             return fail(format!("{} sent a message larger than {} MiB", self.url, MAX_MESSAGE_BYTES >> 20));
@@ -819,7 +820,7 @@ impl Remote {
         let json_rpc = serde_json::from_slice::<Value>(&text).is_ok_and(|v| v.get("jsonrpc").is_some());
         if status.is_success() || json_rpc {
             if status == reqwest::StatusCode::NOT_FOUND && lock(&self.session).is_some() {
-                shared.close(format!("ended the session ({} answered HTTP 404)", self.url));
+                shared.close(format!("ended the session ({} answered HTTP 404)", redact_url(&self.url)));
             }
             if !text.trim_ascii().is_empty() {
                 shared.dispatch_line(&text);
@@ -831,7 +832,7 @@ impl Remote {
         let said = String::from_utf8_lossy(&text);
         let said: String = said.trim().chars().take(KEPT_LINE_CHARS).collect();
         if status == reqwest::StatusCode::NOT_FOUND && lock(&self.session).is_some() {
-            shared.close(format!("ended the session ({} answered HTTP 404)", self.url));
+            shared.close(format!("ended the session ({} answered HTTP 404)", redact_url(&self.url)));
         }
         fail(format!(
             "{} answered HTTP {status}{}",
@@ -957,7 +958,7 @@ impl McpClient {
         let refuse = |why: String| McpError {
             kind: McpErrorKind::Spawn,
             server: name.to_string(),
-            message: format!("cannot reach MCP server `{name}` ({url}): {why}"),
+            message: format!("cannot reach MCP server `{name}` ({}): {why}", redact_url(url)),
         };
         let mut headers = reqwest::header::HeaderMap::new();
         for (header, value) in &config.headers {
@@ -974,9 +975,21 @@ impl McpClient {
             header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
-        let timeout = Duration::from_secs(config.timeout_s.max(1));
+        let timeout = crate::config::timeout(config.timeout_s);
+        // The headers carry the user's secrets to the address trusted for them: a redirect to
+        // another origin is not followed (reqwest would keep every header but Authorization and
+        // Cookie), and its status is the answer.
+        let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+            let first = attempt.previous().first().map(reqwest::Url::origin);
+            match first {
+                Some(first) if first != attempt.url().origin() => attempt.stop(),
+                _ if attempt.previous().len() > 10 => attempt.stop(),
+                _ => attempt.follow(),
+            }
+        });
         let http = reqwest::blocking::Client::builder()
             .default_headers(headers)
+            .redirect(same_origin)
             .connect_timeout(timeout)
             .timeout(LONGEST_EXCHANGE)
             .user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION")))

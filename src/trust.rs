@@ -10,6 +10,13 @@
 //! for one session without a record (`chainsmith --trust`, an editor that has its own workspace
 //! trust and says `"trusted": true`).
 //!
+//! Trust covers more than commands: every setting by which a workspace would loosen the sandbox
+//! (`[runtime] sandbox = "off"`, a `[runtime] writable` folder outside the workspace) and every
+//! secret of the user's environment it would send to an address it names (a toolset's `auth`
+//! `value_env` to its base URL, `[llm] api_key_env` to `[llm] base_url`) is a line of the same
+//! record, shown and trusted the same way. Such a line holds an unquoted `<`, which no local
+//! command line does, so no line can pass for another.
+//!
 //! What runs gets a minimal environment ([`confine`]): the variables a program needs to find its
 //! way (`PATH`, `HOME`, the locale …) and what the workspace's entry declares, never the rest of
 //! chainsmith's environment, where the user's API keys live.
@@ -21,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, McpConfig, RuntimeConfig, ToolsetSource};
+use crate::config::{Config, LlmConfig, McpConfig, RuntimeConfig, SandboxMode, ToolsetSource};
 
 /// The diagnostic code of a toolset (or interpreter, or command tool) that does not run because the
 /// workspace is not trusted.
@@ -75,10 +82,109 @@ impl Command {
     pub fn tool(id: &str, argv: &[String]) -> Command {
         Command { from: format!("tool `{id}` (command)"), command: argv_line(argv) }
     }
+
+    /// `[runtime] sandbox = "off"`: programs would run unconfined. (`strict` only refuses more.)
+    pub fn sandbox(runtime: &RuntimeConfig) -> Option<Command> {
+        (runtime.sandbox == SandboxMode::Off)
+            .then(|| Command { from: "[runtime] sandbox".into(), command: format!("{SANDBOX_PREFIX}off>") })
+    }
+
+    /// The `[runtime] writable` folders that do not lie inside the workspace at `root` (by their
+    /// canonical paths where they exist, so `..` and links count where they lead).
+    pub fn writable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
+        let Ok(root) = std::path::absolute(root) else { return Vec::new() };
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        runtime
+            .writable
+            .iter()
+            .filter_map(|folder| {
+                let joined = root.join(folder);
+                let resolved = resolved_path(&joined);
+                (!resolved.starts_with(&root)).then(|| Command {
+                    from: "[runtime] writable".into(),
+                    command: format!("{WRITE_PREFIX}{}>", resolved.display()),
+                })
+            })
+            .collect()
+    }
+
+    /// A secret of the user's environment (`$var`) that a request to `url` would carry, as `how`
+    /// (`header X-Api-Key`, `query parameter api_key`, `body member toolbench_key`); `None` when
+    /// the variable is not set, since nothing would be sent.
+    pub fn secret(from: String, var: &str, how: &str, url: &str) -> Option<Command> {
+        std::env::var_os(var).filter(|v| !v.is_empty())?;
+        Some(Command { from, command: format!("{SEND_PREFIX}${var} to <{}> as {how}", redact_url(url)) })
+    }
+
+    /// The LLM's key sent to an address the workspace chose: `[llm] base_url` or `api_key_env`
+    /// other than the defaults (the default is no workspace's choice).
+    pub fn llm(llm: &LlmConfig) -> Option<Command> {
+        let default = LlmConfig::default();
+        if llm.base_url == default.base_url && llm.api_key_env == default.api_key_env {
+            return None;
+        }
+        Command::secret("[llm]".into(), &llm.api_key_env, "header Authorization", &llm.base_url)
+    }
+
+    /// What the line would do, in words: `run `cmd``, `send $KEY to http://… as header X`.
+    fn action(&self) -> String {
+        let line = &self.command;
+        if let Some(rest) = line.strip_prefix(SEND_PREFIX) {
+            format!("send {}", rest.replacen('<', "", 1).replacen('>', "", 1))
+        } else if line.starts_with(SANDBOX_PREFIX) {
+            "run programs with the sandbox off".into()
+        } else if let Some(folder) = line.strip_prefix(WRITE_PREFIX) {
+            format!("let programs write beneath {}, outside the workspace", folder.trim_end_matches('>'))
+        } else if line.starts_with(REMOTE_PREFIX) {
+            format!("send `{line}`")
+        } else {
+            format!("run `{line}`")
+        }
+    }
 }
 
-/// The commands chainsmith.toml (and the editor settings merged into it) names: MCP servers and a
-/// non-default interpreter. Command tools live in protocol files; the toolset layer adds them.
+/// How the lines of secrets, sandbox loosening and writable folders begin: each holds an unquoted
+/// `<`, which a local command line never does.
+const SEND_PREFIX: &str = "send ";
+const SANDBOX_PREFIX: &str = "sandbox <";
+const WRITE_PREFIX: &str = "write <";
+
+/// `path` with `.` and `..` taken away and links followed as far as the path exists.
+fn resolved_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => {
+                out.push(other);
+                if let Ok(real) = std::fs::canonicalize(&out) {
+                    out = real;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `url` with the credentials it carries (`https://user:pass@host`) replaced by `***`, so no
+/// warning, trust line, record or error repeats them. Text that is no URL comes back unchanged.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return url.to_string() };
+    let authority_start = scheme_end + 3;
+    let authority_end = url[authority_start..].find(['/', '?', '#']).map_or(url.len(), |i| authority_start + i);
+    match url[authority_start..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &url[..authority_start], &url[authority_start + at..]),
+        None => url.to_string(),
+    }
+}
+
+/// What chainsmith.toml (and the editor settings merged into it) asks trust for: MCP servers, a
+/// non-default interpreter, the sandbox off, writable folders outside the workspace and the LLM's
+/// key sent where the workspace says. Command tools and toolsets' auth live partly in protocol
+/// files; the toolset layer adds them.
 pub fn config_commands(config: &Config) -> Vec<Command> {
     let mut out: Vec<Command> = config
         .toolsets
@@ -89,6 +195,9 @@ pub fn config_commands(config: &Config) -> Vec<Command> {
         })
         .collect();
     out.extend(Command::python(&config.runtime));
+    out.extend(Command::sandbox(&config.runtime));
+    out.extend(Command::writable(&config.runtime, &config.root));
+    out.extend(Command::llm(&config.llm));
     out
 }
 
@@ -99,7 +208,7 @@ pub fn mcp_line(mcp: &McpConfig) -> String {
         // workspace names (a variable's secret to an address of its choosing): trusted the same
         // way, shown as the request. The bracket keeps the line apart from every local command
         // line (where an unquoted word never holds `<`).
-        let mut words = vec![format!("{REMOTE_PREFIX}{}>", quote(url))];
+        let mut words = vec![format!("{REMOTE_PREFIX}{}>", quote(&redact_url(url)))];
         for (name, value) in &mcp.headers {
             let value = match value {
                 crate::config::HeaderValueConfig::Literal(v) => v.clone(),
@@ -197,14 +306,14 @@ impl Trust {
     /// Why `command` does not run, and how to let it (a diagnostic's or an error's message).
     pub fn refusal(&self, command: &Command) -> String {
         let how = "`chainsmith trust` in the workspace, or \"Trust this workspace\" in the editor";
-        let Command { from, command } = command;
-        let (verb, noun) = if command.starts_with(REMOTE_PREFIX) { ("send", "request") } else { ("run", "command") };
+        let action = command.action();
+        let from = &command.from;
         match self {
             Trust::Recorded(_) => format!(
-                "{from} would {verb} `{command}`, a {noun} this workspace was not trusted with (it is new or changed), so it is not; once you have read it, trust the workspace again: {how}"
+                "{from} would {action}, which this workspace was not trusted with (it is new or changed), so it does not; once you have read it, trust the workspace again: {how}"
             ),
             _ => format!(
-                "{from} would {verb} `{command}`; this workspace is not trusted, so it does not; once you have read it, trust it: {how}"
+                "{from} would {action}; this workspace is not trusted, so it does not; once you have read it, trust it: {how}"
             ),
         }
     }

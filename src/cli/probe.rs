@@ -59,7 +59,7 @@ pub fn probe(root: Option<&Path>, tools: &[String], all: bool, yes: bool) -> Res
         eprintln!("every tool's response schema is known: nothing to probe");
         return Ok(0);
     }
-    let client = llm::Client::new(&config.llm).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let client = llm::Client::new(&config.llm, &catalog.trust).map_err(|e| anyhow::anyhow!("{e}"))?;
     let config = Arc::new(config);
     let catalog = Arc::new(catalog);
     let mut prober = Prober::new(config.clone(), client, yes);

@@ -11,8 +11,9 @@ use crate::config::Config;
 use crate::toolset::workspace;
 use crate::trust::{self, Store};
 
-/// `chainsmith trust`: prints every command the workspace names (and where) and records that it
-/// may run them — exactly them: a command added or changed later is untrusted again.
+/// `chainsmith trust`: prints every command the workspace names, every loosening of the sandbox
+/// and every secret it would send where (and where each is declared), and records that it may —
+/// exactly those: anything added or changed later is untrusted again.
 pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
     let store = Store::open().map_err(|e| anyhow!("cannot find the trust file: {e}"))?;
     let stdout = std::io::stdout();
@@ -46,16 +47,16 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
     let commands = workspace::commands(&Config::load(&root, None));
     store.trust(&canonical, &commands).map_err(|e| anyhow!(e))?;
     if commands.is_empty() {
-        writeln!(out, "{canonical} names no command to run: there is nothing to trust")?;
+        writeln!(out, "{canonical} names nothing to trust: no command, no loosened sandbox, no secret it sends")?;
         return Ok(0);
     }
-    writeln!(out, "trusted {canonical} to run:")?;
+    writeln!(out, "trusted {canonical} with:")?;
     for command in &commands {
         writeln!(out, "  {}: {}", command.from, command.command)?;
     }
     writeln!(
         out,
-        "recorded in {}; a command added or changed later is not trusted until `chainsmith trust` runs again",
+        "recorded in {}; anything added or changed later is not trusted until `chainsmith trust` runs again",
         store.path.display()
     )?;
     Ok(0)

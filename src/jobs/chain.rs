@@ -60,7 +60,7 @@ pub enum Refusal {
     #[error("{0}")]
     Llm(String),
     #[error("not running any program: {0}")]
-    UntrustedInterpreter(String),
+    UntrustedRuntime(String),
     #[error("no tool of the workspace matches the task")]
     NoCandidates,
 }
@@ -140,10 +140,10 @@ fn prepare_with<'w>(
     options: Options,
 ) -> Result<Prepared<'w>, Refusal> {
     // Every attempt runs: with an interpreter the workspace is not trusted with, none could.
-    if let Some(why) = crate::runtime::untrusted_interpreter(&ws.config, &ws.catalog) {
-        return Err(Refusal::UntrustedInterpreter(why));
+    if let Some(why) = crate::runtime::untrusted_runtime(&ws.config, &ws.catalog) {
+        return Err(Refusal::UntrustedRuntime(why));
     }
-    let client = llm::Client::new(&ws.config.llm).map_err(|e| Refusal::Llm(e.to_string()))?;
+    let client = llm::Client::new(&ws.config.llm, &ws.catalog.trust).map_err(|e| Refusal::Llm(e.to_string()))?;
     let (mut candidates, allowed) = candidates(ws, task.as_deref(), &request.tools, called, options.candidates);
     if candidates.is_empty() {
         return Err(Refusal::NoCandidates);

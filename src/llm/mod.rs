@@ -192,14 +192,20 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    pub fn new(config: &LlmConfig) -> Result<Self, LlmError> {
+    /// A client of `config`'s server. The key goes only where `trust` allows: a workspace that
+    /// chose the server or the key's variable must be trusted with that first.
+    pub fn new(config: &LlmConfig, trust: &crate::trust::Trust) -> Result<Self, LlmError> {
         let base = config.base_url.trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(LlmError::Config(format!("[llm] base_url `{base}` must start with http:// or https://")));
+            let shown = crate::trust::redact_url(base);
+            return Err(LlmError::Config(format!("[llm] base_url `{shown}` must start with http:// or https://")));
+        }
+        if let Some(line) = crate::trust::Command::llm(config).filter(|line| !trust.allows(&line.command)) {
+            return Err(LlmError::Config(trust.refusal(&line)));
         }
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty());
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(config.timeout_s.max(1)))
+            .timeout(crate::config::timeout(config.timeout_s))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
@@ -234,7 +240,7 @@ impl Client {
         if let Some(m) = options.max_tokens {
             body["max_tokens"] = json!(m);
         }
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(self.timeout_s.max(1));
+        let deadline = tokio::time::Instant::now() + crate::config::timeout(self.timeout_s);
         let mut attempt = 0;
         loop {
             let sent = tokio::time::timeout_at(deadline, self.send(&body, messages)).await;
@@ -301,7 +307,7 @@ impl Client {
                 reason = format!("{reason}: {s}");
                 source = s.source();
             }
-            LlmError::Unreachable { url: self.endpoint.clone(), reason }
+            LlmError::Unreachable { url: crate::trust::redact_url(&self.endpoint), reason }
         }
     }
 }

@@ -373,7 +373,8 @@ impl Host {
         };
         let call = self.end(call, &outcome, started);
         if outcome.ok {
-            json!({"ok": true, "id": call.id, "response": outcome.response})
+            // The program never holds a key: not even one an API echoes back.
+            json!({"ok": true, "id": call.id, "response": self.secrets.value(&outcome.response)})
         } else {
             json!({"ok": false, "id": call.id, "error": {
                 "tool": id,
@@ -418,10 +419,16 @@ impl Host {
                     Ok(p) => p,
                     Err(message) => return Outcome::failed(message),
                 };
-                let missing = self.add_auth(toolset, &mut prepared);
+                let missing = match self.add_auth(toolset, &mut prepared) {
+                    Ok(missing) => missing,
+                    Err(why) => return Outcome::failed(why),
+                };
                 self.send(prepared, missing)
             }
             Transport::None if tool.source.kind == SourceKind::ToolBench && toolset.base_url.is_some() => {
+                if let Err(why) = self.may_send_secret(toolset) {
+                    return Outcome::failed(why);
+                }
                 let key = toolset.auth.as_ref().and_then(http::auth_value);
                 let prepared = match http::toolbench_request(toolset, tool, arguments, key.as_deref()) {
                     Ok(p) => p,
@@ -431,6 +438,9 @@ impl Host {
                     (Some(auth), None) => Some(missing_auth(toolset, auth)),
                     _ => None,
                 };
+                let mut prepared = prepared;
+                // The key travels in the body, which a redirect to another origin would resend.
+                prepared.secret_body = key.is_some();
                 let mut outcome = self.send(prepared, missing);
                 if outcome.ok {
                     match http::toolbench_outcome(&outcome.response) {
@@ -450,14 +460,32 @@ impl Host {
     }
 
     /// Adds the toolset's auth; when it has auth but no value for it, why (for a 401's message).
-    fn add_auth(&self, toolset: &Toolset, prepared: &mut Prepared) -> Option<String> {
-        let auth = toolset.auth.as_ref()?;
-        match http::auth_value(auth) {
-            Some(value) => {
-                http::add_auth(prepared, auth, &value);
-                None
-            }
-            None => Some(missing_auth(toolset, auth)),
+    /// Refused when the workspace is not trusted to send that secret to its base URL, or when the
+    /// request leaves the base URL's scheme (a key meant for `https://` never goes out in clear).
+    fn add_auth(&self, toolset: &Toolset, prepared: &mut Prepared) -> Result<Option<String>, String> {
+        let Some(auth) = toolset.auth.as_ref() else { return Ok(None) };
+        let Some(value) = http::auth_value(auth) else { return Ok(Some(missing_auth(toolset, auth))) };
+        self.may_send_secret(toolset)?;
+        let base_scheme =
+            toolset.base_url.as_deref().and_then(|b| reqwest::Url::parse(b).ok()).map(|b| b.scheme().to_string());
+        if let Some(base_scheme) = base_scheme
+            && base_scheme != prepared.url.scheme()
+        {
+            return Err(format!(
+                "toolset `{}` sends its key only over {base_scheme}://, its base URL's scheme; this request is {}://, so it is not sent",
+                toolset.name,
+                prepared.url.scheme()
+            ));
+        }
+        http::add_auth(prepared, auth, &value);
+        Ok(None)
+    }
+
+    /// Whether the workspace is trusted to send the secret of `toolset`'s auth to its base URL.
+    fn may_send_secret(&self, toolset: &Toolset) -> Result<(), String> {
+        match toolset.secret_line() {
+            Some(line) if !self.catalog.trust.allows(&line.command) => Err(self.catalog.trust.refusal(&line)),
+            _ => Ok(()),
         }
     }
 
@@ -567,7 +595,8 @@ impl Host {
         let method = message.get("method").and_then(Value::as_str).unwrap_or("GET").to_ascii_uppercase();
         let url_text = message.get("url").and_then(Value::as_str).unwrap_or("");
         let Ok(url) = reqwest::Url::parse(url_text) else {
-            return json!({"ok": false, "error": {"message": format!("`{url_text}` is not a URL")}});
+            let shown = crate::trust::redact_url(url_text);
+            return json!({"ok": false, "error": {"message": format!("`{shown}` is not a URL")}});
         };
         let headers: Vec<(String, String)> = message
             .get("headers")
@@ -587,7 +616,8 @@ impl Host {
         let line = line_of(message);
         let endpoint = self.endpoint_of(&method, &url, &headers, body.as_deref());
         let Some((toolset, tool_id, arguments)) = endpoint else {
-            return json!({"ok": false, "error": {"message": format!("{url_text} is not under a toolset's base URL")}});
+            let shown = crate::trust::redact_url(url_text);
+            return json!({"ok": false, "error": {"message": format!("{shown} is not under a toolset's base URL")}});
         };
         let recorded = self.secrets.value(&Value::Object(arguments));
         let call = match self.begin(&tool_id, recorded.clone(), line) {
@@ -598,9 +628,11 @@ impl Host {
         let outcome = match self.replay.as_ref().and_then(|r| r.answer(&tool_id, &recorded)) {
             Some(recorded) => Outcome::from_trace(recorded),
             None => {
-                let mut prepared = Prepared { method, url, headers, body };
-                let missing = self.add_auth(toolset, &mut prepared);
-                self.send(prepared, missing)
+                let mut prepared = Prepared::new(method, url, headers, body);
+                match self.add_auth(toolset, &mut prepared) {
+                    Ok(missing) => self.send(prepared, missing),
+                    Err(why) => Outcome::failed(why),
+                }
             }
         };
         let call = self.end(call, &outcome, started);
@@ -611,11 +643,11 @@ impl Host {
                     "id": call.id,
                     "status": answer.status,
                     "reason": answer.reason,
-                    "headers": answer.headers.iter().map(|(k, v)| json!([k, v])).collect::<Vec<_>>(),
-                    "url": answer.url,
+                    "headers": answer.headers.iter().map(|(k, v)| json!([k, self.secrets.text(v)])).collect::<Vec<_>>(),
+                    "url": self.secrets.text(&answer.url),
                     "duration_ms": call.duration_ms,
                 });
-                put_body(&mut reply, &answer.body);
+                put_body(&mut reply, &self.secrets.bytes(&answer.body));
                 reply
             }
             // Replayed: the recorded status and response, as JSON (or text).

@@ -2,6 +2,14 @@
 //! (path / query / header / cookie / body, by wire name) on the toolset's base URL with its auth;
 //! an HTTP-dialect request is sent as the program built it, with the toolset's auth added when the
 //! program left it out.
+//!
+//! Redirects are followed here, not by reqwest (which keeps every header but Authorization and
+//! Cookie): a hop to another origin drops every header that carries a secret — the toolset's auth
+//! header, `Authorization`, `Proxy-Authorization`, `Cookie` — and a request whose body holds a key
+//! is not resent to another origin at all (the redirect is the answer). Credentials written into
+//! a URL (`https://user:pass@host`) become `Authorization: Basic` only when the request has no
+//! `Authorization` of its own, so they never replace a trusted header, and they never appear in
+//! an answer's URL or an error.
 
 use std::time::Duration;
 
@@ -20,7 +28,23 @@ pub struct Prepared {
     pub url: reqwest::Url,
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
+    /// Names of the headers chainsmith added that carry a secret (the toolset's auth header).
+    pub secret_headers: Vec<String>,
+    /// Whether the body carries a secret (a ToolBench server's `toolbench_key`).
+    pub secret_body: bool,
 }
+
+impl Prepared {
+    pub fn new(method: String, url: reqwest::Url, headers: Vec<(String, String)>, body: Option<Vec<u8>>) -> Prepared {
+        Prepared { method, url, headers, body, secret_headers: Vec::new(), secret_body: false }
+    }
+}
+
+/// Redirects followed before the answer is the redirect itself (as browsers and reqwest: 10).
+const MAX_REDIRECTS: usize = 10;
+
+/// Headers that carry credentials whoever set them; they never follow a redirect to another origin.
+const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
 
 /// What came back.
 #[derive(Debug, Clone)]
@@ -43,8 +67,13 @@ impl Answer {
     }
 }
 
+/// The host's HTTP client; it follows no redirect itself ([`send`] does, minding secrets).
 pub fn client() -> Client {
-    Client::builder().user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION"))).build().unwrap_or_default()
+    Client::builder()
+        .user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION")))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
 }
 
 pub fn decode_body(body: &[u8]) -> Value {
@@ -164,7 +193,7 @@ pub fn tool_request(
         return Err(format!("no value for the path parameter `{}`", &path[start + 1..start + len]));
     }
     let mut url = reqwest::Url::parse(&format!("{}{}", base.trim_end_matches('/'), path))
-        .map_err(|e| format!("{}: the URL {base}{path} is not valid: {e}", tool.id()))?;
+        .map_err(|e| format!("{}: the URL {}{path} is not valid: {e}", tool.id(), crate::trust::redact_url(base)))?;
     if !query.is_empty() {
         let mut pairs = url.query_pairs_mut();
         for (k, v) in &query {
@@ -183,7 +212,7 @@ pub fn tool_request(
         headers.push(("Content-Type".into(), "application/json".into()));
     }
     headers.push(("Accept".into(), "application/json".into()));
-    Ok(Prepared { method: method.to_ascii_uppercase(), url, headers, body })
+    Ok(Prepared::new(method.to_ascii_uppercase(), url, headers, body))
 }
 
 fn unknown_argument(tool: &Tool, name: &str) -> String {
@@ -224,14 +253,15 @@ pub fn toolbench_request(
         "strip": "",
         "toolbench_key": key.unwrap_or(""),
     });
-    let url = reqwest::Url::parse(base)
-        .map_err(|e| format!("toolset `{}`: base_url {base} is not valid: {e}", toolset.name))?;
-    Ok(Prepared {
-        method: "POST".into(),
+    let url = reqwest::Url::parse(base).map_err(|e| {
+        format!("toolset `{}`: base_url {} is not valid: {e}", toolset.name, crate::trust::redact_url(base))
+    })?;
+    Ok(Prepared::new(
+        "POST".into(),
         url,
-        headers: vec![("Content-Type".into(), "application/json".into())],
-        body: Some(serde_json::to_vec(&body).unwrap_or_default()),
-    })
+        vec![("Content-Type".into(), "application/json".into())],
+        Some(serde_json::to_vec(&body).unwrap_or_default()),
+    ))
 }
 
 /// The message for a tool that cannot run.
@@ -270,6 +300,7 @@ pub fn add_auth(prepared: &mut Prepared, auth: &Auth, value: &str) {
         && !prepared.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
     {
         prepared.headers.push((name.clone(), format!("{}{value}", auth.prefix)));
+        prepared.secret_headers.push(name.clone());
     }
 }
 
@@ -282,7 +313,80 @@ fn forwardable(name: &str) -> bool {
     )
 }
 
+/// Sends `prepared` and follows its redirects (see the module's doc), all within `timeout`.
 pub fn send(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<Answer, String> {
+    let deadline = std::time::Instant::now() + timeout;
+    let mut request = prepared.clone();
+    take_url_credentials(&mut request);
+    for _ in 0..=MAX_REDIRECTS {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(format!("the request timed out ({})", request.url));
+        }
+        let answer = send_once(client, &request, left)?;
+        match next_hop(&request, &answer) {
+            Some(next) => request = next,
+            None => return Ok(answer),
+        }
+    }
+    Err(format!("the request was redirected more than {MAX_REDIRECTS} times ({})", request.url))
+}
+
+/// Moves credentials written into the URL out of it: into `Authorization: Basic` when the request
+/// has no `Authorization` (a trusted header always wins), else nowhere.
+fn take_url_credentials(request: &mut Prepared) {
+    let url = &mut request.url;
+    if url.username().is_empty() && url.password().is_none() {
+        return;
+    }
+    let decode = |text: &str| percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned();
+    let credentials = format!("{}:{}", decode(url.username()), decode(url.password().unwrap_or("")));
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    if !request.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
+        use base64::Engine;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+        request.headers.push(("Authorization".into(), format!("Basic {encoded}")));
+    }
+}
+
+/// The request a redirect answer asks for, or `None` when `answer` is the answer: not a redirect,
+/// no usable `Location`, or a body holding a secret that would be resent to another origin.
+fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
+    if !matches!(answer.status, 301 | 302 | 303 | 307 | 308) {
+        return None;
+    }
+    let location = answer.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("location"))?;
+    let mut url = request.url.join(&location.1).ok()?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return None;
+    }
+    url.set_fragment(None);
+    let mut next = request.clone();
+    // As browsers do: 303 (and 301/302 after a POST) become a GET without a body.
+    let method = request.method.as_str();
+    if (answer.status == 303 && method != "HEAD") || (matches!(answer.status, 301 | 302) && method == "POST") {
+        next.method = "GET".into();
+        next.body = None;
+        next.secret_body = false;
+        next.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+    }
+    if url.origin() != request.url.origin() {
+        if next.secret_body {
+            return None;
+        }
+        next.headers.retain(|(k, _)| {
+            !CREDENTIAL_HEADERS.iter().any(|c| k.eq_ignore_ascii_case(c))
+                && !request.secret_headers.iter().any(|s| k.eq_ignore_ascii_case(s))
+        });
+        next.secret_headers.clear();
+    }
+    next.url = url;
+    take_url_credentials(&mut next);
+    Some(next)
+}
+
+fn send_once(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<Answer, String> {
     let method = reqwest::Method::from_bytes(prepared.method.as_bytes())
         .map_err(|_| format!("`{}` is not an HTTP method", prepared.method))?;
     let mut headers = HeaderMap::new();

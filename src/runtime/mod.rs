@@ -118,7 +118,7 @@ pub struct Limits {
 impl Limits {
     pub fn from_config(runtime: &RuntimeConfig) -> Limits {
         Limits {
-            timeout: Duration::from_secs(runtime.timeout_s.max(1)),
+            timeout: crate::config::timeout(runtime.timeout_s),
             max_tool_calls: runtime.max_tool_calls,
             max_output_bytes: MAX_OUTPUT_BYTES,
         }
@@ -228,21 +228,28 @@ impl RunOutcome {
     }
 }
 
-/// Why the workspace's interpreter may not start: a `[runtime] python` other than the default, in
-/// a workspace not trusted with it ([`crate::trust`]); `None` when it may.
-pub fn untrusted_interpreter(config: &Config, catalog: &Catalog) -> Option<String> {
-    let python = crate::trust::Command::python(&config.runtime)?;
-    (!catalog.trust.allows(&python.command)).then(|| catalog.trust.refusal(&python))
+/// Why no program may run as the workspace configures runs: a `[runtime] python` other than the
+/// default, `sandbox = "off"` or a `writable` folder outside the workspace, in a workspace not
+/// trusted with it ([`crate::trust`]); `None` when programs may run.
+pub fn untrusted_runtime(config: &Config, catalog: &Catalog) -> Option<String> {
+    let trust = &catalog.trust;
+    crate::trust::Command::python(&config.runtime)
+        .into_iter()
+        .chain(crate::trust::Command::sandbox(&config.runtime))
+        .chain(crate::trust::Command::writable(&config.runtime, &config.root))
+        .find(|line| !trust.allows(&line.command))
+        .map(|line| trust.refusal(&line))
 }
 
-/// What the analysis can tell will not run: an interpreter the workspace is not trusted with (on
-/// the program's first line), imports of MCP toolsets whose server it is not trusted with, tools
+/// What the analysis can tell will not run: run settings the workspace is not trusted with (on
+/// the program's first line), calls of a toolset whose auth would send a secret the workspace is
+/// not trusted to send, imports of MCP toolsets whose server it is not trusted with, tools
 /// without a transport (ToolBench tools of a toolset without `base_url`, native tools without one),
 /// HTTP tools of a toolset without a base URL, and command tools the workspace is not trusted
 /// with. `chainsmith run` refuses such a program before starting it.
 pub fn unrunnable_calls(file: &Path, text: &str, config: &Config, catalog: &Catalog) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    if let Some(why) = untrusted_interpreter(config, catalog) {
+    if let Some(why) = untrusted_runtime(config, catalog) {
         out.push(Diagnostic::error(file, ByteRange::default(), crate::trust::UNTRUSTED, why));
     }
     let tree = crate::analysis::parse::parse(text);
@@ -264,6 +271,11 @@ pub fn unrunnable_calls(file: &Path, text: &str, config: &Config, catalog: &Cata
     for call in &analysis.calls {
         let Some(tool) = call.tool else { continue };
         let Some(toolset) = catalog.toolset(&tool.toolset) else { continue };
+        if let Some(line) = toolset.secret_line().filter(|line| !catalog.trust.allows(&line.command)) {
+            let why = catalog.trust.refusal(&line);
+            out.push(Diagnostic::error(file, call.name_range, crate::trust::UNTRUSTED, why));
+            continue;
+        }
         let message = match &tool.transport {
             Transport::None if tool.source.kind == SourceKind::ToolBench && toolset.base_url.is_some() => None,
             Transport::None => Some(http::no_transport(toolset, tool)),

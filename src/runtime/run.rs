@@ -167,7 +167,7 @@ fn execute(
     cancel: &Cancel,
     outcome: &mut RunOutcome,
 ) -> Result<(), String> {
-    if let Some(why) = super::untrusted_interpreter(&request.config, &request.catalog) {
+    if let Some(why) = super::untrusted_runtime(&request.config, &request.catalog) {
         return Err(why);
     }
     let package = package::ensure().map_err(|e| format!("{e:#}"))?;

@@ -212,7 +212,7 @@ impl Secrets {
 
     /// A secret, and every encoding a tool or server may echo it in: percent-encoded (upper- and
     /// lower-case escapes), form-encoded (`+` for a space), base64 (standard and URL-safe, with and
-    /// without padding — a Basic `user:pass` credential).
+    /// without padding — a Basic `user:pass` credential), hex (lower- and upper-case digits).
     pub fn add(&mut self, value: String) {
         use base64::Engine as _;
         use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
@@ -223,7 +223,8 @@ impl Secrets {
         let percent = percent_encoding::utf8_percent_encode(&value, URL_COMPONENT).to_string();
         let lower_escapes = lowercase_escapes(&percent);
         let form = percent_encoding::utf8_percent_encode(&value, FORM_COMPONENT).to_string().replace("%20", "+");
-        let mut forms = vec![value.clone(), percent, lower_escapes, form];
+        let hex: String = value.bytes().map(|b| format!("{b:02x}")).collect();
+        let mut forms = vec![value.clone(), percent, lower_escapes, form, hex.to_ascii_uppercase(), hex];
         for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
             forms.push(engine.encode(value.as_bytes()));
         }
@@ -257,6 +258,29 @@ impl Secrets {
         out
     }
 
+    /// `bytes` with every form of a secret replaced, whether or not they are text.
+    pub fn bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            return self.text(text).into_bytes();
+        }
+        let mut out = bytes.to_vec();
+        for value in self.values.iter().filter(|v| v.len() >= 4) {
+            let needle = value.as_bytes();
+            let mut replaced = Vec::with_capacity(out.len());
+            let mut at = 0;
+            while let Some(found) = out[at..].windows(needle.len()).position(|w| w == needle) {
+                replaced.extend_from_slice(&out[at..at + found]);
+                replaced.extend_from_slice(REDACTED.as_bytes());
+                at += found + needle.len();
+            }
+            replaced.extend_from_slice(&out[at..]);
+            out = replaced;
+        }
+        out
+    }
+
+    /// `value` with every form of a secret replaced, in keys as in values; the value of an auth
+    /// parameter or header name whatever it holds.
     pub fn value(&self, value: &Value) -> Value {
         match value {
             Value::String(s) if self.values.iter().any(|v| v == s) => Value::String(REDACTED.into()),
@@ -266,7 +290,7 @@ impl Secrets {
                 map.iter()
                     .map(|(k, v)| {
                         let v = if self.is_auth_name(k) { Value::String(REDACTED.into()) } else { self.value(v) };
-                        (k.clone(), v)
+                        (self.text(k), v)
                     })
                     .collect(),
             ),
@@ -421,11 +445,13 @@ mod tests {
             "K3y%2bSecr%2fet%3d%26x%20y",
             "K3y%2BSecr%2Fet%3D%26x+y",
             "YWxpY2U6czNjcjN0",
+            "616c6963653a733363723374",
+            "616C6963653A733363723374",
         ] {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
         }
-        assert_eq!(secrets.longest(), "K3y%2BSecr%2Fet%3D%26x%20y".len());
+        assert_eq!(secrets.longest(), 2 * "K3y+Secr/et=&x y".len(), "its hex form");
     }
     use serde_json::json;
 

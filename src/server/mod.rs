@@ -84,7 +84,7 @@ where
     // The framework reads and writes only through `stream`, which answers malformed input itself.
     let (to_framework, framework_input) = tokio::io::duplex(1 << 16);
     let (framework_output, from_framework) = tokio::io::duplex(1 << 16);
-    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    let (answers, answered) = tokio::sync::mpsc::channel(stream::ANSWER_QUEUE);
     let filter = tokio::spawn(stream::filter_input(input, to_framework, answers));
     let server = Server::new(framework_input, framework_output, socket).serve(service);
     tokio::join!(server, stream::merge_output(from_framework, output, answered));

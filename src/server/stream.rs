@@ -7,15 +7,21 @@
 //! names in any case, CRLF or LF line ends), checks each body, and passes the framework only
 //! canonical frames of valid messages:
 //! - a body that is not JSON → `-32700 Parse error` (id null);
-//! - JSON that is not a request, notification or response (`{}`, an id that is neither a number nor
-//!   a string, a non-string method) → `-32600 Invalid Request` (with the id when there is a usable
-//!   one);
+//! - JSON that is not a JSON-RPC 2.0 request, notification or response (`{}`, `"jsonrpc"` missing
+//!   or other than `"2.0"`, an id that is neither a string nor an integer the framework can hold —
+//!   `1.5`, `18446744073709551616` — a non-string method) → `-32600 Invalid Request` (with the id
+//!   when there is a usable one); such a notification or response is dropped instead, since
+//!   nothing may answer it;
 //! - a request for a `$/` method (`$/setTrace` sent with an id) → `-32601 Method not found`, which
 //!   the framework would leave unanswered;
 //! - a header block without a usable `Content-Length`, or one larger than [`MAX_BODY`] → a parse
 //!   error; the oversized body is skipped.
 //!
-//! The framework's output and these answers share the output stream frame by frame.
+//! The framework's output and these answers share the output stream frame by frame. Both are
+//! bounded for a client that sends but never reads: the framework holds back by itself (its
+//! writes wait, then its reading does), and this layer's answers wait in a queue of
+//! [`ANSWER_QUEUE`] frames, after which it stops reading the client's input until the client
+//! reads again. A client that never reads thus costs a fixed amount of memory, not a growing one.
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -27,6 +33,10 @@ pub const MAX_BODY: usize = 64 << 20;
 /// The longest header line read (8 KiB): endless garbage without a newline is skipped, not buffered.
 const MAX_HEADER_LINE: u64 = 8 << 10;
 
+/// How many answers of this layer wait for a client that does not read before its input is no
+/// longer read either.
+pub const ANSWER_QUEUE: usize = 64;
+
 /// What one frame of client input came to.
 #[derive(Debug, PartialEq)]
 pub enum Frame {
@@ -34,6 +44,8 @@ pub enum Frame {
     Message(Vec<u8>),
     /// An answer for the client instead (a JSON-RPC error response).
     Reject(Value),
+    /// A notification or response that is not valid JSON-RPC 2.0: nothing answers it; why.
+    Drop(&'static str),
     /// The input ended.
     End,
 }
@@ -48,31 +60,50 @@ pub fn encode(body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Whether `value` is a JSON-RPC request, notification or response; the error to answer if not.
-pub fn check_message(value: &Value) -> Result<(), Value> {
+/// Whether `value` is a JSON-RPC 2.0 request, notification or response; if not, the error to
+/// answer (`Err(Some)`), or `Err(None)` for a message nothing may answer (a notification or
+/// response), which is dropped.
+pub fn check_message(value: &Value) -> Result<(), Option<Value>> {
     let Value::Object(object) = value else {
-        return Err(error(Value::Null, -32600, "Invalid Request: a message is a JSON object"));
+        return Err(Some(error(Value::Null, -32600, "Invalid Request: a message is a JSON object")));
     };
     let id = object.get("id");
+    // The framework holds a numeric id as an i64: `1.5` or 2^64 would end it.
     let usable_id = match id {
         None => None,
-        Some(id @ (Value::Number(_) | Value::String(_))) => Some(id.clone()),
+        Some(Value::Number(n)) if n.is_i64() => id.cloned(),
+        Some(id @ Value::String(_)) => Some(id.clone()),
         Some(Value::Null) => Some(Value::Null),
-        Some(_) => return Err(error(Value::Null, -32600, "Invalid Request: the id must be a number or a string")),
+        Some(_) => {
+            return Err(Some(error(Value::Null, -32600, "Invalid Request: the id must be an integer or a string")));
+        }
     };
-    match object.get("method") {
+    let method = object.get("method");
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        let notification = method.is_some() && id.is_none();
+        let response =
+            method.is_none() && id.is_some() && (object.contains_key("result") || object.contains_key("error"));
+        if notification || response {
+            return Err(None);
+        }
+        let id = usable_id.unwrap_or(Value::Null);
+        return Err(Some(error(id, -32600, "Invalid Request: \"jsonrpc\" must be \"2.0\"")));
+    }
+    match method {
         // `$/` methods are notifications; one sent as a request is answered, never left hanging
         // (the framework drops them unanswered).
-        Some(Value::String(method)) if method.starts_with("$/") && usable_id.is_some() => Err(error(
+        Some(Value::String(method)) if method.starts_with("$/") && usable_id.is_some() => Err(Some(error(
             usable_id.unwrap_or(Value::Null),
             -32601,
             &format!("Method not found: {method} is a notification"),
-        )),
+        ))),
         Some(Value::String(_)) => Ok(()),
-        Some(_) => Err(error(usable_id.unwrap_or(Value::Null), -32600, "Invalid Request: the method must be a string")),
+        Some(_) => {
+            Err(Some(error(usable_id.unwrap_or(Value::Null), -32600, "Invalid Request: the method must be a string")))
+        }
         // A response to one of the server's requests.
         None if usable_id.is_some() && (object.contains_key("result") || object.contains_key("error")) => Ok(()),
-        None => Err(error(usable_id.unwrap_or(Value::Null), -32600, "Invalid Request: no method")),
+        None => Err(Some(error(usable_id.unwrap_or(Value::Null), -32600, "Invalid Request: no method"))),
     }
 }
 
@@ -130,13 +161,15 @@ pub async fn read_frame<R: AsyncBufRead + Unpin>(input: &mut R) -> std::io::Resu
     };
     match check_message(&value) {
         Ok(()) => Ok(Frame::Message(encode(&body))),
-        Err(answer) => Ok(Frame::Reject(answer)),
+        Err(Some(answer)) => Ok(Frame::Reject(answer)),
+        Err(None) => Ok(Frame::Drop("a notification or response that is not JSON-RPC 2.0")),
     }
 }
 
 /// Copies client input to the framework's input, frame by frame; rejected frames are answered on
-/// `answers`. Ends when the input ends (or the framework stops reading).
-pub async fn filter_input<I, W>(input: I, mut framework: W, answers: mpsc::UnboundedSender<Vec<u8>>)
+/// `answers` (a full queue holds the reading back). Ends when the input ends (or the framework
+/// stops reading).
+pub async fn filter_input<I, W>(input: I, mut framework: W, answers: mpsc::Sender<Vec<u8>>)
 where
     I: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -151,8 +184,11 @@ where
             }
             Ok(Frame::Reject(answer)) => {
                 tracing::warn!("malformed client input answered: {answer}");
-                let _ = answers.send(encode(answer.to_string().as_bytes()));
+                if answers.send(encode(answer.to_string().as_bytes())).await.is_err() {
+                    return;
+                }
             }
+            Ok(Frame::Drop(why)) => tracing::warn!("malformed client input dropped: {why}"),
             Ok(Frame::End) | Err(_) => return,
         }
     }
@@ -160,7 +196,7 @@ where
 
 /// Writes the framework's frames and this layer's answers to the client, a whole frame at a time,
 /// until the framework's output ends (after `exit`); answers already queued then still go out.
-pub async fn merge_output<R, O>(framework: R, output: O, mut answers: mpsc::UnboundedReceiver<Vec<u8>>)
+pub async fn merge_output<R, O>(framework: R, output: O, mut answers: mpsc::Receiver<Vec<u8>>)
 where
     R: AsyncRead + Unpin,
     O: AsyncWrite,
@@ -172,7 +208,7 @@ where
         let (frame, last) = tokio::select! {
             frame = read_frame(&mut framework) => match frame {
                 Ok(Frame::Message(bytes)) => (bytes, false),
-                Ok(Frame::Reject(_)) => continue,
+                Ok(Frame::Reject(_) | Frame::Drop(_)) => continue,
                 Ok(Frame::End) | Err(_) => {
                     let mut pending = Vec::new();
                     while let Ok(bytes) = answers.try_recv() {
@@ -251,13 +287,78 @@ mod tests {
     fn responses_to_the_servers_requests_are_messages() {
         assert!(check_message(&json!({"jsonrpc": "2.0", "id": 3, "result": null})).is_ok());
         assert!(check_message(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})).is_ok());
-        let answer = check_message(&json!({"jsonrpc": "2.0", "id": 7, "method": 5})).unwrap_err();
+        let answer = check_message(&json!({"jsonrpc": "2.0", "id": 7, "method": 5})).unwrap_err().unwrap();
         assert_eq!(answer["id"], 7);
         assert!(check_message(&json!([1, 2])).is_err());
         assert_eq!(
-            check_message(&json!({"jsonrpc": "2.0", "id": 2, "method": "$/setTrace"})).unwrap_err()["error"]["code"],
+            check_message(&json!({"jsonrpc": "2.0", "id": 2, "method": "$/setTrace"})).unwrap_err().unwrap()["error"]["code"],
             -32601
         );
         assert!(check_message(&json!({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}})).is_ok());
+    }
+
+    #[test]
+    fn only_json_rpc_2_with_ids_the_framework_can_hold_passes() {
+        let answered = |message: Value| check_message(&message).unwrap_err().expect("answered");
+        let old = answered(json!({"jsonrpc": "1.0", "id": 4, "method": "shutdown"}));
+        assert_eq!((old["id"].clone(), old["error"]["code"].clone()), (json!(4), json!(-32600)));
+        assert_eq!(answered(json!({"id": 5, "method": "shutdown"}))["id"], 5, "no jsonrpc");
+        for id in
+            [json!(1.5), serde_json::from_str::<Value>("18446744073709551616").unwrap(), json!(9223372036854775808u64)]
+        {
+            let answer = answered(json!({"jsonrpc": "2.0", "id": id, "method": "shutdown"}));
+            assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (Value::Null, json!(-32600)), "{id}");
+        }
+        assert_eq!(check_message(&json!({"jsonrpc": "1.0", "method": "initialized"})), Err(None), "dropped");
+        assert_eq!(check_message(&json!({"id": 3, "result": null})), Err(None), "a response without jsonrpc");
+        assert!(check_message(&json!({"jsonrpc": "2.0", "id": -9223372036854775808i64, "method": "x"})).is_ok());
+    }
+
+    /// An endless source of frames that are answered here, counting how many were read.
+    struct Rejects {
+        frame: Vec<u8>,
+        at: usize,
+        read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl AsyncRead for Rejects {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let this = &mut *self;
+            if this.at == 0 {
+                this.read.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            let n = buf.remaining().min(this.frame.len() - this.at);
+            buf.put_slice(&this.frame[this.at..this.at + n]);
+            this.at = (this.at + n) % this.frame.len();
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_client_that_never_reads_is_no_longer_read_from() {
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let input = Rejects { frame: encode(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), at: 0, read: read.clone() };
+        let (answers, mut unread) = mpsc::channel(ANSWER_QUEUE);
+        let filter = tokio::spawn(filter_input(input, tokio::io::sink(), answers));
+        for _ in 0..10_000 {
+            tokio::task::yield_now().await;
+        }
+        // The reader stops once the answers wait: the queue and the frame whose answer waits for
+        // room (each read of this source holds at most one frame).
+        let stopped_at = read.load(std::sync::atomic::Ordering::SeqCst);
+        assert!(stopped_at <= ANSWER_QUEUE + 2, "{stopped_at} frames read");
+        // Reading the answers lets it go on.
+        for _ in 0..ANSWER_QUEUE {
+            unread.recv().await.unwrap();
+        }
+        for _ in 0..10_000 {
+            tokio::task::yield_now().await;
+        }
+        assert!(read.load(std::sync::atomic::Ordering::SeqCst) > stopped_at);
+        filter.abort();
     }
 }

@@ -244,6 +244,24 @@ pub struct Toolset {
     pub unlisted: Option<String>,
 }
 
+impl Toolset {
+    /// The secret of the user's environment this toolset's auth would send to its base URL, as a
+    /// line trust must allow before the host adds it (`None` when it sends none).
+    pub fn secret_line(&self) -> Option<crate::trust::Command> {
+        let auth = self.auth.as_ref()?;
+        let var = auth.value_env.as_deref()?;
+        let url = self.base_url.as_deref()?;
+        let how = if self.kind == SourceKind::ToolBench {
+            "body member toolbench_key".to_string()
+        } else if let Some(name) = &auth.query {
+            format!("query parameter {name}")
+        } else {
+            format!("header {}", auth.header.as_deref()?)
+        };
+        crate::trust::Command::secret(format!("toolset `{}` (auth)", self.name), var, &how, url)
+    }
+}
+
 /// What one loader produced from one file.
 #[derive(Debug, Default)]
 pub struct Loaded {

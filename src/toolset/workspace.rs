@@ -65,8 +65,8 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
 }
 
 /// Every command the workspace names, with where it is declared: MCP servers, a non-default
-/// interpreter and command tools — what `chainsmith trust` shows and records. Nothing is started
-/// to find them.
+/// interpreter and command tools, and every loosening of the sandbox and secret it would send
+/// ([`trust`]) — what `chainsmith trust` shows and records. Nothing is started to find them.
 pub fn commands(config: &Config) -> Vec<trust::Command> {
     let catalog = load_as(config, &HashMap::new(), Trust::Untrusted);
     let mut out = trust::config_commands(config);
@@ -74,6 +74,7 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
         Transport::Command { argv } => Some(trust::Command::tool(&tool.id(), argv)),
         _ => None,
     }));
+    out.extend(catalog.toolsets.iter().filter_map(Toolset::secret_line));
     out
 }
 
@@ -188,18 +189,29 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     for toolset in &mut toolsets {
         super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics);
     }
-    // What would run later (a run's interpreter, command tools) and is not trusted: said where it
-    // is declared, so the user learns it before running anything.
-    if let Some(python) = trust::Command::python(&config.runtime)
-        && !trust.allows(&python.command)
-    {
-        let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
-        diagnostics.push(Diagnostic::warning(
-            config_file,
-            config.runtime_range,
-            trust::UNTRUSTED,
-            trust.refusal(&python),
-        ));
+    // What would run later (a run's interpreter, command tools), loosen a run's sandbox or send a
+    // secret, and is not trusted: said where it is declared, so the user learns it before running
+    // anything.
+    let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+    let loosenings = trust::Command::python(&config.runtime)
+        .into_iter()
+        .chain(trust::Command::sandbox(&config.runtime))
+        .chain(trust::Command::writable(&config.runtime, &config.root))
+        .map(|line| (line, config.runtime_range))
+        .chain(trust::Command::llm(&config.llm).map(|line| (line, config.llm_range)));
+    for (line, range) in loosenings {
+        if !trust.allows(&line.command) {
+            diagnostics.push(Diagnostic::warning(&config_file, range, trust::UNTRUSTED, trust.refusal(&line)));
+        }
+    }
+    for toolset in &toolsets {
+        let Some(line) = toolset.secret_line().filter(|line| !trust.allows(&line.command)) else { continue };
+        // Where the auth is declared: the toolset's entry in chainsmith.toml, else its protocol file.
+        let (file, range) = match config.toolsets.iter().find(|t| t.name == toolset.name) {
+            Some(entry) => (config_file.clone(), entry.range),
+            None => (toolset.files.first().cloned().unwrap_or_else(|| config_file.clone()), ByteRange::default()),
+        };
+        diagnostics.push(Diagnostic::warning(file, range, trust::UNTRUSTED, trust.refusal(&line)));
     }
     for tool in toolsets.iter().flat_map(|t| &t.tools) {
         if let Transport::Command { argv } = &tool.transport {

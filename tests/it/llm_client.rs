@@ -14,7 +14,7 @@ fn client(server_url: &str, key_env: &str) -> Client {
         timeout_s: 2,
         context_tokens: None,
     };
-    let mut c = Client::new(&config).unwrap();
+    let mut c = Client::new(&config, &chainsmith::trust::Trust::Session).unwrap();
     c.backoff = Duration::from_millis(10);
     c
 }
@@ -162,7 +162,7 @@ async fn a_conversation_longer_than_the_context_is_trimmed_before_sending() {
         timeout_s: 2,
         context_tokens: Some(2048),
     };
-    let c = Client::new(&config).unwrap();
+    let c = Client::new(&config, &chainsmith::trust::Trust::Session).unwrap();
     let long = "print(1)\n".repeat(400);
     let conversation = [
         Message::system("rules"),

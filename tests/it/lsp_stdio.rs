@@ -93,3 +93,37 @@ fn malformed_frames_are_answered_and_the_server_keeps_serving() {
     assert_eq!(symbols, Some(lsp::WorkspaceSymbolResponse::Flat(vec![])), "no tools, no symbols");
     client.shutdown();
 }
+
+/// Messages that are JSON but not JSON-RPC 2.0 — another version, none, an id that is not an
+/// integer the server can hold — are answered (or, as notifications, dropped), and the server
+/// answers the next valid request each time. (Each of them used to end the server.)
+#[test]
+fn messages_that_are_not_json_rpc_2_are_answered_and_the_server_keeps_serving() {
+    let mut client = chainsmith_lsp(tempfile::tempdir().unwrap());
+    let requests: [(&str, Value); 4] = [
+        (r#"{"jsonrpc":"1.0","id":41,"method":"workspace/symbol","params":{"query":"x"}}"#, json!(41)),
+        (r#"{"id":42,"method":"workspace/symbol","params":{"query":"x"}}"#, json!(42)),
+        (r#"{"jsonrpc":"2.0","id":1.5,"method":"workspace/symbol","params":{"query":"x"}}"#, Value::Null),
+        (
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"workspace/symbol","params":{"query":"x"}}"#,
+            Value::Null,
+        ),
+    ];
+    for (body, answered_id) in requests {
+        client.send_bytes(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+        match client.await_message(body, |m| matches!(m, Message::Response { result: Err(_), .. })) {
+            Message::Response { id, result: Err(error) } => {
+                assert_eq!((id, error.code.code()), (answered_id, -32600), "{body}");
+            }
+            _ => unreachable!(),
+        }
+        let symbols = client.workspace_symbols("x");
+        assert_eq!(symbols, Some(lsp::WorkspaceSymbolResponse::Flat(vec![])), "still serving after {body}");
+    }
+    for notification in [r#"{"jsonrpc":"1.0","method":"initialized","params":{}}"#, r#"{"method":"exit"}"#] {
+        client.send_bytes(format!("Content-Length: {}\r\n\r\n{notification}", notification.len()).as_bytes());
+        let symbols = client.workspace_symbols("x");
+        assert_eq!(symbols, Some(lsp::WorkspaceSymbolResponse::Flat(vec![])), "dropped: {notification}");
+    }
+    client.shutdown();
+}

@@ -33,6 +33,7 @@ mod real_specs;
 mod retrieve_cli;
 mod runtime;
 mod sandbox;
+mod secrets;
 #[path = "../support/mod.rs"]
 mod support;
 mod trust;

@@ -37,7 +37,8 @@ fn module_dialect_chain_with_auth_trace_and_redaction() {
         "{SOFIA}import os\nprint(\"env:\", os.environ.get(\"TMDB_TEST_KEY\"))\nKEY = \"{KEY}\"\ncompanies = tmdb.search_company(query=KEY)\nprint(\"key:\", KEY)\n"
     );
     write(ws.path(), "p.py", &program);
-    let out = chainsmith(ws.path(), &["run", "p.py", "--trace-json", "out/trace.json"], &[("TMDB_TEST_KEY", KEY)]);
+    let out =
+        chainsmith(ws.path(), &["--trust", "run", "p.py", "--trace-json", "out/trace.json"], &[("TMDB_TEST_KEY", KEY)]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("Bradley Cooper directed 0 movies"), "{stdout}");
@@ -99,7 +100,7 @@ print("basic", base64.b64encode(k.encode()).decode())
 sys.stdout.write("a" * (65536 - 7) + k + "z" * 10 + "\n")
 "#;
     write(ws.path(), "leak.py", program);
-    let out = chainsmith(ws.path(), &["run", "leak.py"], &[("TMDB_TEST_KEY", key)]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "leak.py"], &[("TMDB_TEST_KEY", key)]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for leaked in [key, "K3y%2BSecr%2Fet%3D%264711", "K3y%2BSecr%2Fet%3D%264711", "SzN5K1NlY3IvZXQ9JjQ3MTE="] {
@@ -127,7 +128,7 @@ fn header_auth_with_a_prefix() {
     );
     std::fs::write(ws.path().join("chainsmith.toml"), toml).unwrap();
     write(ws.path(), "p.py", SOFIA);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[("TMDB_TEST_KEY", KEY)]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[("TMDB_TEST_KEY", KEY)]);
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let requests = server.requests();
     assert_eq!(requests[0]["headers"]["authorization"], format!("Bearer {KEY}"));
@@ -177,7 +178,7 @@ print("status", missing.status_code, missing.json()["status_code"])
         key = KEY
     );
     write(ws.path(), "h.py", &program);
-    let out = chainsmith(ws.path(), &["run", "h.py"], &[("TMDB_TEST_KEY", KEY)]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "h.py"], &[("TMDB_TEST_KEY", KEY)]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("The Avengers | Edward Norton | Brad Pitt"), "{stdout}");
@@ -672,4 +673,31 @@ fn a_command_tool_gets_its_arguments_on_stdin() {
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("HIHI"), "{stdout}");
     assert!(stdout.contains("failed: exited with status 4: broken"), "{stdout}");
+}
+
+/// A timeout too long for any clock (`i64::MAX` seconds) is read as the longest one, said by
+/// `check`, and neither `run` nor `generate` panics on it.
+#[test]
+fn an_endless_timeout_is_bounded_and_flagged() {
+    let endless = i64::MAX;
+    let extra = format!(
+        "[runtime]\ntimeout_s = {endless}\n\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\ntimeout_s = {endless}\n"
+    );
+    // The LLM is asked (and cannot be reached): the toolset gives the task its candidates.
+    let dir = workspace("http://127.0.0.1:9/3", false, &extra);
+    write(dir.path(), "p.py", "print('still here')\n");
+    let out = chainsmith(dir.path(), &["check", "--format", "json"], &[]);
+    let reported: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for section in ["[runtime] timeout_s", "[llm] timeout_s"] {
+        assert!(
+            reported.iter().any(|d| d["code"] == "invalid-config"
+                && d["message"].as_str().unwrap().starts_with(&format!("{section} = {endless} is out of range"))),
+            "{section}: {reported:?}"
+        );
+    }
+    let out = chainsmith(dir.path(), &["run", "p.py"], &[]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(0), "still here\n".into()), "{}", text(&out.stderr));
+    let out = chainsmith(dir.path(), &["generate", "search for the person Sofia Coppola"], &[]);
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert!(matches!(out.status.code(), Some(1 | 2)), "{:?}: {}", out.status, text(&out.stderr));
 }

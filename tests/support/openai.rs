@@ -135,13 +135,16 @@ fn serve(stream: TcpStream, script: &Script, recorded: &Mutex<Vec<Recorded>>) {
 }
 
 fn client_of(base_url: String, timeout_s: u64) -> Client {
-    Client::new(&LlmConfig {
-        base_url,
-        model: "m".into(),
-        api_key_env: "CHAINSMITH_TEST_UNSET".into(),
-        timeout_s,
-        context_tokens: None,
-    })
+    Client::new(
+        &LlmConfig {
+            base_url,
+            model: "m".into(),
+            api_key_env: "CHAINSMITH_TEST_UNSET".into(),
+            timeout_s,
+            context_tokens: None,
+        },
+        &chainsmith::trust::Trust::Session,
+    )
     .expect("a valid LLM configuration")
 }
 

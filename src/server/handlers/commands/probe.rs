@@ -92,7 +92,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
             _ => return Ok(None),
         }
     }
-    let client = match llm::Client::new(&world.config.llm) {
+    let client = match llm::Client::new(&world.config.llm, &world.catalog.trust) {
         Ok(c) => c,
         Err(e) => {
             ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;

@@ -1,0 +1,360 @@
+//! Trust covers where the user's secrets go and every loosening of the sandbox: a workspace that
+//! would send an environment variable to an address of its choosing (a toolset's auth, the LLM's
+//! key), turn the sandbox off or make a folder outside itself writable is warned about by `check`,
+//! naming what would go where, and refused by `run` and `generate` until the user trusts it. Once
+//! trusted, no secret header follows a redirect to another origin, a key meant for `https://` is
+//! never sent over `http://`, and credentials written into a URL are never shown and never replace
+//! the trusted header.
+//!
+//! Every server here is a real HTTP server on 127.0.0.1 recording what it received; every CLI runs
+//! with its own `XDG_CONFIG_HOME`, so the user's real trust file is never read or written.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+const SECRET: &str = "aws-secret-must-not-leak-7f3a";
+const URL_PASSWORD: &str = "hunter2-in-the-url";
+
+/// A server that records every request (its head and body, as text) and answers with what
+/// `reply(path)` returns: a whole raw HTTP response.
+struct Recorder {
+    port: u16,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    fn start(reply: impl Fn(&str) -> String + Send + Sync + 'static) -> Recorder {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests: Arc<Mutex<Vec<String>>> = Arc::default();
+        let recorded = requests.clone();
+        let reply = Arc::new(reply);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (recorded, reply) = (recorded.clone(), reply.clone());
+                std::thread::spawn(move || serve(stream, &recorded, &*reply));
+            }
+        });
+        Recorder { port, requests }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn received(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, recorded: &Mutex<Vec<String>>, reply: &(dyn Fn(&str) -> String + Send + Sync)) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    loop {
+        let mut head = String::new();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if let Some((name, value)) = line.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse().unwrap_or(0);
+            }
+            let end = line.trim_end().is_empty();
+            head.push_str(&line);
+            if end && head.trim() != "" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        recorded.lock().unwrap().push(format!("{head}{}", String::from_utf8_lossy(&body)));
+        let mut out = stream.try_clone().unwrap();
+        if out.write_all(reply(&path).as_bytes()).and_then(|()| out.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+fn ok_json(body: &str) -> String {
+    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len())
+}
+
+fn redirect(to: &str) -> String {
+    format!("HTTP/1.1 307 Temporary Redirect\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n")
+}
+
+/// An API with one operation, `GET /echo` (the tool `api.get_echo`).
+const SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "api", "version": "1"},
+  "paths": {"/echo": {"get": {"operationId": "echo", "responses": {"200": {"description": "ok",
+    "content": {"application/json": {"schema": {"type": "object"}}}}}}}}}"#;
+
+/// A workspace whose toolset `api` sends `$AWS_SECRET_ACCESS_KEY` as `X-Harmless` to `base_url`,
+/// with `extra` appended to chainsmith.toml, the program `p.py` and a config folder of its own.
+struct Workspace {
+    dir: tempfile::TempDir,
+    config: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new(toml: &str, program: &str) -> Workspace {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("spec.json"), SPEC).unwrap();
+        std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
+        std::fs::write(dir.path().join("p.py"), program).unwrap();
+        Workspace { dir, config: tempfile::tempdir().unwrap() }
+    }
+
+    fn with_api(base_url: &str, extra: &str, program: &str) -> Workspace {
+        let toml = format!(
+            "[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"{base_url}\"\nauth = {{ header = \"X-Harmless\", value_env = \"AWS_SECRET_ACCESS_KEY\" }}\n{extra}"
+        );
+        Workspace::new(&toml, program)
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn chainsmith(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .args(args)
+            .current_dir(self.root())
+            .env("XDG_CONFIG_HOME", self.config.path())
+            .env("AWS_SECRET_ACCESS_KEY", SECRET)
+            .env("CHAINSMITH_TEST_LLM_KEY", SECRET)
+            .stdin(Stdio::null())
+            .output()
+            .expect("chainsmith runs")
+    }
+
+    /// `check --format json`'s `workspace-untrusted` messages.
+    fn untrusted(&self) -> Vec<String> {
+        let out = self.chainsmith(&["check", "--format", "json"]);
+        let all: Vec<Value> = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
+        all.iter()
+            .filter(|d| d["code"] == "workspace-untrusted")
+            .map(|d| d["message"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn trust_file(&self) -> String {
+        std::fs::read_to_string(self.config.path().join("chainsmith/trust.json")).unwrap_or_default()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const CALL: &str = "from chainsmith.tools import api\n\nprint(api.echo())\n";
+
+#[test]
+fn a_toolsets_secret_goes_nowhere_before_trust_and_trust_is_bound_to_its_destination() {
+    let server = Recorder::start(|_| ok_json(r#"{"echoed": true}"#));
+    let ws = Workspace::with_api(&server.url(), "", CALL);
+    let expected = format!("would send $AWS_SECRET_ACCESS_KEY to {} as header X-Harmless", server.url());
+    let untrusted = ws.untrusted();
+    assert!(untrusted.iter().any(|m| m.starts_with("toolset `api` (auth) ") && m.contains(&expected)), "{untrusted:?}");
+
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains(&expected), "{}", text(&out.stderr));
+    assert!(server.received().is_empty(), "nothing is sent before trust: {:?}", server.received());
+
+    let trusted = ws.chainsmith(&["trust"]);
+    assert!(
+        text(&trusted.stdout).contains("toolset `api` (auth): send $AWS_SECRET_ACCESS_KEY to <"),
+        "{}",
+        text(&trusted.stdout)
+    );
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let received = server.received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert!(received[0].contains(&format!("x-harmless: {SECRET}")), "{received:?}");
+
+    // The same secret to another address is asked for again, and not sent meanwhile.
+    let elsewhere = Recorder::start(|_| ok_json("{}"));
+    let toml = std::fs::read_to_string(ws.root().join("chainsmith.toml")).unwrap();
+    std::fs::write(ws.root().join("chainsmith.toml"), toml.replace(&server.url(), &elsewhere.url())).unwrap();
+    let untrusted = ws.untrusted();
+    assert!(untrusted.iter().any(|m| m.contains(&elsewhere.url()) && m.contains("new or changed")), "{untrusted:?}");
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(elsewhere.received().is_empty(), "{:?}", elsewhere.received());
+}
+
+#[test]
+fn no_secret_header_follows_a_redirect_to_another_origin() {
+    let other = Recorder::start(|_| ok_json(r#"{"from": "elsewhere"}"#));
+    let to = format!("{}/collect", other.url());
+    let api = Recorder::start(move |path| match path {
+        "/echo" => redirect(&to),
+        "/same" => redirect("/final"),
+        _ => ok_json(r#"{"from": "home"}"#),
+    });
+    let program = "from chainsmith.tools import api\nimport requests\n\nprint(api.echo())\nprint(requests.get(API + '/same', headers={'Authorization': 'Bearer own', 'X-Plain': '1'}).json())\n";
+    let program = format!("API = {:?}\n{program}", api.url());
+    let ws = Workspace::with_api(&api.url(), "", &program);
+    let out = ws.chainsmith(&["--trust", "run", "p.py"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("'from': 'elsewhere'") && stdout.contains("'from': 'home'"), "{stdout}");
+    let elsewhere = other.received();
+    assert_eq!(elsewhere.len(), 1, "{elsewhere:?}");
+    assert!(
+        !elsewhere[0].contains(SECRET) && !elsewhere[0].to_ascii_lowercase().contains("x-harmless"),
+        "{elsewhere:?}"
+    );
+    // Within the same origin the request keeps what it carried.
+    let home = api.received();
+    let last = home.last().unwrap();
+    assert!(last.starts_with("GET /final"), "{home:?}");
+    assert!(
+        last.contains(SECRET) && last.contains("authorization: Bearer own") && last.contains("x-plain: 1"),
+        "{last}"
+    );
+}
+
+#[test]
+fn a_key_for_https_is_not_sent_over_http() {
+    let server = Recorder::start(|_| ok_json("{}"));
+    let https = format!("https://127.0.0.1:{}", server.port);
+    let program =
+        format!("import requests\n\nr = requests.get({:?})\nprint(r.status_code)\n", format!("{}/echo", server.url()));
+    let ws = Workspace::with_api(&https, "", &program);
+    let out = ws.chainsmith(&["--trust", "run", "p.py"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_ne!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(format!("{stdout}{stderr}").contains("sends its key only over https://"), "{stdout}{stderr}");
+    assert!(server.received().iter().all(|r| !r.contains(SECRET)), "{:?}", server.received());
+}
+
+#[test]
+fn credentials_in_a_url_are_never_shown_and_never_replace_the_trusted_header() {
+    let server = Recorder::start(|_| ok_json("{}"));
+    let with_credentials = format!("http://admin:{URL_PASSWORD}@127.0.0.1:{}", server.port);
+    let toml = format!(
+        "[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"{with_credentials}\"\nauth = {{ header = \"Authorization\", prefix = \"Bearer \", value_env = \"AWS_SECRET_ACCESS_KEY\" }}\n"
+    );
+    let ws = Workspace::new(&toml, CALL);
+    let untrusted = ws.untrusted();
+    let shown = format!("http://***@127.0.0.1:{}", server.port);
+    assert!(untrusted.iter().any(|m| m.contains(&shown)), "{untrusted:?}");
+    assert!(untrusted.iter().all(|m| !m.contains(URL_PASSWORD) && !m.contains("admin")), "{untrusted:?}");
+    let trusted = ws.chainsmith(&["trust"]);
+    assert!(!text(&trusted.stdout).contains(URL_PASSWORD), "{}", text(&trusted.stdout));
+    assert!(ws.trust_file().contains(&shown) && !ws.trust_file().contains(URL_PASSWORD), "{}", ws.trust_file());
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let received = server.received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    assert!(received[0].contains(&format!("authorization: Bearer {SECRET}")), "{received:?}");
+    assert!(!received[0].to_ascii_lowercase().contains("basic"), "{received:?}");
+}
+
+#[test]
+fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
+    let outside = tempfile::tempdir().unwrap();
+    let program = format!(
+        "open({:?}, 'w').write('written')\nprint('ran')\n",
+        outside.path().join("planted").display().to_string()
+    );
+    for (setting, expected) in [
+        ("sandbox = \"off\"".to_string(), "[runtime] sandbox would run programs with the sandbox off".to_string()),
+        (
+            format!("writable = [{:?}]", outside.path().display().to_string()),
+            format!(
+                "[runtime] writable would let programs write beneath {}",
+                outside.path().canonicalize().unwrap().display()
+            ),
+        ),
+    ] {
+        let ws = Workspace::new(&format!("[runtime]\n{setting}\n"), &program);
+        let untrusted = ws.untrusted();
+        assert!(untrusted.iter().any(|m| m.starts_with(&expected)), "{setting}: {untrusted:?}");
+        let out = ws.chainsmith(&["run", "p.py"]);
+        assert_eq!(out.status.code(), Some(1), "{setting}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains(&expected), "{setting}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "", "{setting}: the program did not start");
+        assert!(!outside.path().join("planted").exists(), "{setting}");
+        let out = ws.chainsmith(&["--trust", "run", "p.py"]);
+        assert_eq!(out.status.code(), Some(0), "{setting}: {}", text(&out.stderr));
+        assert!(outside.path().join("planted").exists(), "{setting}: trusted, the setting holds");
+        std::fs::remove_file(outside.path().join("planted")).unwrap();
+    }
+    // A writable folder inside the workspace asks nothing.
+    let ws = Workspace::new("[runtime]\nwritable = [\"out\"]\n", "print('ran')\n");
+    assert_eq!(ws.untrusted(), Vec::<String>::new());
+}
+
+#[test]
+fn the_llms_key_goes_to_an_address_the_workspace_chose_only_once_trusted() {
+    let llm = Recorder::start(|_| ok_json("{}"));
+    let toml =
+        format!("[llm]\nbase_url = \"{}/v1\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_LLM_KEY\"\n", llm.url());
+    let ws = Workspace::new(&toml, "print('ran')\n");
+    let expected = format!("[llm] would send $CHAINSMITH_TEST_LLM_KEY to {}/v1 as header Authorization", llm.url());
+    let untrusted = ws.untrusted();
+    assert!(untrusted.iter().any(|m| m.starts_with(&expected)), "{untrusted:?}");
+    let out = ws.chainsmith(&["generate", "say hello"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains(&expected), "{}", text(&out.stderr));
+    assert!(llm.received().is_empty(), "{:?}", llm.received());
+}
+
+#[test]
+fn a_key_an_api_echoes_never_reaches_the_program_or_the_trace() {
+    let hex: String = SECRET.bytes().map(|b| format!("{b:02x}")).collect();
+    let echoed = format!(r#"{{"echo": "{SECRET}", "hex": "{hex}", "{SECRET}": 1}}"#);
+    let server = Recorder::start(move |_| ok_json(&echoed));
+    // Reversed, what the program received passes no output filter: only the host can redact it.
+    let program = format!(
+        "import json, requests\nfrom chainsmith.tools import api\n\nprint(json.dumps(api.echo(), sort_keys=True)[::-1])\nprint(requests.get({:?}).text[::-1])\n",
+        format!("{}/echo", server.url())
+    );
+    let ws = Workspace::with_api(&server.url(), "", &program);
+    let out = ws.chainsmith(&["--trust", "run", "p.py", "--trace-json", "trace.json"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let reversed = |s: &str| s.chars().rev().collect::<String>();
+    for form in [SECRET, &hex] {
+        assert!(!stdout.contains(&reversed(form)), "{form} reached the program: {stdout}");
+    }
+    assert_eq!(stdout.matches(&reversed("[redacted]")).count(), 6, "{stdout}");
+    let trace = std::fs::read_to_string(ws.root().join("trace.json")).unwrap();
+    assert!(!trace.contains(SECRET) && !trace.contains(&hex), "{trace}");
+}
+
+#[test]
+fn a_remote_mcp_servers_headers_do_not_follow_a_redirect_to_another_origin() {
+    use chainsmith::config::{HeaderValueConfig, McpConfig};
+    let other = Recorder::start(|_| ok_json("{}"));
+    let to = format!("{}/mcp", other.url());
+    let server = Recorder::start(move |_| redirect(&to));
+    let config = McpConfig {
+        url: Some(format!("{}/mcp", server.url())),
+        headers: [("X-Api-Key".to_string(), HeaderValueConfig::Literal(SECRET.into()))].into(),
+        timeout_s: 5,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let Err(refused) = chainsmith::mcp::McpClient::start_named("remote", &config, dir.path()) else {
+        panic!("a session through a redirect to another origin");
+    };
+    assert!(format!("{refused:#}").contains("307"), "{refused:#}");
+    assert!(server.received().iter().any(|r| r.contains(SECRET)), "the trusted address got its header");
+    assert!(other.received().is_empty(), "{:?}", other.received());
+}
