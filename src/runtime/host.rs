@@ -1,7 +1,13 @@
-//! The host: the side of a run that executes tool calls. It listens on a Unix domain socket (one
-//! connection per Python process, newline-delimited JSON requests and answers), checks each call
-//! against the run's limits, answers it from the replayed trace or executes it by the tool's
-//! transport, and records it in the trace.
+//! The host: the side of a run that executes tool calls. It serves connections from the program
+//! (one per Python process, newline-delimited JSON requests and answers), checks each call against
+//! the run's limits, answers it from the replayed trace or executes it by the tool's transport, and
+//! records it in the trace.
+//!
+//! The program reaches the host through its *door*: one end of a socket pair the program inherits
+//! (`CHAINSMITH_HOST_FD`) and nothing else holds. To connect, a process makes a stream socket pair
+//! and sends one end through the door (`SCM_RIGHTS`, one byte per connection); the host serves the
+//! end it receives. Nothing is bound to a path, so no other process (another run's program
+//! included) can find the host, and no secret is needed: holding the door is the credential.
 //!
 //! Messages from the program:
 //! - `{"op": "hello"}` → `{"toolsets": {name: {"base_url", "tools": {tool: [param, ...]}}}}`
@@ -17,7 +23,8 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -203,17 +210,18 @@ impl Host {
         &self.secrets
     }
 
-    /// Serves connections on `listener` until [`Host::close`].
-    pub fn serve(self: &Arc<Self>, listener: UnixListener) -> std::thread::JoinHandle<()> {
+    /// Serves the connections that arrive through `door` until [`Host::close`] or until every
+    /// process holding its other end has ended.
+    pub fn serve(self: &Arc<Self>, door: UnixStream) -> std::thread::JoinHandle<()> {
         let host = self.clone();
         std::thread::Builder::new()
             .name("chainsmith-host".into())
             .spawn(move || {
-                for stream in listener.incoming() {
+                while let Some(stream) = next_connection(&door) {
                     if host.closing.load(Ordering::SeqCst) {
                         break;
                     }
-                    let Ok(stream) = stream else { continue };
+                    let Some(stream) = stream else { continue };
                     let host = host.clone();
                     let _ = std::thread::Builder::new()
                         .name("chainsmith-host-conn".into())
@@ -223,10 +231,10 @@ impl Host {
             .expect("a thread for the host")
     }
 
-    /// Stops accepting connections (wakes the accept loop with one of its own).
-    pub fn close(&self, socket: &Path) {
+    /// Stops accepting connections: shutting the door down wakes [`Host::serve`]'s wait.
+    pub fn close(&self, door: &UnixStream) {
         self.closing.store(true, Ordering::SeqCst);
-        let _ = UnixStream::connect(socket);
+        let _ = door.shutdown(std::net::Shutdown::Both);
     }
 
     fn connection(&self, stream: UnixStream) {
@@ -804,6 +812,61 @@ fn typed(refs: &dyn crate::toolset::schema::Refs, schema: Option<&Value>, text: 
 
 fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
+}
+
+/// The next connection sent through the door: `None` when the door is closed, `Some(None)` for
+/// a message that carried no Unix stream socket (ignored; whatever came with it is closed).
+fn next_connection(door: &UnixStream) -> Option<Option<UnixStream>> {
+    let mut byte = 0u8;
+    let mut iov = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
+    // Room for one control message with one descriptor, aligned as `cmsghdr` needs; a message
+    // with more is cut short and the kernel closes the rest.
+    let mut control = [0u64; 8];
+    // SAFETY: a zeroed msghdr is a valid empty one.
+    let mut header: libc::msghdr = unsafe { std::mem::zeroed() };
+    header.msg_iov = &mut iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control.as_mut_ptr().cast();
+    header.msg_controllen = std::mem::size_of_val(&control) as _;
+    let received = loop {
+        // SAFETY: recvmsg writes into the buffers `header` points at, which outlive the call.
+        let n = unsafe { libc::recvmsg(door.as_raw_fd(), &mut header, libc::MSG_CMSG_CLOEXEC) };
+        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        break n;
+    };
+    if received <= 0 {
+        return None;
+    }
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    // SAFETY: the CMSG macros walk the control buffer the kernel filled in; each descriptor of an
+    // SCM_RIGHTS message is new in this process and owned here.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&header);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                let count = ((*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                fds.extend((0..count).map(|i| OwnedFd::from_raw_fd(data.add(i).read_unaligned())));
+            }
+            cmsg = libc::CMSG_NXTHDR(&header, cmsg);
+        }
+    }
+    let Some(fd) = fds.into_iter().next() else { return Some(None) };
+    let is_unix_stream = socket_option(&fd, libc::SO_TYPE) == Some(libc::SOCK_STREAM)
+        && socket_option(&fd, libc::SO_DOMAIN) == Some(libc::AF_UNIX);
+    Some(is_unix_stream.then(|| UnixStream::from(fd)))
+}
+
+/// An integer `SOL_SOCKET` option of a socket (`None` for anything that is not one).
+fn socket_option(fd: &OwnedFd, option: libc::c_int) -> Option<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut length = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `length` bytes into `value`.
+    let rc =
+        unsafe { libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, option, (&raw mut value).cast(), &mut length) };
+    (rc == 0).then_some(value)
 }
 
 #[cfg(test)]

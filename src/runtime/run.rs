@@ -1,4 +1,4 @@
-//! One run: the interpreter in its own process group and [sandbox](super::sandbox), its output
+//! One run: the interpreter in a session of its own and [sandbox](super::sandbox), its output
 //! streamed and capped, the host serving its tool calls, the limits watched, and the trace
 //! written at the end.
 //!
@@ -8,7 +8,8 @@
 //! between.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixListener;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -28,23 +29,11 @@ const POLL: Duration = Duration::from_millis(10);
 /// How long the output readers get after the program ended (a daemon it left may hold the pipes).
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// A private temporary folder for the run's socket and files, removed afterwards.
-struct Workdir(PathBuf);
-
-impl Workdir {
-    fn new() -> std::io::Result<Workdir> {
-        use std::os::unix::fs::DirBuilderExt;
-        let dir =
-            std::env::temp_dir().join(format!("chainsmith-run-{}-{}", std::process::id(), super::unique_number()));
-        std::fs::DirBuilder::new().mode(0o700).recursive(true).create(&dir)?;
-        Ok(Workdir(dir))
-    }
-}
-
-impl Drop for Workdir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A private temporary folder for the run's files, removed afterwards: made with a random name and
+/// mode 0700 by `mkdtemp`'s rule (a folder someone else made first is never used).
+fn workdir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new().prefix("chainsmith-run-").permissions(std::fs::Permissions::from_mode(0o700)).tempdir()
 }
 
 /// The program's output: forwarded line by line (redacted), kept up to the limit.
@@ -171,14 +160,14 @@ fn execute(
         return Err(why);
     }
     let package = package::ensure().map_err(|e| format!("{e:#}"))?;
-    let work = Workdir::new().map_err(|e| format!("cannot create a temporary folder for the run: {e}"))?;
+    let work = workdir().map_err(|e| format!("cannot create a temporary folder for the run: {e}"))?;
     let program = std::path::absolute(&request.program).map_err(|e| format!("{}: {e}", request.program.display()))?;
     if request.source.is_none() && !program.is_file() {
         return Err(format!("{}: no such program", request.program.display()));
     }
-    let socket = work.0.join("host.sock");
-    let listener = UnixListener::bind(&socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
-    let fault_file = work.0.join("where.txt");
+    let (door, program_door) =
+        UnixStream::pair().map_err(|e| format!("cannot make the channel to the program: {e}"))?;
+    let fault_file = work.path().join("where.txt");
     let run_start = Instant::now();
     let deadline = run_start + request.limits.timeout;
     let host = Arc::new(Host::new(HostSetup {
@@ -193,15 +182,15 @@ fn execute(
         deadline,
         observer: observer.clone(),
     }));
-    let accept = host.serve(listener);
+    let accept = host.serve(door.try_clone().map_err(|e| format!("cannot make the channel to the program: {e}"))?);
 
-    let mut writable = vec![work.0.clone()];
+    let mut writable = vec![work.path().to_path_buf()];
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
     let sandbox =
         match Sandbox::prepare(request.config.runtime.sandbox, &writable, request.config.runtime.max_memory_mb) {
             Ok(sandbox) => sandbox,
             Err(why) => {
-                host.close(&socket);
+                host.close(&door);
                 let _ = accept.join();
                 return Err(why);
             }
@@ -214,13 +203,13 @@ fn execute(
     // What the program sees of chainsmith's environment: the basics, never its secrets.
     crate::trust::confine(&mut command, []);
     command
-        .env("TMPDIR", &work.0)
+        .env("TMPDIR", work.path())
         .env("CHAINSMITH_SANDBOX", &sandbox.summary)
         .env("CHAINSMITH_WRITABLE", sandbox.writable_list())
         .arg(package.join(package::BOOT_SCRIPT))
         .current_dir(program.parent().unwrap_or(Path::new("/")))
         .env("PYTHONPATH", python_path(&package))
-        .env("CHAINSMITH_SOCKET", &socket)
+        .env("CHAINSMITH_HOST_FD", program_door.as_raw_fd().to_string())
         .env("CHAINSMITH_PROGRAM", &program)
         .env("CHAINSMITH_FAULT_FILE", &fault_file)
         .env("PYTHONUNBUFFERED", "1")
@@ -228,18 +217,17 @@ fn execute(
         .env_remove("CHAINSMITH_SOURCE")
         .stdin(if request.inherit_stdin { Stdio::inherit() } else { Stdio::null() })
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    sandbox.apply(&mut command);
+        .stderr(Stdio::piped());
+    sandbox.apply(&mut command, program_door.as_raw_fd());
     if let Some(source) = &request.source {
-        let copy = work.0.join("source.py");
+        let copy = work.path().join("source.py");
         std::fs::write(&copy, source).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
         command.env("CHAINSMITH_SOURCE", copy);
     }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            host.close(&socket);
+            host.close(&door);
             let _ = accept.join();
             return Err(format!(
                 "cannot start the interpreter `{}` ([runtime] python): {e}",
@@ -247,6 +235,8 @@ fn execute(
             ));
         }
     };
+    // Only the program holds the door's other end now, so the door closes when the program ends.
+    drop(program_door);
     let pid = child.id() as i32;
     let output = Arc::new(Output {
         observer,
@@ -287,7 +277,7 @@ fn execute(
     let status = child.wait().ok();
     let drain_until = Instant::now() + DRAIN;
     while done_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
-    host.close(&socket);
+    host.close(&door);
     let _ = accept.join();
 
     let (calls, report, stop, pending) = host.finish();

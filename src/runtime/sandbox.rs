@@ -12,8 +12,17 @@
 //!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere, writes only beneath the allowed folders, no
 //!   TCP connect or bind (a second wall when namespaces are refused);
+//! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal),
+//!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
+//!   whatever the namespaces, and Landlock cannot yet tell one from another), no `io_uring` (whose
+//!   operations would pass the filter by);
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
 //!   (`MemoryError`) instead of taking the machine's memory.
+//!
+//! In every mode, `off` included, the program starts a session of its own (`setsid`: no
+//! controlling terminal, so `/dev/tty` cannot be opened), dies with chainsmith (a parent-death
+//! signal) and keeps one inherited descriptor, the host's door (see [`super::host`]): its only
+//! way to the host, which no other process can find.
 //!
 //! `[runtime] sandbox`: `"best-effort"` (the default) uses what the kernel grants and says once
 //! what it could not; `"strict"` refuses to run without every layer; `"off"` runs unconfined.
@@ -23,7 +32,7 @@
 //! before the fork: the server is multi-threaded, so the child must not allocate or lock.
 
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -31,14 +40,18 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
     path_beneath_rules,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 
 use crate::config::SandboxMode;
 
-/// The Landlock ABI asked for: filesystem rules with truncate and device ioctls, TCP rules.
-const LANDLOCK_ABI: ABI = ABI::V5;
+/// The Landlock ABI asked for: filesystem rules with truncate and device ioctls, TCP rules, and
+/// scoping of abstract Unix sockets and signals to the run.
+const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// What a run's sandbox will apply, prepared before the program is started.
 pub struct Sandbox {
@@ -46,6 +59,7 @@ pub struct Sandbox {
     /// `RLIMIT_AS` in bytes.
     memory: Option<u64>,
     landlock: Option<OwnedFd>,
+    seccomp: Option<BpfProgram>,
     /// What the kernel refused, in words (best-effort mode runs without it).
     pub missing: Vec<String>,
     /// One line for the program's environment (`CHAINSMITH_SANDBOX`), naming what applies, so
@@ -70,14 +84,17 @@ impl Sandbox {
                 namespaces: None,
                 memory: None,
                 landlock: None,
+                seccomp: None,
                 missing: Vec::new(),
                 summary: String::new(),
                 writable: Vec::new(),
             });
         }
         let mut writable = writable.to_vec();
-        // What any program may write: the null device, terminals, shared memory.
-        writable.extend(["/dev/null", "/dev/tty", "/dev/shm", "/dev/pts"].map(PathBuf::from));
+        // What any program may write: the null device, its controlling terminal (it has none, so
+        // opening it fails as it would outside a terminal), shared memory. Not the user's other
+        // terminals, whose answers to escape sequences would be typed there.
+        writable.extend(["/dev/null", "/dev/tty", "/dev/shm"].map(PathBuf::from));
         writable.retain(|p| p.exists());
         let mut missing = Vec::new();
         let namespaces = match namespaces_refused() {
@@ -106,6 +123,15 @@ impl Sandbox {
                 "Landlock (not supported by this kernel): writes outside the scratch folder are not blocked".into(),
             );
         }
+        let seccomp = match seccomp_filter() {
+            Ok(program) => Some(program),
+            Err(why) => {
+                missing.push(format!(
+                    "seccomp ({why}): Unix sockets other than chainsmith's and typing into a terminal are not blocked"
+                ));
+                None
+            }
+        };
         if mode == SandboxMode::Strict && !missing.is_empty() {
             return Err(format!(
                 "[runtime] sandbox = \"strict\", but this system refuses part of it: {}",
@@ -122,11 +148,15 @@ impl Sandbox {
         if namespaces.is_some() {
             applies.push("every process ends with the run");
         }
+        if seccomp.is_some() {
+            applies.push("no Unix socket but chainsmith's, no typing into a terminal");
+        }
         applies.push("memory capped");
         Ok(Sandbox {
             namespaces,
             memory: Some(max_memory_mb.saturating_mul(1 << 20)),
             landlock,
+            seccomp,
             missing,
             summary: applies.join("; "),
             writable,
@@ -143,23 +173,35 @@ impl Sandbox {
         std::env::join_paths(canonical).unwrap_or_default()
     }
 
-    /// Whether any layer applies.
-    pub fn is_active(&self) -> bool {
-        self.namespaces.is_some() || self.landlock.is_some() || self.memory.is_some()
-    }
-
-    /// Makes `command` start inside the sandbox.
-    pub fn apply(&self, command: &mut Command) {
-        if !self.is_active() {
-            return;
-        }
+    /// Makes `command` start in a session of its own, die with chainsmith, keep `door` (the host's
+    /// channel, see [`super::host`]) open across `exec`, and run inside the sandbox.
+    pub fn apply(&self, command: &mut Command, door: RawFd) {
         let maps = self.namespaces.as_ref().map(|m| (m.uid_map.clone(), m.gid_map.clone()));
         let landlock = self.landlock.as_ref().map(|fd| fd.as_raw_fd());
         let memory = self.memory;
+        let seccomp = self.seccomp.clone();
+        // SAFETY: getpid cannot fail.
+        let chainsmith = unsafe { libc::getpid() };
         // SAFETY: the closure runs in the forked child before exec and only makes system calls
         // on memory prepared here (see the module documentation).
         unsafe {
             command.pre_exec(move || {
+                // No controlling terminal: `/dev/tty` fails to open, and the terminal the program
+                // may hold as stdin refuses TIOCSTI to a process outside its session. The session
+                // is also the process group the run kills at its end.
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // Dies when chainsmith does, however it ends; if it already has, stop here.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::getppid() != chainsmith {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                if libc::fcntl(door, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
                 if let Some((uid_map, gid_map)) = &maps {
                     enter_namespaces(uid_map, gid_map)?;
                 }
@@ -172,10 +214,84 @@ impl Sandbox {
                 if let Some(fd) = landlock {
                     restrict_self(fd)?;
                 }
+                if let Some(program) = &seccomp {
+                    // Last: it forbids nothing the steps before need. The crate's error carries
+                    // no more than errno, which is still set.
+                    if seccompiler::apply_filter(program).is_err() {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 Ok(())
             });
         }
     }
+}
+
+/// The seccomp filter of a run: everything is allowed but what would leave the sandbox by a path
+/// the other layers leave open, which fails with `EPERM`.
+fn seccomp_filter() -> Result<BpfProgram, String> {
+    // SAFETY: PR_GET_SECCOMP takes no pointer; it fails with EINVAL where seccomp is missing.
+    if unsafe { libc::prctl(libc::PR_GET_SECCOMP) } < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
+    let when = |conditions: &[(u8, SeccompCmpOp, u64)]| {
+        let conditions = conditions
+            .iter()
+            .map(|(arg, op, value)| SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value))
+            .collect::<Result<Vec<_>, _>>()?;
+        SeccompRule::new(conditions)
+    };
+    let unix = libc::AF_UNIX as u64;
+    // Request numbers are `c_ulong` with glibc and `c_int` with musl.
+    #[allow(clippy::unnecessary_cast)]
+    let (tiocsti, tioclinux) = (libc::TIOCSTI as u64, libc::TIOCLINUX as u64);
+    let socket_type = SeccompCmpOp::MaskedEq(0xf);
+    let rules = vec![
+        // Typing into a terminal, and the console's equivalent.
+        (libc::SYS_ioctl, vec![when(&[(1, SeccompCmpOp::Eq, tiocsti)]), when(&[(1, SeccompCmpOp::Eq, tioclinux)])]),
+        // A new Unix socket could connect to any pathname socket the user can reach (a desktop's
+        // session bus, ssh-agent, docker.sock, another run's files). A stream pair is harmless
+        // and is how the program opens connections to the host; a datagram pair could send to
+        // any address.
+        (libc::SYS_socket, vec![when(&[(0, SeccompCmpOp::Eq, unix)])]),
+        (
+            libc::SYS_socketpair,
+            vec![
+                when(&[(0, SeccompCmpOp::Eq, unix), (1, socket_type.clone(), libc::SOCK_DGRAM as u64)]),
+                when(&[(0, SeccompCmpOp::Eq, unix), (1, socket_type, libc::SOCK_RAW as u64)]),
+            ],
+        ),
+        // Its operations (socket, connect) are not system calls the filter sees.
+        (libc::SYS_io_uring_setup, Vec::new()),
+    ];
+    let rules: Result<Vec<(i64, Vec<SeccompRule>)>, _> = rules
+        .into_iter()
+        .map(|(call, rules)| rules.into_iter().collect::<Result<Vec<_>, _>>().map(|r| (call, r)))
+        .collect();
+    let mut rules = rules.map_err(|e| e.to_string())?;
+    if arch == TargetArch::x86_64 {
+        // The x32 calling convention reaches the same calls with this bit set, under the same
+        // architecture tag the filter checks (its `ioctl` has a number of its own).
+        const X32: i64 = 0x4000_0000;
+        const X32_IOCTL: i64 = 514;
+        let x32: Vec<_> = rules
+            .iter()
+            .map(|(call, rules)| {
+                let number = if *call == libc::SYS_ioctl { X32_IOCTL } else { *call };
+                (number | X32, rules.clone())
+            })
+            .collect();
+        rules.extend(x32);
+    }
+    let filter = SeccompFilter::new(
+        rules.into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }
 
 /// Why namespaces cannot be used here, found once by starting `true` in them.
@@ -212,6 +328,7 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<Ow
         .set_compatibility(level)
         .handle_access(all)
         .and_then(|r| r.handle_access(AccessNet::from_all(LANDLOCK_ABI)))
+        .and_then(|r| r.scope(Scope::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
         .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))

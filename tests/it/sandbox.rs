@@ -95,3 +95,291 @@ fn sandbox_off_runs_unconfined_memory_is_capped_and_strict_runs_here() {
     let out = chainsmith(ws.path(), &["run", "q.py"], &[]);
     assert_eq!(text(&out.stdout), "ran\n", "{}", text(&out.stderr));
 }
+
+/// A pseudo-terminal: (the controlling side, the terminal a program is given).
+fn pseudo_terminal() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let (mut controller, mut terminal) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the integers it is given.
+    let rc = unsafe {
+        libc::openpty(&mut controller, &mut terminal, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here.
+    unsafe { (std::os::fd::OwnedFd::from_raw_fd(controller), std::os::fd::OwnedFd::from_raw_fd(terminal)) }
+}
+
+#[test]
+fn a_chain_cannot_type_into_the_users_terminal() {
+    use std::os::unix::process::CommandExt;
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = r#"import errno, fcntl, os, termios
+def try_typing(name, open_it):
+    try:
+        fd = open_it()
+        fcntl.ioctl(fd, termios.TIOCSTI, b"x")
+        print(name, "typed")
+    except OSError as e:
+        print(name, "refused", errno.errorcode.get(e.errno))
+try_typing("/dev/tty", lambda: os.open("/dev/tty", os.O_RDWR))
+try_typing("stdin", lambda: 0)
+try:
+    fcntl.ioctl(0, termios.TIOCLINUX, b"\x02")
+    print("TIOCLINUX allowed")
+except OSError as e:
+    print("TIOCLINUX refused", errno.errorcode.get(e.errno))
+"#;
+    std::fs::write(ws.path().join("tty.py"), program).unwrap();
+    // `chainsmith run` in a terminal it controls, as from a shell.
+    let (_controller, terminal) = pseudo_terminal();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+    command.args(["run", "tty.py"]).current_dir(ws.path()).stdin(terminal);
+    // SAFETY: setsid and ioctl are plain system calls in the child before exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("/dev/tty refused ENXIO"), "the chain has no controlling terminal: {stdout}");
+    assert!(stdout.contains("stdin refused EPERM"), "the terminal it was given refuses keystrokes: {stdout}");
+    assert!(stdout.contains("TIOCLINUX refused"), "{stdout}");
+    assert!(!stdout.contains("typed"), "{stdout}");
+}
+
+#[test]
+fn a_chain_reaches_no_unix_socket_but_its_host() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    // A listener as a desktop has them (a session bus, ssh-agent, docker.sock).
+    let socket_path = ws.path().join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket_path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let program = format!(
+        r#"import errno, socket
+from chainsmith.tools import tmdb
+def attempt(name, make, connect):
+    try:
+        s = make()
+        connect(s)
+        print(name, "connected")
+    except OSError as e:
+        print(name, "refused", errno.errorcode.get(e.errno))
+attempt("stream", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda s: s.connect({path:?}))
+attempt("datagram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM), lambda s: s.connect({path:?}))
+attempt("datagram pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0], lambda s: s.sendto(b"x", {path:?}))
+print("tool:", tmdb.search_person(query="Sofia Coppola")["results"][0]["name"])
+import os
+pid = os.fork()
+if pid == 0:
+    print("forked tool:", tmdb.search_person(query="Sofia Coppola")["results"][0]["name"], flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+"#,
+        path = socket_path.display().to_string()
+    );
+    std::fs::write(ws.path().join("unix.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "unix.py"], &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    for attempt in ["stream", "datagram", "datagram pair"] {
+        assert!(stdout.contains(&format!("{attempt} refused EPERM")), "{attempt}: {stdout}");
+    }
+    assert!(listener.accept().is_err(), "the listener was reached");
+    assert!(stdout.contains("tool: Bradley Cooper"), "the host is still reached: {stdout}");
+    assert!(stdout.contains("forked tool: Bradley Cooper"), "and from a forked process: {stdout}");
+}
+
+#[test]
+fn a_chain_cannot_use_another_runs_host() {
+    // Run A: a trusted workspace whose toolset sends a key; its chain waits after one call.
+    let server_a = TmdbServer::start(&[]);
+    let ws_a = workspace(&server_a.base_url(), true, "");
+    let release = ws_a.path().join("release");
+    let waiting = format!(
+        "import os, time\nfrom chainsmith.tools import tmdb\ntmdb.search_person(query='a')\nprint('started', flush=True)\nwhile not os.path.exists({:?}):\n    time.sleep(0.05)\n",
+        release.display().to_string()
+    );
+    std::fs::write(ws_a.path().join("a.py"), waiting).unwrap();
+    let mut run_a = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(["run", "a.py"])
+        .current_dir(ws_a.path())
+        .env("TMDB_TEST_KEY", "key-of-workspace-a")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(run_a.stdout.take().unwrap()));
+    assert_eq!(lines.next().unwrap().unwrap(), "started");
+
+    // Run B: a chain that looks for another run's host wherever it could be found.
+    let server_b = TmdbServer::start(&[]);
+    let ws_b = workspace(&server_b.base_url(), false, "");
+    let hostile = r#"import ctypes, glob, json, os, socket, tempfile
+call = json.dumps({"op": "call", "tool": "tmdb.search_person", "arguments": {"query": "stolen"}}).encode() + b"\n"
+def ask(s):
+    s.sendall(call)
+    print("reached:", s.recv(65536)[:200])
+places = set(glob.glob("/tmp/chainsmith-run-*/*"))
+places |= set(glob.glob(os.path.join(os.path.dirname(tempfile.gettempdir()), "chainsmith-run-*", "*")))
+for path in sorted(places):
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        ask(s)
+    except OSError as e:
+        print("path", path, "refused", e)
+# A door is a descriptor: take it from whichever process holds one.
+libc = ctypes.CDLL(None, use_errno=True)
+for pid in [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]:
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        continue
+    pidfd = libc.syscall(434, int(pid), 0)
+    if pidfd < 0:
+        continue
+    for fd in fds:
+        got = libc.syscall(438, pidfd, int(fd), 0)
+        if got >= 0:
+            try:
+                s = socket.socket(fileno=got)
+                if s.family == socket.AF_UNIX:
+                    ask(s)
+            except OSError:
+                pass
+print("done")
+"#;
+    std::fs::write(ws_b.path().join("b.py"), hostile).unwrap();
+    let out = chainsmith(ws_b.path(), &["run", "b.py"], &[]);
+    std::fs::write(&release, "").unwrap();
+    let _ = run_a.wait();
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("done"), "{stdout}\n{}", text(&out.stderr));
+    assert!(!stdout.contains("reached:"), "run B's chain reached a host: {stdout}");
+    assert!(!stdout.contains("key-of-workspace-a"), "{stdout}");
+    assert_eq!(server_a.requests().as_array().unwrap().len(), 1, "only run A's own call reached A's server");
+}
+
+#[test]
+fn a_planted_scratch_folder_is_never_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let victim = ws.path().join("victim.txt");
+    std::fs::write(&victim, "the user's file\n").unwrap();
+    // Someone else made the folders a run of this process could pick by its number, open to all,
+    // each with `source.py` leading to the victim.
+    let planted: Vec<_> = (0..300)
+        .map(|n| std::env::temp_dir().join(format!("chainsmith-run-{}-{n}", std::process::id())))
+        .filter(|dir| std::fs::create_dir(dir).is_ok())
+        .collect();
+    for dir in &planted {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("source.py")).unwrap();
+    }
+    let (config, catalog) = chainsmith::cli::load_workspace(ws.path()).unwrap();
+    let mut request = chainsmith::runtime::RunRequest::new(
+        ws.path().join("p.py"),
+        ws.path(),
+        std::sync::Arc::new(config),
+        std::sync::Arc::new(catalog),
+    );
+    request.source =
+        Some("import os\nprint('from the buffer', oct(os.stat(os.environ['TMPDIR']).st_mode & 0o777))\n".into());
+    let outcome =
+        chainsmith::runtime::run(request, std::sync::Arc::new(chainsmith::runtime::Quiet), &Default::default());
+    for dir in &planted {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    assert_eq!(outcome.output, "from the buffer 0o700\n", "a private scratch folder: {:?}", outcome.start_error);
+    assert!(outcome.stopped.is_none() && outcome.trace.ok, "{:?}", outcome.trace.error);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's file\n", "the planted link was written through");
+}
+
+#[test]
+fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    for (signal, name) in
+        [(libc::SIGKILL, "SIGKILL"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGINT, "SIGINT")]
+    {
+        let marker = format!("chainsmith-outlives-{name}-{}", std::process::id());
+        let program = format!(
+            "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 300 # {marker}'])\nprint('started', flush=True)\ntime.sleep(300)\n"
+        );
+        std::fs::write(ws.path().join("sleeper.py"), program).unwrap();
+        let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .args(["run", "sleeper.py"])
+            .current_dir(ws.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(run.stdout.take().unwrap()));
+        assert_eq!(lines.next().unwrap().unwrap(), "started", "{name}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while processes_with(&marker).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if processes_with(&marker).len() != 1 {
+            let _ = run.kill();
+            panic!("{name}: the chain's child does not run");
+        }
+        // SAFETY: kill takes plain integers.
+        unsafe { libc::kill(run.id() as i32, signal) };
+        // Generous: the point is that the chain goes, not how fast.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left = processes_with(&marker);
+        for pid in &left {
+            // SAFETY: as above.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        assert_eq!(left, Vec::<u32>::new(), "the chain outlived chainsmith ended by {name}");
+        let status = run.wait().unwrap();
+        assert!(!status.success(), "{name}: {status}");
+    }
+}
+
+#[test]
+fn the_servers_runs_end_with_the_server() {
+    use crate::support::lsp::TestClient;
+    for ending in ["exit", "shutdown then exit"] {
+        let marker = format!("chainsmith-outlives-server-{}-{}", ending.len(), std::process::id());
+        let program = format!(
+            "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 300 # {marker}'])\ntime.sleep(300)\n"
+        );
+        let mut client = TestClient::stdio(env!("CARGO_BIN_EXE_chainsmith"))
+            .workspace(workspace("http://127.0.0.1:9", false, ""))
+            .start();
+        let uri = client.open("sleeper.py", &program);
+        let answer = client.execute_command("chainsmith.run", vec![serde_json::json!({"uri": uri})], Some("run-1"));
+        assert_eq!(answer, Ok(None), "{ending}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while processes_with(&marker).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(processes_with(&marker).len(), 1, "{ending}: the run started");
+        client.dismiss(|_| true);
+        match ending {
+            "exit" => drop(client.exit_without_shutdown()),
+            _ => drop(client.shutdown()),
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left = processes_with(&marker);
+        for pid in &left {
+            // SAFETY: kill takes plain integers.
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
+        assert_eq!(left, Vec::<u32>::new(), "a run outlived the server's {ending}");
+    }
+}

@@ -2,7 +2,7 @@
 
 Programs import toolsets as modules (``from chainsmith.tools import tmdb``) and call tools with
 keyword arguments (``tmdb.search_person(query="Sofia Coppola")``). Each call is sent to the host
-(the ``chainsmith run`` process, over the Unix socket named by ``CHAINSMITH_SOCKET``), which executes
+(the ``chainsmith run`` process, over a Unix socket it hands the program), which executes
 it, records it in the run's trace and answers with the decoded JSON response. A failed call raises
 :class:`ToolError`.
 

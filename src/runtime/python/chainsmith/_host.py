@@ -1,7 +1,9 @@
 """The channel to the chainsmith host: newline-delimited JSON over a Unix domain socket.
 
 Every request is one line of JSON and gets one line of JSON back. The connection is per process
-(re-opened after a fork) and serialised by a lock, so threads may call tools concurrently.
+(re-opened after a fork) and serialised by a lock, so threads may call tools concurrently. A
+connection is one end of a fresh socket pair whose other end is sent to the host through the door
+the run inherits (the descriptor ``CHAINSMITH_HOST_FD`` names); no socket has a path.
 """
 
 import json
@@ -13,7 +15,7 @@ import threading
 
 from . import ToolError
 
-SOCKET_ENV = "CHAINSMITH_SOCKET"
+DOOR_ENV = "CHAINSMITH_HOST_FD"
 PROGRAM_ENV = "CHAINSMITH_PROGRAM"
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -73,18 +75,21 @@ class _Connection:
         self._pid = None
 
     def _connect(self):
-        path = os.environ.get(SOCKET_ENV)
-        if not path:
+        door = os.environ.get(DOOR_ENV)
+        if not door:
             raise HostUnavailable(
                 "chainsmith tools only run under `chainsmith run` or the chainsmith editor command "
-                f"(no host: {SOCKET_ENV} is not set)"
+                f"(no host: {DOOR_ENV} is not set)"
             )
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(path)
-        except OSError as e:
+            with socket.socket(fileno=os.dup(int(door))) as channel:
+                socket.send_fds(channel, [b"c"], [theirs.fileno()])
+        except (OSError, ValueError) as e:
             sock.close()
-            raise HostUnavailable(f"cannot reach the chainsmith host at {path}: {e}") from None
+            raise HostUnavailable(f"cannot reach the chainsmith host (descriptor {door}): {e}") from None
+        finally:
+            theirs.close()
         self._sock = sock
         self._reader = sock.makefile("rb")
         self._pid = os.getpid()
@@ -185,7 +190,7 @@ def reply_body(reply):
 
 def route(url):
     """The toolset whose base URL ``url`` starts with (the longest one), else ``None``."""
-    if os.environ.get(SOCKET_ENV) is None:
+    if os.environ.get(DOOR_ENV) is None:
         return None
     stripped = _strip_scheme(url)
     best = None

@@ -161,7 +161,7 @@ _PATCHES = {"requests": _patch_requests, "httpx": _patch_httpx}
 
 
 def install():
-    if os.environ.get(_host.SOCKET_ENV) is None:
+    if os.environ.get(_host.DOOR_ENV) is None:
         return
     if not any(isinstance(f, _HookFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _HookFinder())
