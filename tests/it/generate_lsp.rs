@@ -139,16 +139,18 @@ fn generation_can_be_cancelled_and_a_model_without_code_changes_nothing() {
     assert!(llm.count() <= 1, "nothing after the cancel");
     client.shutdown();
 
-    // A model that never writes code: the budget ends, the document stays as it is.
+    // A model that never writes code: three such replies in a row end the job, which says why
+    // (not "the budget ran out"), and the document stays as it is.
     let chatty = Server::start(|_, _| Answer::text("As an AI model I cannot call APIs."));
-    let mut client = start(&tmdb, &chatty, "[generate]\nmax_llm_calls = 2\n");
+    let mut client = start(&tmdb, &chatty, "");
     let uri = client.open("bio.py", "\"\"\"print the biography of Sofia Coppola\"\"\"\n");
     let action = generate_action(&mut client, &uri);
     execute(&mut client, &action);
     let message = client.await_notification::<ShowMessage>(|_| true);
     let text = message.message;
-    assert!(text.contains("budget ran out (2 LLM calls)") && text.contains("unchanged"), "{text}");
-    assert_eq!(chatty.count(), 2);
+    assert!(text.contains("the model replied 3 times in a row without a Python program"), "{text}");
+    assert!(text.contains("As an AI model I cannot call APIs.") && text.contains("unchanged"), "{text}");
+    assert_eq!(chatty.count(), 3);
     client.shutdown();
 }
 
