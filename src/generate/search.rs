@@ -338,7 +338,7 @@ enum Step {
 fn stop_of(e: GenerateError) -> Stop {
     match e {
         GenerateError::Budget(what) => Stop::Budget(what),
-        GenerateError::Cancelled => Stop::Cancelled,
+        GenerateError::Cancelled | GenerateError::Llm(llm::LlmError::Cancelled) => Stop::Cancelled,
         GenerateError::Llm(e) => Stop::Llm(e.to_string()),
         unusable @ GenerateError::NoProgram { .. } => Stop::Llm(unusable.to_string()),
     }
