@@ -34,6 +34,9 @@ pub enum GenerateError {
     Budget(String),
     #[error("cancelled")]
     Cancelled,
+    /// The model kept answering without a program: more calls would burn the budget on the same.
+    #[error("the model replied {replies} times in a row without a Python program (its last reply: \"{last}\")")]
+    NoProgram { replies: usize, last: String },
 }
 
 /// The program a conversation produced (statically valid unless `problems` says otherwise) and the
@@ -53,6 +56,19 @@ pub struct Draft {
 /// anyway: a small model that cannot fix a problem from its description usually repeats it, and
 /// a run (whose failure is attributed to one call) tells it more than the same list again.
 pub const MAX_STATIC_ROUNDS: usize = 3;
+
+/// How many replies in a row without a program end a conversation: a model that answers with prose
+/// (or nothing) three times does the same the fourth, and every try costs a call.
+pub const MAX_UNUSABLE_REPLIES: usize = 3;
+
+/// The start of a reply, on one line, for a message that quotes it.
+fn excerpt(reply: &str) -> String {
+    let flat = reply.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= 80 {
+        return flat;
+    }
+    format!("{}…", flat.chars().take(80).collect::<String>())
+}
 
 /// The static problems of a program: syntax errors and error diagnostics, one line each.
 pub fn static_problems(program: &str, catalog: &Catalog) -> Vec<String> {
@@ -217,6 +233,7 @@ pub async fn converse_logged(
     let mut temperature = 0.2;
     // The program with the fewest problems so far, with them.
     let mut best: Option<(String, Vec<String>)> = None;
+    let mut unusable = 0;
     loop {
         if cancelled() {
             return Err(GenerateError::Cancelled);
@@ -231,11 +248,19 @@ pub async fn converse_logged(
         let reply = client.chat(&messages, &llm::Options { temperature: Some(temperature), max_tokens: None }).await?;
         messages.push(Message::assistant(reply.content.clone()));
         let Some(found) = extract::extract(&reply.content) else {
+            unusable += 1;
+            if unusable >= MAX_UNUSABLE_REPLIES {
+                return match best {
+                    Some((program, problems)) => Ok(Draft { program, messages, feedback, problems }),
+                    None => Err(GenerateError::NoProgram { replies: unusable, last: excerpt(&reply.content) }),
+                };
+            }
             let problems = vec!["the reply contains no Python program".to_string()];
             messages.push(Message::user(prompt::static_feedback(&problems)));
             feedback.push(problems);
             continue;
         };
+        unusable = 0;
         let raw = static_problems(&found.code, catalog);
         checked.push(raw.len());
         if !feedback_enabled {

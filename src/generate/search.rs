@@ -97,6 +97,7 @@ pub enum Stop {
     Exhausted,
     Budget(String),
     Cancelled,
+    /// The model failed: unreachable, or its replies unusable.
     Llm(String),
     /// The program calls tools that may write, and the user did not agree.
     NeedsConsent(Vec<String>),
@@ -343,8 +344,9 @@ enum Step {
 fn stop_of(e: GenerateError) -> Stop {
     match e {
         GenerateError::Budget(what) => Stop::Budget(what),
-        GenerateError::Cancelled => Stop::Cancelled,
+        GenerateError::Cancelled | GenerateError::Llm(llm::LlmError::Cancelled) => Stop::Cancelled,
         GenerateError::Llm(e) => Stop::Llm(e.to_string()),
+        unusable @ GenerateError::NoProgram { .. } => Stop::Llm(unusable.to_string()),
     }
 }
 

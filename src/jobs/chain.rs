@@ -143,7 +143,8 @@ fn prepare_with<'w>(
     if let Some(why) = crate::runtime::untrusted_runtime(&ws.config, &ws.catalog) {
         return Err(Refusal::UntrustedRuntime(why));
     }
-    let client = llm::Client::new(&ws.config.llm, &ws.catalog.trust).map_err(|e| Refusal::Llm(e.to_string()))?;
+    let mut client = llm::Client::new(&ws.config.llm, &ws.catalog.trust).map_err(|e| Refusal::Llm(e.to_string()))?;
+    client.cancel = Some(request.cancel.clone());
     let (mut candidates, allowed) = candidates(ws, task.as_deref(), &request.tools, called, options.candidates);
     if candidates.is_empty() {
         return Err(Refusal::NoCandidates);

@@ -2,7 +2,9 @@
 //!
 //! Retries with backoff on 429, 5xx, timeouts and refused connections; any other failure is a clear
 //! error. Token usage comes from the reply's `usage`, else an estimate, and is summed per operation
-//! by a [`UsageMeter`]. The API key is read from the environment variable the configuration names
+//! by a [`UsageMeter`]. A client given the job's [`Cancel`] drops its request when the job is
+//! cancelled: the connection closes, which also stops a local server (llama.cpp) generating, and
+//! the caller hears [`LlmError::Cancelled`] at once instead of after the reply. The API key is read from the environment variable the configuration names
 //! and is never written to files or logs.
 
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::LlmConfig;
+use crate::runtime::Cancel;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
@@ -102,6 +105,8 @@ pub enum LlmError {
     Malformed(String),
     #[error("{0}")]
     Config(String),
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl LlmError {
@@ -135,6 +140,8 @@ pub struct Client {
     /// First backoff; doubles each retry.
     pub backoff: Duration,
     pub meter: UsageMeter,
+    /// The job's cancel flag: a request in flight is dropped when it is set.
+    pub cancel: Option<Cancel>,
 }
 
 /// Tokens kept free for the reply when a request names no `max_tokens`.
@@ -218,13 +225,26 @@ impl Client {
             max_retries: 3,
             backoff: Duration::from_millis(500),
             meter: UsageMeter::default(),
+            cancel: None,
         })
     }
 
     /// One chat completion, retried on transient failures within one overall deadline of
     /// `timeout_s` (a silent or throttling server costs at most that, retries included); usage is
-    /// recorded on the meter.
+    /// recorded on the meter. With a cancel flag, cancelling drops the request (retries and
+    /// backoff included) and answers [`LlmError::Cancelled`].
     pub async fn chat(&self, messages: &[Message], options: &Options) -> Result<Reply, LlmError> {
+        let Some(cancel) = &self.cancel else { return self.chat_until_done(messages, options).await };
+        if cancel.is_cancelled() {
+            return Err(LlmError::Cancelled);
+        }
+        tokio::select! {
+            reply = self.chat_until_done(messages, options) => reply,
+            () = cancel.cancelled() => Err(LlmError::Cancelled),
+        }
+    }
+
+    async fn chat_until_done(&self, messages: &[Message], options: &Options) -> Result<Reply, LlmError> {
         let fitted;
         let messages = match self.context_tokens {
             Some(context) => {

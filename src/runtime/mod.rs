@@ -56,6 +56,15 @@ impl Cancel {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
+
+    /// Resolves once cancelled, for racing against work that cannot poll the flag itself (an HTTP
+    /// request). The flag is looked at every 50 ms: it is set from any thread, runtime or not, and
+    /// a user waits for nothing they could notice.
+    pub async fn cancelled(&self) {
+        while !self.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// Why the host stopped a run.

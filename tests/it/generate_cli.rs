@@ -123,3 +123,24 @@ fn generation_shows_the_planners_chains_unless_asked_not_to() {
     assert!(first.starts_with("Task: print the biography"), "{first}");
     assert!(!first.contains("Chain 1:"), "{first}");
 }
+
+/// A model that answers without a program: the fix stops after three such replies in a row and
+/// says so, instead of spending the budget and blaming it.
+#[test]
+fn fix_stops_on_a_model_that_writes_no_program_and_says_why() {
+    let tmdb = TmdbServer::start(&[]);
+    let broken = "# task: print the biography of Sofia Coppola\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n";
+    let chatty = Server::start(|_, _| Answer::text("As an AI model I cannot call APIs."));
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&chatty));
+    std::fs::write(ws.path().join("bio.py"), broken).unwrap();
+    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the model replied 3 times in a row without a Python program (its last reply: \"As an AI model I cannot call APIs.\")"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("budget ran out"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("bio.py")).unwrap(), broken);
+    assert_eq!(chatty.count(), 3, "three replies without a program, then no more calls");
+}

@@ -100,18 +100,32 @@ async fn when_the_budget_ends_the_best_program_so_far_is_kept() {
     assert!(!draft.problems.is_empty());
 }
 
+/// A model that answers without code is told so, and after three such replies in a row the
+/// conversation ends saying why, whatever budget is left.
 #[tokio::test]
-async fn a_model_without_code_exhausts_the_budget_with_a_clear_error() {
+async fn a_model_without_code_stops_the_conversation_with_a_clear_error() {
     let server = Server::start(|_, _| Answer::text("I'm sorry, I can't do that."));
     let catalog = catalog();
     let client = client(&server);
-    let budget = Budget { max_llm_calls: 3, max_tokens: 100_000 };
+    let budget = Budget { max_llm_calls: 12, max_tokens: 100_000 };
     let err = atc::draft(TASK, &candidates(&catalog), &catalog, &client, &budget, &|| false).await.unwrap_err();
-    assert!(matches!(err, GenerateError::Budget(_)), "{err}");
+    assert!(matches!(err, GenerateError::NoProgram { replies: 3, .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "the model replied 3 times in a row without a Python program (its last reply: \"I'm sorry, I can't do that.\")"
+    );
     assert_eq!(server.count(), 3);
     let last =
         server.bodies()[2]["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
     assert!(last.contains("no Python program"), "{last}");
+
+    // With less budget than that, the budget ends it.
+    let server = Server::start(|_, _| Answer::text("I'm sorry, I can't do that."));
+    let short = crate::support::openai::client(&server);
+    let budget = Budget { max_llm_calls: 2, max_tokens: 100_000 };
+    let err = atc::draft(TASK, &candidates(&catalog), &catalog, &short, &budget, &|| false).await.unwrap_err();
+    assert!(matches!(err, GenerateError::Budget(_)), "{err}");
+    assert_eq!(server.count(), 2);
 }
 
 #[tokio::test]

@@ -97,6 +97,9 @@ fn the_generate_code_action_inserts_a_working_chain() {
     assert_eq!(llm.count(), 2, "draft and judge");
     let prompt = last_message(&llm.bodies()[0]);
     assert!(prompt.starts_with("Task: Print the biography of Sofia Coppola."), "{prompt}");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.typ, lsp::MessageType::INFO);
+    assert_eq!(told.message, "chainsmith: a chain that runs was added to bio.py (2 LLM calls)");
     client.shutdown();
 }
 
@@ -139,17 +142,60 @@ fn generation_can_be_cancelled_and_a_model_without_code_changes_nothing() {
     assert!(llm.count() <= 1, "nothing after the cancel");
     client.shutdown();
 
-    // A model that never writes code: the budget ends, the document stays as it is.
+    // A model that never writes code: three such replies in a row end the job, which says why
+    // (not "the budget ran out"), and the document stays as it is.
     let chatty = Server::start(|_, _| Answer::text("As an AI model I cannot call APIs."));
-    let mut client = start(&tmdb, &chatty, "[generate]\nmax_llm_calls = 2\n");
+    let mut client = start(&tmdb, &chatty, "");
     let uri = client.open("bio.py", "\"\"\"print the biography of Sofia Coppola\"\"\"\n");
     let action = generate_action(&mut client, &uri);
     execute(&mut client, &action);
     let message = client.await_notification::<ShowMessage>(|_| true);
     let text = message.message;
-    assert!(text.contains("budget ran out (2 LLM calls)") && text.contains("unchanged"), "{text}");
-    assert_eq!(chatty.count(), 2);
+    assert!(text.contains("the model replied 3 times in a row without a Python program"), "{text}");
+    assert!(text.contains("As an AI model I cannot call APIs.") && text.contains("unchanged"), "{text}");
+    assert_eq!(chatty.count(), 3);
     client.shutdown();
+}
+
+/// Cancel reaches the model's request: the request in flight is dropped (the LLM server sees its
+/// connection closed) and the user hears "cancelled" without waiting for the reply, even with
+/// the ten-minute timeout a CPU model needs.
+#[test]
+fn cancel_drops_the_models_request_and_says_cancelled() {
+    let tmdb = TmdbServer::start(&[]);
+    let slow = Server::start(|_, _| Answer::Slow { after: Duration::from_secs(60), text: DRAFT.into() });
+    let config = format!(
+        "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\ntimeout_s = 600\n",
+        slow.base_url
+    );
+    let mut client = TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &config)).start();
+    let uri = client.open("bio.py", "# task: print the biography of Sofia Coppola\n");
+    let action = generate_action(&mut client, &uri);
+    execute(&mut client, &action);
+    let (token, _) = client.progress_begin(None);
+    let asked = poll(|| slow.count() == 1);
+    assert!(asked, "the model was never asked");
+    client.notify::<WorkDoneProgressCancel>(lsp::WorkDoneProgressCancelParams { token: token.clone() });
+    // Well before the model's reply is due (the client gives up after 15 s).
+    let message = client.await_notification::<ShowMessage>(|_| true);
+    assert!(message.message.contains("cancelled") && message.message.contains("unchanged"), "{message:?}");
+    let end = client.progress_end(Some(&token));
+    assert!(end.message.unwrap_or_default().contains("cancelled"));
+    assert!(poll(|| slow.abandoned() == 1), "the LLM server never saw its connection closed");
+    assert_eq!(slow.count(), 1, "nothing asked after the cancel");
+    client.shutdown();
+}
+
+/// Waits up to 20 s for `done`: a generous bound on something that takes milliseconds.
+fn poll(done: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
 }
 
 #[test]
@@ -199,5 +245,7 @@ fn fix_failing_chain_replaces_the_program_with_the_revision() {
     );
     assert!(new_text.contains("person_id=found[\"results\"][0][\"id\"]"), "{new_text}");
     assert_eq!(llm.count(), 2, "revision and judge");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: fixed bio.py; the new program runs (2 LLM calls)");
     client.shutdown();
 }

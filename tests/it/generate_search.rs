@@ -339,11 +339,16 @@ async fn model_failures_leave_clear_stops() {
     assert!(matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("not a chat completion")), "{:?}", outcome.stop);
     assert!(outcome.best.is_none());
 
-    // No code at all: the static loop asks again until the budget ends.
+    // No code at all: the static loop asks again, and after three such replies the search stops
+    // saying so (the budget, 10 calls, is not spent on more of the same).
     let llm = Server::start(|_, _| Answer::text("I am unable to access external APIs."));
-    let outcome = run_search(BIO, ws.path(), &client(&llm), &settings(2, 2, 3, 4), &runner).await;
-    assert!(matches!(outcome.stop, Some(Stop::Budget(_))), "{:?}", outcome.stop);
-    assert_eq!(llm.count(), 4);
+    let outcome = run_search(BIO, ws.path(), &client(&llm), &settings(2, 2, 3, 10), &runner).await;
+    assert!(
+        matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("replied 3 times in a row without a Python program")),
+        "{:?}",
+        outcome.stop
+    );
+    assert_eq!(llm.count(), 3);
 
     // The model is down.
     let down = unreachable_client();

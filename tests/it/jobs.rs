@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 use tower_lsp_server::lsp_types as lsp;
+use tower_lsp_server::lsp_types::notification::ShowMessage;
 use tower_lsp_server::lsp_types::request::ApplyWorkspaceEdit;
 
 use crate::support::lsp::TestClient;
@@ -94,6 +95,8 @@ fn generate_asks_the_model_the_same_from_the_terminal_the_editor_and_eval() {
     assert_eq!(client.execute_command("chainsmith.generate", arguments, None), Ok(None));
     let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true);
     assert!(format!("{:?}", edit.params).contains("person_id=found"), "{:?}", edit.params);
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: a chain that runs was added to bio.py (3 LLM calls)");
     client.shutdown();
 
     let eval_llm = scripted();
@@ -148,6 +151,8 @@ fn fix_asks_the_model_the_same_from_the_terminal_and_the_editor() {
     let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true);
     let edits = &edit.params.edit.changes.as_ref().unwrap()[&uri];
     assert_eq!(edits[0].new_text, fixed, "the same fixed program, task header kept");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: fixed bio.py; the new program runs (2 LLM calls)");
     client.shutdown();
 
     // The program is run once to see it fail, and that run is the search's first attempt: a

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tower_lsp_server::lsp_types::notification::{LogMessage, WorkDoneProgressCancel};
+use tower_lsp_server::lsp_types::notification::{LogMessage, ShowMessage, WorkDoneProgressCancel};
 use tower_lsp_server::lsp_types::request::InlayHintRefreshRequest;
 use tower_lsp_server::lsp_types::{self as lsp, NumberOrString};
 
@@ -121,8 +121,10 @@ fn a_run_is_cancelled_from_its_progress() {
     let started = std::time::Instant::now();
     client.notify::<WorkDoneProgressCancel>(lsp::WorkDoneProgressCancelParams { token: token("run-1") });
     let end = client.progress_end(Some(&token("run-1")));
-    assert_eq!(end.message.as_deref(), Some("✗ Cancelled"));
+    assert_eq!(end.message.as_deref(), Some("cancelled"));
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: the run of slow.py was cancelled");
     client.shutdown();
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tower_lsp_server::lsp_types::notification::Progress;
+use tower_lsp_server::lsp_types::notification::{Progress, ShowMessage};
 use tower_lsp_server::lsp_types::request::{ApplyWorkspaceEdit, ShowMessageRequest};
 use tower_lsp_server::lsp_types::{self as lsp, NumberOrString, Uri};
 
@@ -137,6 +137,8 @@ fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() 
     let end = client.progress_end(Some(&token("probe-1")));
     let message = end.message.unwrap_or_default();
     assert!(message.starts_with("probed 1 of 1"), "{message}");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: learnt 2 keys of vault.search_vaults, written to vault.toolset.json");
     let edits = edits_of(&apply_request, &toolset_uri);
     let inserted: String = edits.iter().map(|e| e.new_text.as_str()).collect();
     assert!(inserted.contains("\"response\"") && inserted.contains("\"results\""), "{inserted}");
@@ -182,6 +184,13 @@ fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() 
     let end = client.progress_end(Some(&token("probe-2")));
     let end = end.message.unwrap_or_default();
     assert!(end.contains("vault.lock_vault: vault.lock_vault is not read-only"), "{end}");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.typ, lsp::MessageType::WARNING);
+    assert!(
+        told.message.starts_with("chainsmith: learnt 4 keys of vault.vault_details, written to vault.toolset.json; "),
+        "{told:?}"
+    );
+    assert!(told.message.contains("; vault.lock_vault not probed: vault.lock_vault is not read-only"), "{told:?}");
     let edits = edits_of(&apply_request, &toolset_uri);
     let edited_again = apply_edits(&edited, &edits);
     let (details, lock) = edited_again.split_at(edited_again.find("\"name\": \"lock_vault\"").unwrap());
@@ -250,7 +259,67 @@ fn probe_tool_on_protocol_entries_and_cancellation() {
     assert_eq!(end.method(), Some("$/progress"), "no edit after a cancel: {end:#?}");
     let message = end.params()["value"]["message"].as_str().unwrap();
     assert!(message.contains("probed 0 of 1") && message.contains("cancelled"), "{message}");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: probing was cancelled");
     assert_eq!(VAULT_TOOLSET, std::fs::read_to_string(client.path("vault.toolset.json")).unwrap());
 
+    client.shutdown();
+}
+
+/// What VS Code's palette and status bar and Neovim's `:ChainsmithProbe` / `:ChainsmithProbeAll`
+/// send: the active document's URI. "Probe tool" probes the tools of unknown response that the
+/// document calls, "Probe all" ignores it; both end telling the user what was learnt and where it
+/// went, not only the log.
+#[test]
+fn probe_and_probe_all_take_the_document_entry_points_send() {
+    let tmdb = TmdbServer::start(&[]);
+    let llm = vault_llm(Duration::ZERO);
+    let dir = tempfile::tempdir().unwrap();
+    write_workspace(dir.path(), &tmdb, &llm);
+    let mut client = TestClient::in_process().workspace(dir).start();
+    let program_uri = client.open("use.py", PROGRAM);
+    client.answer_always::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
+        applied: true,
+        failure_reason: None,
+        failed_change: None,
+    });
+
+    let answer = client.execute_command("chainsmith.probe", vec![json!(program_uri.as_str())], None);
+    assert_eq!(answer, Ok(None));
+    let ServerRequest { params: first, .. } = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.typ, lsp::MessageType::INFO, "{told:?}");
+    assert_eq!(told.message, "chainsmith: learnt 2 keys of vault.search_vaults, written to vault.toolset.json");
+
+    // The status bar's "Probe all" (VS Code sends the active document along; so does Neovim).
+    client.answer::<ShowMessageRequest>(Some(lsp::MessageActionItem {
+        title: "Only read-only tools".into(),
+        properties: Default::default(),
+    }));
+    let answer = client.execute_command("chainsmith.probeAll", vec![json!({"uri": program_uri.as_str()})], None);
+    assert_eq!(answer, Ok(None));
+    let ServerRequest { params: asked, .. } = client.await_request::<ShowMessageRequest>(|_| true);
+    assert!(asked.message.contains("vault.lock_vault"), "{asked:#?}");
+    let ServerRequest { params: second, .. } = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    // The editor holds the first edit unsaved: the second is made on that text, not the file's.
+    let toolset_uri = uri_of(&client.path("vault.toolset.json"));
+    let unsaved = apply(VAULT_TOOLSET, &edits_of(&first, &toolset_uri));
+    let both = apply(&unsaved, &edits_of(&second, &toolset_uri));
+    let parsed: Value =
+        serde_json::from_str(&both.replace("// Written by hand; probing must keep this comment and the layout.", ""))
+            .unwrap_or_else(|e| panic!("{e}: {both}"));
+    let responses: Vec<bool> =
+        parsed["tools"].as_array().unwrap().iter().map(|t| t.get("response").is_some()).collect();
+    assert_eq!(responses, [true, true, false], "search and details probed, lock left: {both}");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.typ, lsp::MessageType::WARNING, "some tools stay unprobed: {told:?}");
+    assert!(told.message.contains("of vault.vault_details, written to vault.toolset.json"), "{told:?}");
+    assert!(told.message.contains("vault.lock_vault not probed: vault.lock_vault is not read-only"), "{told:?}");
+    assert!(!told.message.contains("file://"), "{told:?}");
+
+    // A document with nothing left to probe says so.
+    client.execute_command("chainsmith.probe", vec![json!(program_uri.as_str())], None).unwrap();
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: use.py uses no tool whose response is unknown; nothing to probe there");
     client.shutdown();
 }

@@ -5,8 +5,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use chainsmith::config::LlmConfig;
 use chainsmith::llm::Client;
@@ -22,6 +24,9 @@ pub enum Answer {
     Raw(String),
     /// Close the connection without answering.
     Hang,
+    /// A chat completion with this content after `after`, unless the client closes the connection
+    /// first (counted in [`Server::closed_while_waiting`]).
+    Slow { after: Duration, text: String },
 }
 
 impl Answer {
@@ -38,6 +43,8 @@ pub struct Recorded {
 pub struct Server {
     pub base_url: String,
     pub requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Slow answers whose client closed the connection before the answer was due.
+    pub closed_while_waiting: Arc<AtomicUsize>,
 }
 
 type Script = dyn Fn(&Value, usize) -> Answer + Send + Sync;
@@ -50,14 +57,22 @@ impl Server {
         let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
         let script: Arc<Script> = Arc::new(script);
         let recorded = requests.clone();
+        let closed_while_waiting: Arc<AtomicUsize> = Arc::default();
+        let closed = closed_while_waiting.clone();
         thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let script = script.clone();
                 let recorded = recorded.clone();
-                thread::spawn(move || serve(stream, &*script, &recorded));
+                let closed = closed.clone();
+                thread::spawn(move || serve(stream, &*script, &recorded, &closed));
             }
         });
-        Server { base_url, requests }
+        Server { base_url, requests, closed_while_waiting }
+    }
+
+    /// How many slow answers were abandoned by their client.
+    pub fn abandoned(&self) -> usize {
+        self.closed_while_waiting.load(Ordering::SeqCst)
     }
 
     pub fn count(&self) -> usize {
@@ -69,7 +84,24 @@ impl Server {
     }
 }
 
-fn serve(stream: TcpStream, script: &Script, recorded: &Mutex<Vec<Recorded>>) {
+/// Waits `after` on a connection whose request was read; false when the client closed it first.
+fn wait_unless_closed(stream: &TcpStream, after: Duration) -> bool {
+    let due = Instant::now() + after;
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let mut byte = [0u8; 1];
+    while Instant::now() < due {
+        match stream.peek(&mut byte) {
+            Ok(0) => return false,
+            Ok(_) => thread::sleep(Duration::from_millis(50)),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return false,
+        }
+    }
+    let _ = stream.set_read_timeout(None);
+    true
+}
+
+fn serve(stream: TcpStream, script: &Script, recorded: &Mutex<Vec<Recorded>>, closed: &AtomicUsize) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     loop {
         let mut request_line = String::new();
@@ -104,8 +136,18 @@ fn serve(stream: TcpStream, script: &Script, recorded: &Mutex<Vec<Recorded>>) {
             r.push(Recorded { body: body.clone(), authorization });
             r.len() - 1
         };
-        let (code, extra, text) = match script(&body, index) {
-            Answer::Hang => return,
+        let answer = match script(&body, index) {
+            Answer::Slow { after, text } => {
+                if !wait_unless_closed(&stream, after) {
+                    closed.fetch_add(1, Ordering::SeqCst);
+                    return;
+                }
+                Answer::text(text)
+            }
+            other => other,
+        };
+        let (code, extra, text) = match answer {
+            Answer::Hang | Answer::Slow { .. } => return,
             Answer::Content { text, usage } => {
                 let mut reply = json!({
                     "id": format!("chatcmpl-{index}"),

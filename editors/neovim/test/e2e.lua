@@ -207,6 +207,65 @@ local function tmdb_control(rules)
   return vim.fn.json_decode(answer)
 end
 
+-- A scripted OpenAI-compatible model on 127.0.0.1, served by libuv while vim.wait() waits: every
+-- chat completion is a probe program for vault.search_vaults.
+local llm = { port = nil, requests = 0 }
+local function start_llm()
+  local uv = vim.uv or vim.loop
+  local content = 'Question: Which vaults are titled Archive?\n```python\nfrom chainsmith.tools import vault\nprint(vault.search_vaults(query="Archive"))\n```'
+  local body = vim.fn.json_encode({
+    id = "chatcmpl-e2e",
+    object = "chat.completion",
+    model = "m",
+    choices = { { index = 0, message = { role = "assistant", content = content }, finish_reason = "stop" } },
+    usage = { prompt_tokens = 100, completion_tokens = 20, total_tokens = 120 },
+  })
+  local reply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " .. #body .. "\r\n\r\n" .. body
+  local server = uv.new_tcp()
+  server:bind("127.0.0.1", 0)
+  server:listen(16, function()
+    local socket = uv.new_tcp()
+    server:accept(socket)
+    local buffer = ""
+    socket:read_start(function(err, chunk)
+      if err or not chunk then
+        socket:close()
+        return
+      end
+      buffer = buffer .. chunk
+      while true do
+        local head_end = buffer:find("\r\n\r\n", 1, true)
+        if not head_end then
+          return
+        end
+        local length = tonumber(buffer:sub(1, head_end):lower():match("content%-length:%s*(%d+)")) or 0
+        if #buffer < head_end + 3 + length then
+          return
+        end
+        buffer = buffer:sub(head_end + 4 + length)
+        llm.requests = llm.requests + 1
+        socket:write(reply)
+      end
+    end)
+  end)
+  llm.port = server:getsockname().port
+  llm.server = server
+end
+
+-- A toolset over the test server's undocumented vault search (its response unknown until probed).
+local VAULT_TOOLSET = [[{
+  "chainsmith": "toolset/1",
+  "name": "vault",
+  "tools": [
+    {
+      "name": "search_vaults",
+      "description": "Searches vaults by title.",
+      "http": {"method": "GET", "path": "/undocumented/vaults/search"},
+      "parameters": {"query": {"type": "string", "required": true}}
+    }
+  ]
+}]]
+
 local main = function()
   out(("nvim %s, server %s"):format(tostring(vim.version and vim.version().minor and ("0." .. vim.version().minor .. "." .. vim.version().patch) or "?"), bin))
   check(vim.fn.executable(bin) == 1, "no chainsmith binary at " .. bin .. ": build it with `cargo build` (or set CHAINSMITH_BIN)")
@@ -499,7 +558,15 @@ local main = function()
     local base_url = ("http://127.0.0.1:%d/3"):format(tmdb.port)
     local replaced, n = text:gsub('base_url = "[^"]*"', 'base_url = "' .. base_url .. '"')
     check(n == 1, "chainsmith.toml has " .. n .. " base_url lines:\n" .. text)
+    -- A toolset to probe, and the scripted model that probes it.
+    start_llm()
+    vim.fn.writefile(vim.split(VAULT_TOOLSET, "\n"), run_ws .. "/vault.toolset.json")
+    replaced = replaced
+      .. ('\n[[toolsets]]\nname = "vault"\nprotocol = "vault.toolset.json"\nbase_url = "%s"\nauth = { query = "api_key", value_env = "TMDB_KEY" }\n'):format(base_url)
+      .. ('\n[llm]\nbase_url = "http://127.0.0.1:%d/v1"\nmodel = "m"\napi_key_env = "CHAINSMITH_E2E_UNSET"\n'):format(llm.port)
+      .. "\n[probe]\nsamples = 1\nrounds = 1\n"
     vim.fn.writefile(vim.split(replaced, "\n"), toml)
+    vim.fn.writefile({ "from chainsmith.tools import vault", "", 'print(vault.search_vaults(query="Archive"))' }, run_ws .. "/vaults.py")
   end)
 
   -- RestBench task #0: two calls (lines 8 and 10), run by the second workspace's server.
@@ -641,6 +708,80 @@ local main = function()
       check(#hints >= 1 and hints[1][1] == CALL_LINES[1] and hints[1][2]:find("^✓ 200") ~= nil, "the first call still succeeded: " .. show(hints))
       out(("     %s; %s at %d:%d: %s; hints %s"):format(ended, tostring(found.code), found.lnum, found.col, found.message, show(hints)))
       tmdb_control({ fail = vim.empty_dict() })
+    end)
+  end
+
+  -- The server's answer through window/showMessage after `since` whose text holds `needle`.
+  local function shown_after(since, needle)
+    local found
+    wait_for("a message holding " .. needle, function()
+      for i = since + 1, #messages do
+        if messages[i].message:find(needle, 1, true) then
+          found = messages[i]
+          return true
+        end
+      end
+      return false
+    end)
+    return found
+  end
+
+  if served then
+    step(":ChainsmithProbe probes the tools of unknown response the buffer calls, and says what it learnt", function()
+      vim.cmd("edit " .. vim.fn.fnameescape(run_ws .. "/vaults.py"))
+      local probe_buf = vim.api.nvim_get_current_buf()
+      wait_for("the client on vaults.py", function()
+        return #chainsmith.clients(probe_buf) > 0
+      end)
+      local since = #messages
+      vim.cmd("ChainsmithProbe")
+      local told = shown_after(since, "vault.search_vaults")
+      check(told.message == "chainsmith: learnt 2 keys of vault.search_vaults, written to vault.toolset.json", told.message)
+      for i = since + 1, #messages do
+        check(not messages[i].message:find("file://", 1, true), "a URI taken for a tool: " .. messages[i].message)
+      end
+      check(llm.requests >= 1, "the model was never asked")
+      -- The edit went into the toolset's buffer.
+      local toolset_buf = vim.fn.bufnr(run_ws .. "/vault.toolset.json")
+      check(toolset_buf > 0, "the probed schema was not applied to vault.toolset.json")
+      local edited = table.concat(vim.api.nvim_buf_get_lines(toolset_buf, 0, -1, false), "\n")
+      check(edited:find('"response"', 1, true) and edited:find('"results"', 1, true), edited)
+      out(("     %s (%d LLM request(s))"):format(told.message, llm.requests))
+
+      since = #messages
+      vim.cmd("ChainsmithProbeAll")
+      told = shown_after(since, "chainsmith:")
+      check(told.message == "chainsmith: every response schema is known", told.message)
+    end)
+
+    step(":ChainsmithCancel cancels a run at work: its progress is shown, and the server says cancelled", function()
+      tmdb_control({ slow = { ["/search/person"] = 30 } })
+      vim.api.nvim_set_current_buf(chain_buf)
+      local since = #messages
+      local seen = #progress
+      vim.cmd("ChainsmithRun")
+      wait_for("the run's progress", function()
+        return chainsmith.progress_text(chain_buf):find("task000", 1, true) ~= nil
+      end)
+      local text = chainsmith.progress_text(chain_buf)
+      -- Neovim 0.10+ keeps the progress for vim.lsp.status() (statuslines) too.
+      local status = vim.lsp.status and vim.lsp.status() or nil
+      check(status == nil or status:find("task000", 1, true), "vim.lsp.status(): " .. tostring(status))
+      vim.cmd("ChainsmithCancel")
+      local told = shown_after(since, "cancelled")
+      check(told.message == "chainsmith: the run of task000_sofia_coppola_directed.py was cancelled", told.message)
+      wait_for("the run's progress to end", function()
+        return chainsmith.progress_text(chain_buf) == ""
+      end)
+      local ended
+      for i = seen + 1, #progress do
+        if progress[i].value.kind == "end" then
+          ended = progress[i].value.message
+        end
+      end
+      check(ended == "cancelled", "the progress ended with " .. tostring(ended))
+      out(("     shown while running: %q; then %q"):format(text, told.message))
+      tmdb_control({ slow = vim.empty_dict() })
     end)
   end
 

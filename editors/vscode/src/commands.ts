@@ -18,6 +18,22 @@ export const SERVER_COMMANDS: readonly ServerCommand[] = [
   { id: "chainsmith.acceptObserved", title: "Take the observed response as the tool's schema" },
 ];
 
+/**
+ * Commands that start a server task (a run, a generation, a fix, probing): the extension gives each
+ * a progress token of its own and shows that progress as a notification with Cancel.
+ */
+export const TASK_COMMANDS: readonly string[] = [
+  "chainsmith.run",
+  "chainsmith.generate",
+  "chainsmith.fix",
+  "chainsmith.probe",
+  "chainsmith.probeAll",
+];
+
+export function isTaskCommand(id: string): boolean {
+  return TASK_COMMANDS.includes(id);
+}
+
 /** Commands the extension itself provides. */
 export const CLIENT_COMMANDS: readonly string[] = ["chainsmith.restart", "chainsmith.showOutput"];
 
@@ -26,9 +42,10 @@ export function commandTitle(id: string): string {
 }
 
 /**
- * Arguments for a command run from the palette (no arguments of its own): the active document's
- * URI, the same convention as the Neovim plugin. Arguments that came with the command (a code lens,
- * a code action) are kept as they are.
+ * Arguments for a command run from the palette or the status bar (no arguments of its own): the
+ * active document's URI, the same convention as the Neovim plugin; every command accepts it (the
+ * server's `commands/arguments.rs` says what each makes of it). Arguments that came with the
+ * command (a code lens, a code action) are kept as they are.
  */
 export function commandArguments(args: readonly unknown[], activeDocumentUri: string | undefined): unknown[] {
   if (args.length > 0) return [...args];

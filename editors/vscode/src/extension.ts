@@ -8,13 +8,16 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import {
   type Executable,
+  ExecuteCommandRequest,
   LanguageClient,
   type LanguageClientOptions,
   RevealOutputChannelOn,
   State,
+  WorkDoneProgress,
+  WorkDoneProgressCancelNotification,
 } from "vscode-languageclient/node";
 
-import { SERVER_COMMANDS, commandArguments, commandTitle } from "./commands";
+import { SERVER_COMMANDS, commandArguments, commandTitle, isTaskCommand } from "./commands";
 import { graphPage } from "./graph";
 import { resolveServerPath } from "./serverPath";
 import { type Mapped, answerConfiguration, collect, withWorkspaceTrust } from "./settings";
@@ -48,6 +51,7 @@ class Extension implements vscode.Disposable {
   private lastStatus: Status | undefined;
   private reportedProblems = "";
   private graphPanel: vscode.WebviewPanel | undefined;
+  private tasksStarted = 0;
 
   constructor() {
     this.output = vscode.window.createOutputChannel("chainsmith", { log: true });
@@ -188,10 +192,13 @@ class Extension implements vscode.Disposable {
   ): Promise<unknown> {
     const active = vscode.window.activeTextEditor?.document.uri;
     const title = commandTitle(command);
+    const sent = commandArguments(args, active?.toString());
+    const client = this.client;
     try {
+      if (client !== undefined && isTaskCommand(command)) return await this.startTask(client, command, title, sent);
       const answer = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Window, title: `chainsmith: ${title}…` },
-        async () => await next(command, commandArguments(args, active?.toString())),
+        async () => await next(command, sent),
       );
       if (command === "chainsmith.graph") this.showGraph(answer);
       return answer;
@@ -199,6 +206,49 @@ class Extension implements vscode.Disposable {
       if (error instanceof vscode.CancellationError) return undefined;
       void this.showError(`${title} failed: ${messageOf(error)}`, "Show Output");
       return undefined;
+    }
+  }
+
+  /**
+   * A command that starts a server task, sent with a progress token of the extension's own: the
+   * language client draws server progress in the status bar, where Cancel is one click away;
+   * this shows it as a notification with Cancel, which sends `window/workDoneProgress/cancel`.
+   */
+  private async startTask(client: LanguageClient, command: string, title: string, args: unknown[]): Promise<unknown> {
+    this.tasksStarted += 1;
+    const token = `chainsmith-vscode-${this.tasksStarted}`;
+    let settle = () => {};
+    const ended = new Promise<void>((resolve) => (settle = resolve));
+    let begun = false;
+    let report: (message: string) => void = () => {};
+    const listener = client.onProgress(WorkDoneProgress.type, token, (value) => {
+      if (value.kind === "end") settle();
+      else {
+        begun = true;
+        if (value.message) report(value.message);
+      }
+    });
+    void ended.then(() => listener.dispose());
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `chainsmith: ${title}`, cancellable: true },
+      async (progress, cancellation) => {
+        report = (message) => progress.report({ message });
+        const cancelling = cancellation.onCancellationRequested(
+          () => void client.sendNotification(WorkDoneProgressCancelNotification.type, { token }),
+        );
+        await ended;
+        cancelling.dispose();
+      },
+    );
+    try {
+      const answer = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args, workDoneToken: token });
+      // The server begins a task's progress before it answers: no begin means no task (nothing
+      // to do, or one already at work), and nothing to show.
+      if (!begun) settle();
+      return answer;
+    } catch (error) {
+      settle();
+      throw error;
     }
   }
 

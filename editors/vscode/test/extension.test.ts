@@ -117,4 +117,43 @@ describe("the extension under a stand-in VS Code", () => {
     assert.equal(fake.contexts.get("chainsmith.active"), false);
     assert.equal(fake.commands.size, 0, "the client's commands are gone with it");
   });
+
+  it("probes from the palette and the status bar, and cancels a task from its notification", async () => {
+    assert.ok(fs.existsSync(binary), `no chainsmith binary at ${binary}: build it with \`cargo build\``);
+    const ws = path.join(temp, "tasks");
+    fs.cpSync(path.join(repo, "examples", "tmdb"), ws, { recursive: true });
+    fs.writeFileSync(path.join(ws, "sleepy.py"), "import time\ntime.sleep(60)\n");
+    fake.reset([ws], { path: binary });
+    const deactivate = await activate();
+    try {
+      await until("the status item to show the catalog", () => fake.statusItem.text === "$(tools) 54 tools");
+      const errors = () => fake.shown.filter((s) => s.kind === "error").map((s) => s.message);
+
+      // The palette's "Probe tool" and "Probe all" (the status bar item's command when tools are
+      // unprobed) send the active document; the server reads it as the contract says.
+      fake.activeDocument = path.join(ws, "chains", "task000_sofia_coppola_directed.py");
+      await fake.module.commands.executeCommand("chainsmith.probe");
+      await until("the answer to Probe tool", () =>
+        fake.shown.some((s) => s.message.includes("task000_sofia_coppola_directed.py uses no tool whose response is unknown")),
+      );
+      await fake.module.commands.executeCommand("chainsmith.probeAll");
+      await until("the answer to Probe all", () => fake.shown.some((s) => s.message === "chainsmith: every response schema is known"));
+      assert.deepEqual(errors(), [], "no command failed");
+      assert.ok(!fake.shown.some((s) => s.message.includes("file://")), JSON.stringify(fake.shown));
+
+      // A run at work shows a notification with Cancel; Cancel stops it and the user is told.
+      fake.activeDocument = path.join(ws, "sleepy.py");
+      await fake.module.commands.executeCommand("chainsmith.run");
+      await until("the run's notification", () => fake.progress.some((p) => p.title === "chainsmith: Run chain"));
+      const shown = fake.progress.find((p) => p.title === "chainsmith: Run chain")!;
+      assert.equal(shown.location, 15, "ProgressLocation.Notification");
+      assert.equal(shown.cancellable, true);
+      shown.cancel();
+      await until("cancelled to be said", () => fake.shown.some((s) => s.message === "chainsmith: the run of sleepy.py was cancelled"));
+      await until("the notification to close", () => shown.done);
+      assert.deepEqual(errors(), [], "no command failed");
+    } finally {
+      await deactivate();
+    }
+  });
 });

@@ -85,12 +85,23 @@ export interface Shown {
   actions: string[];
 }
 
+/** A `window.withProgress` as shown: its options, its reports, and Cancel to click. */
+export interface ShownProgress {
+  title?: string;
+  location?: number;
+  cancellable?: boolean;
+  messages: string[];
+  done: boolean;
+  cancel(): void;
+}
+
 export class FakeVscode {
   folders: string[] = [];
   /** Explicitly set `chainsmith.*` settings, by key inside the section. */
   settings: Record<string, unknown> = {};
   foundFiles: string[] = [];
   readonly shown: Shown[] = [];
+  readonly progress: ShownProgress[] = [];
   readonly log: string[] = [];
   readonly commands = new Map<string, (...args: unknown[]) => unknown>();
   readonly contexts = new Map<string, unknown>();
@@ -103,6 +114,7 @@ export class FakeVscode {
     this.settings = settings;
     this.foundFiles = [];
     this.shown.length = 0;
+    this.progress.length = 0;
     this.log.length = 0;
     for (const k of Object.keys(this.statusItem)) delete (this.statusItem as Record<string, unknown>)[k];
   }
@@ -206,8 +218,34 @@ export class FakeVscode {
             showErrorMessage: show("error"),
             showWarningMessage: show("warning"),
             showInformationMessage: show("information"),
-            withProgress: async (_o: unknown, task: (p: unknown, t: unknown) => unknown) =>
-              task({ report() {} }, { isCancellationRequested: false, onCancellationRequested: () => ({ dispose() {} }) }),
+            withProgress: async (
+              options: { title?: string; location?: number; cancellable?: boolean },
+              task: (p: unknown, t: unknown) => unknown,
+            ) => {
+              const listeners: Array<() => unknown> = [];
+              const cancellation = {
+                isCancellationRequested: false,
+                onCancellationRequested: (f: () => unknown) => {
+                  listeners.push(f);
+                  return { dispose() {} };
+                },
+              };
+              const shown: ShownProgress = {
+                ...options,
+                messages: [],
+                done: false,
+                cancel() {
+                  cancellation.isCancellationRequested = true;
+                  for (const f of listeners) f();
+                },
+              };
+              fake.progress.push(shown);
+              try {
+                return await task({ report: (v: { message?: string }) => v.message && shown.messages.push(v.message) }, cancellation);
+              } finally {
+                shown.done = true;
+              }
+            },
             get activeTextEditor() {
               return fake.activeDocument === undefined ? undefined : { document: { uri: Uri.file(fake.activeDocument) } };
             },

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import * as path from "node:path";
 import { describe, it } from "node:test";
 
-import { SERVER_COMMANDS, commandArguments, commandTitle } from "../src/commands";
+import { SERVER_COMMANDS, TASK_COMMANDS, commandArguments, commandTitle, isTaskCommand } from "../src/commands";
 import { isStatus, statusView } from "../src/status";
 import { chooseRoot, findRootUpward, globUnder } from "../src/workspace";
 
@@ -46,6 +46,12 @@ describe("commands", () => {
     assert.deepEqual(commandArguments([{ uri: "file:///w/a.py", line: 3 }], "file:///w/b.py"), [
       { uri: "file:///w/a.py", line: 3 },
     ]);
+  });
+
+  it("gives the commands that start server tasks a cancellable notification", () => {
+    assert.deepEqual(TASK_COMMANDS, ["chainsmith.run", "chainsmith.generate", "chainsmith.fix", "chainsmith.probe", "chainsmith.probeAll"]);
+    assert.ok(TASK_COMMANDS.every((id) => SERVER_COMMANDS.some((c) => c.id === id)));
+    assert.equal(isTaskCommand("chainsmith.graph"), false, "the graph answers at once");
   });
 
   it("names the design's six commands, trustWorkspace and acceptObserved", () => {

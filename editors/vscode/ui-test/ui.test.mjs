@@ -188,10 +188,12 @@ try {
       (await page.locator(".quick-input-list .monaco-list-row").first().textContent())?.includes(file.split("/").pop()),
     );
     await keyboard.press("Enter");
+    // Once the graph opened beside, each editor group has an active tab.
     await until(`${file} open`, async () =>
-      (await page.locator(".tab.active").textContent())?.includes(file.split("/").pop()),
+      (await page.locator(".tab.active").allTextContents()).some((t) => t.includes(file.split("/").pop())),
     );
-    await page.locator(".monaco-editor .view-lines").first().click();
+    // The editor of the group the file opened in (once the graph opened beside, there are two).
+    await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
   }
 
   /** Runs a command by its title from the Command Palette (browsers keep some key bindings). */
@@ -312,6 +314,15 @@ try {
   });
   if (!drawn.fills.includes("#bbdefbff")) throw new Error(`the program's tools are not filled: ${drawn.fills.join(" ")}`);
   await page.screenshot({ path: join(artifacts, "tool-graph.png") });
+
+  // Notifications' text, the toasts VS Code shows bottom right.
+  const toasts = async () => (await page.locator(".notification-toast").allInnerTexts()).join("\n");
+
+  step("Probe all from the palette (what the status bar runs) answers; the document is not taken for a tool");
+  await command("chainsmith: Probe all unprobed tools");
+  await until("the server's answer to Probe all", async () => (await toasts()).includes("every response schema is known"));
+  if ((await toasts()).includes("no tool")) throw new Error(`a URI was taken for a tool: ${await toasts()}`);
+
   console.log(`ok ${steps.length} steps`);
 } catch (error) {
   console.error(`not ok: ${steps.at(-1) ?? "setup"}: ${error instanceof Error ? error.stack : error}`);

@@ -51,6 +51,9 @@ M.commands = {
 
 --- The last `chainsmith/status` ({toolsets, tools, unprobed}) per client id.
 M.status = {}
+--- The server's tasks at work (run, generate, fix, probe), from `$/progress`: per client id, per
+--- token, { title, message, cancellable }. `:ChainsmithCancel` cancels them.
+M.tasks = {}
 --- The last finished command: { command, err, result }.
 M.last_command = nil
 
@@ -152,6 +155,76 @@ local function enable_inlay_hints(client, bufnr)
   end
 end
 
+local function notify_client(client, method, params)
+  if has("0.11") then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
+--- "Probing 1 tool: probing vault.search (round 1)" for each task at work, or "".
+function M.progress_text(bufnr)
+  local parts = {}
+  for _, client in ipairs(M.clients(bufnr)) do
+    for _, task in pairs(M.tasks[client.id] or {}) do
+      table.insert(parts, task.title .. (task.message and (": " .. task.message) or ""))
+    end
+  end
+  table.sort(parts)
+  return table.concat(parts, " · ")
+end
+
+-- Work-done progress: kept for :ChainsmithCancel and shown on the echo area as it changes (one
+-- line, not kept in :messages; the server says how a job ended with window/showMessage). Neovim's
+-- own handler still runs (vim.lsp.status(), the LspProgress event).
+local function on_progress(err, result, ctx, cfg)
+  local value = type(result) == "table" and result.value
+  if type(value) == "table" and result.token ~= nil then
+    local tasks = M.tasks[ctx.client_id] or {}
+    M.tasks[ctx.client_id] = tasks
+    local token = result.token
+    local task = tasks[token]
+    if value.kind == "begin" then
+      task = { title = value.title or "chainsmith", message = value.message, cancellable = value.cancellable }
+      tasks[token] = task
+    elseif task and value.kind == "report" then
+      task.message = value.message or task.message
+      if value.cancellable ~= nil then
+        task.cancellable = value.cancellable
+      end
+    elseif task and value.kind == "end" then
+      tasks[token] = nil
+      task.message = value.message
+    end
+    -- The echo area exists only with a UI (headless, echo would write to stdout).
+    if task and #vim.api.nvim_list_uis() > 0 then
+      local line = "chainsmith: " .. task.title .. (task.message and (": " .. task.message) or "")
+      vim.schedule(function()
+        vim.api.nvim_echo({ { line } }, false, {})
+      end)
+    end
+  end
+  local default = vim.lsp.handlers["$/progress"]
+  if default then
+    return default(err, result, ctx, cfg)
+  end
+end
+
+--- Cancels the tasks at work for `bufnr`'s workspace (window/workDoneProgress/cancel for each);
+--- how many were asked to stop.
+function M.cancel(bufnr)
+  local asked = 0
+  for _, client in ipairs(M.clients(bufnr)) do
+    for token, task in pairs(M.tasks[client.id] or {}) do
+      if task.cancellable ~= false then
+        notify_client(client, "window/workDoneProgress/cancel", { token = token })
+        asked = asked + 1
+      end
+    end
+  end
+  return asked
+end
+
 local function on_status(_, result, ctx)
   if type(result) == "table" then
     M.status[ctx.client_id] = result
@@ -180,7 +253,15 @@ local function checked_settings()
 end
 
 local function client_config(root)
-  local settings = as_object(checked_settings())
+  local settings = checked_settings()
+  -- Sections are tables: one left empty (`llm = {}`, or a refused key removed) would travel as a
+  -- JSON array and replace chainsmith.toml's section instead of adding nothing to it.
+  for key, section in pairs(settings) do
+    if type(section) == "table" then
+      settings[key] = as_object(section)
+    end
+  end
+  settings = as_object(settings)
   return {
     name = "chainsmith",
     cmd = config.cmd,
@@ -189,7 +270,7 @@ local function client_config(root)
     init_options = settings,
     settings = { chainsmith = settings },
     capabilities = config.capabilities or vim.lsp.protocol.make_client_capabilities(),
-    handlers = { ["chainsmith/status"] = on_status },
+    handlers = { ["chainsmith/status"] = on_status, ["$/progress"] = on_progress },
     on_attach = function(client, bufnr)
       enable_inlay_hints(client, bufnr)
       if config.on_attach then
@@ -198,6 +279,7 @@ local function client_config(root)
     end,
     on_exit = function(code, _, client_id)
       M.status[client_id] = nil
+      M.tasks[client_id] = nil
       if code ~= 0 then
         vim.schedule(function()
           notify("the language server exited with status " .. tostring(code), vim.log.levels.WARN)
@@ -333,6 +415,11 @@ local function define_user_commands()
       M.execute(c.id, 0, c.id == "chainsmith.graph" and show_graph or nil)
     end, { desc = "chainsmith: " .. c.title })
   end
+  vim.api.nvim_create_user_command("ChainsmithCancel", function()
+    if M.cancel(0) == 0 then
+      notify("nothing to cancel")
+    end
+  end, { desc = "chainsmith: cancel the running run, generation, fix or probe" })
   vim.api.nvim_create_user_command("ChainsmithStatus", function()
     local text = M.statusline(0)
     notify(text ~= "" and text or "no server attached to this buffer")

@@ -26,7 +26,7 @@ use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, TaskK
 use crate::server::{convert, session};
 use crate::text::ByteRange;
 
-use super::names;
+use super::{arguments, names};
 /// Diagnostic codes of a failed run (src/runtime/attribute.rs).
 pub const RUNTIME_CODES: [&str; 3] = ["runtime-error", "tool-error", "attributed-call"];
 
@@ -132,15 +132,11 @@ struct Target {
 }
 
 fn target(params: &lsp::ExecuteCommandParams) -> Option<Target> {
-    let first = params.arguments.first()?;
-    let (uri, args) = match first {
-        Value::String(s) => (s.as_str(), None),
-        Value::Object(map) => (map.get("uri").and_then(Value::as_str)?, Some(map)),
-        _ => return None,
-    };
+    let uri = arguments::document(&params.arguments)?;
+    let args = params.arguments.first().and_then(Value::as_object);
     let get = |k: &str| args.and_then(|a| a.get(k));
     Some(Target {
-        uri: uri.parse().ok()?,
+        uri,
         task: get("task").and_then(Value::as_str).map(str::to_string),
         tools: get("tools")
             .and_then(Value::as_array)
@@ -297,7 +293,16 @@ async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: Chai
         ..Default::default()
     };
     match tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, ctx.client.apply_edit(edit)).await {
-        Ok(Ok(response)) if response.applied => {}
+        Ok(Ok(response)) if response.applied => {
+            let calls = searched.llm_calls;
+            let calls = format!("{calls} LLM call{}", if calls == 1 { "" } else { "s" });
+            let message = if fix {
+                format!("chainsmith: fixed {name}; the new program runs ({calls})")
+            } else {
+                format!("chainsmith: a chain that runs was added to {name} ({calls})")
+            };
+            ctx.client.show_message(lsp::MessageType::INFO, message).await;
+        }
         other => {
             let why = match other {
                 Ok(Ok(r)) => r.failure_reason.unwrap_or_else(|| "the editor refused it".into()),

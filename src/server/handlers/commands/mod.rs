@@ -5,8 +5,10 @@
 //! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]),
 //! `chainsmith.trustWorkspace` trusts the workspace and reloads it ([`trust`]),
 //! `chainsmith.acceptObserved` takes a response a run observed as the tool's schema ([`observed`]). The long ones
-//! answer at once and go on as tasks (`server::task`).
+//! answer at once and go on as tasks (`server::task`). What each command takes as arguments is
+//! written once, in [`arguments`].
 
+pub mod arguments;
 pub mod generate;
 pub mod graph;
 pub mod observed;
@@ -103,12 +105,8 @@ pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
         names::PROBE => Outcome::Probe { all: false },
         names::PROBE_ALL => Outcome::Probe { all: true },
         names::GRAPH => {
-            // The argument is a tool id (`tmdb.search_person`) or, from editors, the document's URI
-            // (as a string or `{uri}`).
-            let argument = params.arguments.first();
-            let text = argument.and_then(|a| a.as_str().or_else(|| a.get("uri").and_then(|u| u.as_str())));
-            let from = text.filter(|a| !a.contains(':') && a.contains('.')).map(str::to_string);
-            let document = text.filter(|a| a.contains(':')).and_then(|a| a.parse().ok());
+            let from = arguments::tool(&params.arguments);
+            let document = arguments::document(&params.arguments);
             Outcome::Graph { from, document }
         }
         names::TRUST_WORKSPACE => Outcome::TrustWorkspace,

@@ -15,11 +15,11 @@ use crate::server::convert;
 use crate::server::session::{ObservedDrift, World};
 use crate::text::LineIndex;
 
-use super::names;
+use super::{arguments, names};
 
 /// Writes the observed shape of the tool named by the first argument (`toolset.name`).
 pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
-    let Some(tool) = params.arguments.first().and_then(Value::as_str).map(str::to_string) else {
+    let Some(tool) = arguments::tool(&params.arguments) else {
         return Err(Error::invalid_params(format!(
             "{} takes the tool id (toolset.name) as its argument",
             names::ACCEPT_OBSERVED

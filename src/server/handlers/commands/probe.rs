@@ -1,10 +1,12 @@
-//! `chainsmith.probe` (arguments: tool ids) and `chainsmith.probeAll` (every tool whose response is
-//! unknown, chain of probing) in the editor: a background task with work-done progress (a report
-//! per tool; `window/workDoneProgress/cancel` stops it). Tools not known to be read-only run only
-//! after the user confirms (`window/showMessageRequest`). Results are written back: native JSON
-//! toolsets as a `WorkspaceEdit` (`workspace/applyEdit`, so the user sees and can undo it),
-//! other sources as `.chainsmith/probed/<toolset>.json`; then the catalog is reloaded and the open
-//! programs' diagnostics are published against the new schemas.
+//! `chainsmith.probe` (arguments: tools and documents, see [`super::arguments`]) and
+//! `chainsmith.probeAll` (every tool whose response is unknown, chain of probing) in the editor: a
+//! background task with work-done progress (a report per tool; `window/workDoneProgress/cancel`
+//! stops it). Tools not known to be read-only run only after the user confirms
+//! (`window/showMessageRequest`). Results are written back: native JSON toolsets as a
+//! `WorkspaceEdit` (`workspace/applyEdit`, so the user sees and can undo it), other sources as
+//! `.chainsmith/probed/<toolset>.json`; then the catalog is reloaded and the open programs'
+//! diagnostics are published against the new schemas. The user is told how it ended ("learnt 3
+//! keys of quotes.quote, written to quotes.toolset.json"), not only the log.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -21,11 +23,13 @@ use crate::probe::discover::{self, Probed, Prober, Unprobed};
 use crate::probe::write;
 use crate::server::context::Context;
 use crate::server::convert;
-use crate::server::session::World;
-use crate::server::task::{self, Progress, Showing, TaskKey, TaskKind, spawn_guarded};
+use crate::server::session::{self, World};
+use crate::server::task::{self, Progress, Showing, Task, TaskKey, TaskKind, spawn_guarded};
 use crate::text::LineIndex;
 use crate::toolset::Catalog;
+use crate::toolset::overlay::overlay_path;
 
+use super::arguments::{self, Argument};
 use super::names;
 
 const CONFIRM: &str = "Probe them too";
@@ -40,28 +44,40 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
     };
     let catalog = world.catalog.clone();
     let mut targets: Vec<String> = Vec::new();
-    for arg in &params.arguments {
-        let id = match arg {
-            Value::String(s) => s.clone(),
-            Value::Object(m) => m.get("tool").and_then(Value::as_str).unwrap_or_default().to_string(),
-            _ => continue,
-        };
-        match catalog.find(&id) {
-            Ok(tool) => targets.push(tool.id()),
-            Err(message) => {
-                ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {message}")).await;
-                return Ok(None);
+    let mut push = |id: String| {
+        if !targets.contains(&id) {
+            targets.push(id);
+        }
+    };
+    // Probe all takes no arguments: a document sent along (the palette's, the status bar's) is ignored.
+    for value in params.arguments.iter().filter(|_| !all) {
+        match arguments::argument(value) {
+            Some(Argument::Tool(id)) => match catalog.find(&id) {
+                Ok(tool) => push(tool.id()),
+                Err(message) => {
+                    ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {message}")).await;
+                    return Ok(None);
+                }
+            },
+            Some(Argument::Document(uri)) => {
+                let found = document_tools(ctx, &world, &uri);
+                if found.is_empty() {
+                    let name = session::document_path(&uri).file_name().map(|n| n.to_string_lossy().into_owned());
+                    let message = format!(
+                        "chainsmith: {} uses no tool whose response is unknown; nothing to probe there",
+                        name.unwrap_or_else(|| uri.as_str().to_string())
+                    );
+                    ctx.client.show_message(lsp::MessageType::INFO, message).await;
+                    return Ok(None);
+                }
+                found.into_iter().for_each(&mut push);
             }
+            None => {}
         }
     }
-    if all || targets.is_empty() {
-        let unknown: Vec<String> = catalog
-            .tools()
-            .filter(|t| t.response.is_none())
-            .map(|t| t.id())
-            .filter(|id| !targets.contains(id))
-            .collect();
-        targets.extend(unknown);
+    if all || params.arguments.is_empty() {
+        let unknown: Vec<String> = catalog.tools().filter(|t| t.response.is_none()).map(|t| t.id()).collect();
+        unknown.into_iter().for_each(&mut push);
     }
     if targets.is_empty() {
         ctx.client.show_message(lsp::MessageType::INFO, "chainsmith: every response schema is known").await;
@@ -92,7 +108,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
             _ => return Ok(None),
         }
     }
-    let client = match llm::Client::new(&world.config.llm, &world.catalog.trust) {
+    let mut client = match llm::Client::new(&world.config.llm, &world.catalog.trust) {
         Ok(c) => c,
         Err(e) => {
             ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
@@ -108,6 +124,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
     };
     let key = TaskKey::workspace(TaskKind::Probe);
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
+    client.cancel = Some(task.cancel.clone());
     let mut prober = Prober::new(world.config.clone(), client, allow_writes);
     prober.mcp = ctx.mcp.clone();
     prober.cancel = task.cancel.clone();
@@ -116,8 +133,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
     prober.budget.max_tokens = world.config.generate.max_tokens.max(1) * u64::from(n);
     let context = ctx.clone();
     spawn_guarded(&ctx.client, names::PROBE, async move {
-        background(&context, root, catalog, prober, targets, progress).await;
-        drop(task);
+        background(&context, root, catalog, prober, targets, task, progress).await;
     });
     Ok(None)
 }
@@ -144,10 +160,11 @@ async fn background(
     catalog: Arc<Catalog>,
     prober: Prober,
     targets: Vec<String>,
+    task: Task,
     progress: Progress,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let task = {
+    let probing = {
         let (prober, catalog, targets) = (prober.clone(), catalog.clone(), targets.clone());
         tokio::spawn(async move { chain::probe_chain(&prober, &catalog, &targets, &Forward(tx)).await })
     };
@@ -155,19 +172,80 @@ async fn background(
         ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {line}")).await;
         progress.report(line).await;
     }
-    let Ok(result) = task.await else {
+    let Ok(result) = probing.await else {
         progress.end("failed").await;
         return;
     };
     let probed: Vec<&Probed> = result.probed.iter().map(|(p, _)| p).collect();
-    write_probed(ctx, &root, &catalog, &probed).await;
+    let written = write_probed(ctx, &root, &catalog, &probed).await;
     let mut end = format!("probed {} of {}", probed.len(), targets.len());
     for (id, why) in &result.unprobed {
         end.push_str(&format!("\n{id}: {}", why.reason()));
     }
     ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {end}")).await;
+    // Probing is over once its results are written: the user told so may probe again at once.
+    let cancelled = task.cancel.is_cancelled();
+    drop(task);
     progress.end(end).await;
+    let mut told: Vec<String> = probed.iter().map(|p| learnt(p, &written)).collect();
+    let kind = if cancelled {
+        told.push("probing was cancelled".into());
+        lsp::MessageType::INFO
+    } else if result.unprobed.is_empty() {
+        lsp::MessageType::INFO
+    } else {
+        told.extend(result.unprobed.iter().map(|(id, why)| format!("{id} not probed: {}", why.reason())));
+        lsp::MessageType::WARNING
+    };
+    ctx.client.show_message(kind, format!("chainsmith: {}", told.join("; "))).await;
     ctx.publish_everything().await;
+}
+
+/// What a probe learnt, in a user's words: "learnt 3 keys of quotes.quote, written to
+/// quotes.toolset.json".
+fn learnt(probed: &Probed, written: &[(String, PathBuf)]) -> String {
+    let schema = &probed.response;
+    let kind = schema.get("type").and_then(Value::as_str).unwrap_or("untyped");
+    let keys = |s: &Value| s.get("properties").and_then(Value::as_object).map(|p| p.len());
+    let plural = |n: usize| format!("{n} key{}", if n == 1 { "" } else { "s" });
+    let what = match (keys(schema), schema.get("items").filter(|_| kind == "array").and_then(keys)) {
+        (Some(n), _) => plural(n),
+        (None, Some(n)) => format!("a list of items with {}", plural(n)),
+        (None, None) => format!("the {kind} response"),
+    };
+    match written.iter().find(|(tool, _)| tool == &probed.tool) {
+        Some((_, file)) => format!("learnt {what} of {}, written to {}", probed.tool, file.display()),
+        None => format!("learnt {what} of {}, but it was not written", probed.tool),
+    }
+}
+
+/// The tools a document stands for in `chainsmith.probe`: those of unknown response that a
+/// program calls, or that a protocol file declares.
+fn document_tools(ctx: &Context, world: &World, uri: &lsp::Uri) -> Vec<String> {
+    let snapshot = ctx.session().snapshot(uri);
+    let mut ids: Vec<String> = Vec::new();
+    if let Some(snap) = &snapshot {
+        for tool in snap.analysis().calls.iter().filter_map(|c| c.tool).filter(|t| t.response.is_none()) {
+            if !ids.contains(&tool.id()) {
+                ids.push(tool.id());
+            }
+        }
+    }
+    if ids.is_empty() {
+        ids = declared_unprobed(world, &session::document_path(uri)).into_iter().map(|t| t.id()).collect();
+    }
+    ids
+}
+
+/// The tools of unknown response a protocol file declares (MCP tools are declared by servers).
+fn declared_unprobed<'w>(world: &'w World, path: &Path) -> Vec<&'w crate::toolset::Tool> {
+    let path = world.resolve(path);
+    world
+        .catalog
+        .tools()
+        .filter(|t| t.response.is_none() && t.source.kind != crate::toolset::SourceKind::Mcp)
+        .filter(|t| world.resolve(&t.source.file) == path)
+        .collect()
 }
 
 fn wants_refactor(params: &lsp::CodeActionParams) -> bool {
@@ -199,12 +277,7 @@ pub fn protocol_code_actions(
         return Vec::new();
     }
     let path = world.resolve(path);
-    let mut tools: Vec<&crate::toolset::Tool> = world
-        .catalog
-        .tools()
-        .filter(|t| t.response.is_none() && t.source.kind != crate::toolset::SourceKind::Mcp)
-        .filter(|t| world.resolve(&t.source.file) == path)
-        .collect();
+    let mut tools = declared_unprobed(world, &path);
     if tools.is_empty() {
         return Vec::new();
     }
@@ -247,9 +320,15 @@ pub fn code_actions(
 
 /// Writes probed (or observed) schemas back: native files through one `WorkspaceEdit` the user
 /// can see and undo, other sources as `.chainsmith/probed/<toolset>.json`; then reloads the
-/// catalog with the edited files as the editor holds them.
+/// catalog with the edited files as the editor holds them. Where each tool's schema went: its
+/// id and the file, relative to the root.
 #[allow(clippy::mutable_key_type)]
-pub(super) async fn write_probed(ctx: &Context, root: &Path, catalog: &Catalog, probed: &[&Probed]) {
+pub(super) async fn write_probed(
+    ctx: &Context,
+    root: &Path,
+    catalog: &Catalog,
+    probed: &[&Probed],
+) -> Vec<(String, PathBuf)> {
     let (native, other): (Vec<&Probed>, Vec<&Probed>) =
         probed.iter().partition(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json));
     // Native files: one WorkspaceEdit the user can see and undo.
@@ -263,12 +342,18 @@ pub(super) async fn write_probed(ctx: &Context, root: &Path, catalog: &Catalog, 
     // The files as the editor will hold them once the edit is applied (before any save).
     let mut edited: HashMap<PathBuf, String> = HashMap::new();
     let encoding = ctx.session().encoding;
+    let relative = |file: &Path| file.strip_prefix(root).unwrap_or(file).to_path_buf();
+    let mut written: Vec<(String, PathBuf)> = Vec::new();
+    let mut planned: Vec<(String, PathBuf)> = Vec::new();
     for (file, items) in by_file {
         let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        // The catalog's copy is the text the editor holds, an earlier probe's unsaved edit included.
+        let held = catalog.texts.get(&file).or_else(|| catalog.texts.get(&path)).map(|t| t.to_string());
+        let Some(text) = held.or_else(|| std::fs::read_to_string(&path).ok()) else { continue };
         let Ok(edits) = write::native_edits(&text, &items) else { continue };
         let Some(uri) = convert::file_uri(&path) else { continue };
         edited.insert(path.clone(), write::apply_edits(&text, &edits));
+        planned.extend(items.iter().map(|p| (p.tool.clone(), relative(&file))));
         let index = LineIndex::new(&text);
         let edits = edits
             .iter()
@@ -289,7 +374,7 @@ pub(super) async fn write_probed(ctx: &Context, root: &Path, catalog: &Catalog, 
             })
             .await;
         match applied {
-            Ok(r) if r.applied => {}
+            Ok(r) if r.applied => written.append(&mut planned),
             Ok(r) => {
                 edited.clear();
                 let why = r.failure_reason.map(|w| format!(": {w}")).unwrap_or_default();
@@ -305,16 +390,19 @@ pub(super) async fn write_probed(ctx: &Context, root: &Path, catalog: &Catalog, 
                     .copied()
                     .filter(|p| catalog.tool(&p.toolset, &p.name).is_some_and(write::is_native_json))
                     .collect();
-                if let Err(e) = write::write_back(root, catalog, &native) {
-                    ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+                match write::write_back(root, catalog, &native) {
+                    Ok(_) => written.append(&mut planned),
+                    Err(e) => ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await,
                 }
             }
         }
     }
-    if let Err(e) = write::write_back(root, catalog, &other) {
-        ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await;
+    match write::write_back(root, catalog, &other) {
+        Ok(_) => written.extend(other.iter().map(|p| (p.tool.clone(), relative(&overlay_path(root, &p.toolset))))),
+        Err(e) => ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e:#}")).await,
     }
     // The catalog reloads at once (with the edited files as the editor holds them), so completion
     // and diagnostics see the new schemas before the user saves.
     ctx.reload(edited).await;
+    written
 }

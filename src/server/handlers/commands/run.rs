@@ -21,19 +21,7 @@ use crate::server::session::{self, Snapshot};
 use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, Task, TaskKey, TaskKind, spawn_guarded};
 use crate::text::LineIndex;
 
-use super::names;
-
-/// The program a `chainsmith.run` names: its URI as the first argument (a string, or an object
-/// with `uri`).
-fn target(params: &lsp::ExecuteCommandParams) -> Option<lsp::Uri> {
-    let first = params.arguments.first()?;
-    let text = match first {
-        Value::String(s) => s.as_str(),
-        Value::Object(map) => map.get("uri").and_then(Value::as_str)?,
-        _ => return None,
-    };
-    text.parse().ok()
-}
+use super::{arguments, names};
 
 enum Event {
     Output(Stream, String),
@@ -54,7 +42,7 @@ impl RunObserver for Forward {
 /// Starts a run of the program named by `params`; answers at once (`null`), the run going on in
 /// the background.
 pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
-    let Some(uri) = target(&params) else {
+    let Some(uri) = arguments::document(&params.arguments) else {
         return Err(Error::invalid_params(format!("{} takes the program's URI as its argument", names::RUN)));
     };
     let (snapshot, world) = {
@@ -170,7 +158,12 @@ async fn background(
         report.push_str("\n  ");
         report.push_str(line);
     }
+    let cancelled = matches!(outcome.stopped, Some(runtime::Stop::Cancelled));
     let end = match (&outcome.start_error, &outcome.trace.error) {
+        _ if cancelled => {
+            client.show_message(lsp::MessageType::INFO, format!("chainsmith: the run of {name} was cancelled")).await;
+            "cancelled".to_string()
+        }
         (Some(e), _) => {
             client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
             format!("could not start: {e}")
@@ -192,7 +185,7 @@ async fn background(
     // diagnostics as soon as the run is over must see this run's.
     if let Some(snap) = snapshot
         && outcome.start_error.is_none()
-        && !matches!(outcome.stopped, Some(runtime::Stop::Cancelled))
+        && !cancelled
         && let Ok(marks) =
             guarded(&format!("{} results", names::RUN), || RunMarks::of(snap.version, &text, &snap, &outcome))
     {
