@@ -23,7 +23,8 @@
 //! dense retrieval (each run embeds all 16,000 APIs into its fresh workspace: minutes on a CPU).
 //!
 //! Also the catalog's data-flow graph at 16k APIs (build time, memory held) and the planner's time
-//! per task there (`CHAINSMITH_BENCH_ONLY=planner` runs only this part).
+//! per task there (`CHAINSMITH_BENCH_ONLY=planner` runs only this part; `CHAINSMITH_BENCH_ONLY=lsp`
+//! only the LSP round trips and the targets).
 //!
 //! Run: `cargo bench --bench scale` (prints figures; asserts nothing about time).
 
@@ -55,11 +56,14 @@ fn main() {
         Some(temp)
     };
     let (apis, tools) = write_workspace(root.as_path());
-    // CHAINSMITH_BENCH_ONLY=planner: only the data-flow graph and the planner (a few minutes less).
-    if std::env::var("CHAINSMITH_BENCH_ONLY").is_ok_and(|v| v == "planner") {
+    // CHAINSMITH_BENCH_ONLY=planner: only the data-flow graph and the planner (a few minutes less);
+    // CHAINSMITH_BENCH_ONLY=lsp: only the LSP round trips and the targets.
+    let only = std::env::var("CHAINSMITH_BENCH_ONLY").ok();
+    if only.as_deref() == Some("planner") {
         data_flow_and_plans(root.as_path());
         return;
     }
+    let lsp_only = only.as_deref() == Some("lsp");
     let (program, call_lines) = write_program(root.as_path());
     println!(
         "workspace: {apis} APIs in {tools} tools; program: {} lines, {} tool calls",
@@ -70,16 +74,18 @@ fn main() {
     // --- check: load + index + analysis, wall time and peak RSS of the process, without the
     // catalog cache and with it (the first warm run stores the entry the others read) -------------
     let mut check_ms = Vec::new();
-    for (label, cache) in [("no cache", false), ("warm cache", true)] {
+    for (label, cache) in [("no cache", false), ("warm cache", true)].into_iter().filter(|_| !lsp_only) {
         let (median, max, rss_mb) = process_runs(&binary, root.as_path(), &["check", "chain.py"], cache);
         println!(
             "check (1,000-line chain, load + index + analysis, {label}): median {median:.0} ms, max {max:.0} ms, peak RSS {rss_mb} MB"
         );
         check_ms.push((label, median));
     }
-    basedpyright(&binary, root.as_path(), &check_ms);
-    for (name, spec) in real_specs() {
-        spec_load(&binary, &name, &spec);
+    if !lsp_only {
+        basedpyright(&binary, root.as_path(), &check_ms);
+        for (name, spec) in real_specs() {
+            spec_load(&binary, &name, &spec);
+        }
     }
 
     // --- LSP round trips, on an idle machine and beside a busy core ---------------------------------
@@ -100,8 +106,10 @@ fn main() {
         let machine = cpu.stop();
         passes.push(Pass { load, clean, errors, extra, cancel, machine, spinner });
     }
-    retrieval(root.as_path());
-    data_flow_and_plans(root.as_path());
+    if !lsp_only {
+        retrieval(root.as_path());
+        data_flow_and_plans(root.as_path());
+    }
     for pass in &mut passes {
         let load = pass.load.label();
         println!("--- LSP {load}: {} ---", pass.machine);
@@ -142,7 +150,9 @@ fn main() {
             );
         }
     }
-    github(&binary);
+    if !lsp_only {
+        github(&binary);
+    }
     summary(&mut passes);
 }
 

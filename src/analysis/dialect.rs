@@ -13,7 +13,7 @@ pub const TOOLS_PACKAGE: &str = "chainsmith.tools";
 pub const HTTP_METHODS: &[&str] = &["get", "post", "put", "patch", "delete", "head", "options"];
 
 /// Names bound by import statements.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Imports {
     /// Program name → toolset name (`t` → `tmdb`).
     pub toolsets: HashMap<String, String>,

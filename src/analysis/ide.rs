@@ -9,7 +9,7 @@ use tree_sitter::Tree;
 
 use super::dialect::Imports;
 use super::parse::fields;
-use super::{Analysis, Dialect, Key, analyze_until, parse};
+use super::{Analysis, Dialect, Key, analyze_after, analyze_until, parse};
 use crate::config::DiagnosticsConfig;
 use crate::text::ByteRange;
 use crate::toolset::schema::Refs;
@@ -287,7 +287,9 @@ fn analysis_at<'a, 'c>(
         return (analysed, key_hint);
     }
     let (text, tree) = patched.as_ref().map_or((text, tree), |p| (p.text.as_str(), &p.tree));
-    (fresh.insert(analyze_until(file, text, tree, catalog, config, Some(offset))), key_hint)
+    // The statements before the cursor's are those of `analysed`, at the same places: only the
+    // closed line is walked.
+    (fresh.insert(analyze_after(file, text, tree, catalog, config, analysed, Some(offset))), key_hint)
 }
 
 /// The text and tree with the cursor's line closed, or `None` when it needs no patch; and, inside

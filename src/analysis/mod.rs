@@ -111,6 +111,8 @@ pub struct Analysis<'c> {
     pub accesses: Vec<Access<'c>>,
     pub urls: Vec<UrlSite>,
     pub diagnostics: Vec<Diagnostic>,
+    /// What the next analysis of an edited text reuses ([`analyze_after`]).
+    pub memo: Option<Box<flow::Memo<'c>>>,
 }
 
 impl<'c> Analysis<'c> {
@@ -170,7 +172,31 @@ pub fn analyze_until<'c>(
     config: &DiagnosticsConfig,
     until: Option<usize>,
 ) -> Analysis<'c> {
-    let mut analysis = flow::run(file, text, tree, catalog, until);
+    let analysis = flow::run(file, text, tree, catalog, until);
+    configured(analysis, text, config)
+}
+
+/// [`analyze_until`] after an edit: `previous` is the analysis of the whole of an earlier text
+/// this function made against the same catalog, and the top-level statements whose text and
+/// inputs are unchanged are not walked again (their results are moved to where they now are).
+/// The result is the one [`analyze_until`] gives; without `until`, it carries what the next edit
+/// reuses.
+pub fn analyze_after<'c>(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    catalog: &'c Catalog,
+    config: &DiagnosticsConfig,
+    previous: Option<&Analysis<'c>>,
+    until: Option<usize>,
+) -> Analysis<'c> {
+    let analysis = flow::run_after(file, text, tree, catalog, previous, until);
+    configured(analysis, text, config)
+}
+
+/// The walk's diagnostics less those the program suppresses, with the configured severities, in
+/// order.
+fn configured<'c>(mut analysis: Analysis<'c>, text: &str, config: &DiagnosticsConfig) -> Analysis<'c> {
     let suppressions = Suppressions::scan(text);
     analysis.diagnostics.retain_mut(|d| {
         if suppressions.suppresses(text, d.range.start, d.code) {
@@ -215,10 +241,13 @@ impl Suppressions {
         Suppressions { lines }
     }
 
+    /// Lines are scanned in order and do not overlap, so the one holding `offset` is found by
+    /// binary search: a chain being written may carry hundreds of suppressed diagnostics.
     fn suppresses(&self, _text: &str, offset: usize, code: &str) -> bool {
+        let at = self.lines.partition_point(|(_, end, _)| *end <= offset);
         self.lines
-            .iter()
-            .any(|(s, e, codes)| *s <= offset && offset < *e && (codes.is_empty() || codes.iter().any(|c| c == code)))
+            .get(at)
+            .is_some_and(|(s, _, codes)| *s <= offset && (codes.is_empty() || codes.iter().any(|c| c == code)))
     }
 }
 

@@ -468,3 +468,197 @@ generated = films.person(p for p in [1])
     assert!(diags[5].suggestions.is_empty(), "{:?}", diags[5]);
     assert!(diags[7].suggestions.is_empty(), "{:?}", diags[7]);
 }
+
+/// Incremental re-analysis (`analyze_after`) against a whole analysis of the same text, over
+/// random one-character edits of real chains: the same diagnostics, calls, accesses, URL sites and
+/// imports, and the same hovers and completions answered from each.
+mod incremental {
+    use std::path::{Path, PathBuf};
+
+    use crate::analysis::parse::ParsedText;
+    use crate::analysis::{Analysis, analyze, analyze_after, ide};
+    use crate::config::Config;
+    use crate::text::ByteRange;
+    use crate::toolset::Catalog;
+
+    /// A small deterministic generator (xorshift64*): the edits are the same on every run.
+    struct Edits(u64);
+
+    impl Edits {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n.max(1)
+        }
+
+        /// A one-character edit of `text`: a character typed or one deleted, anywhere.
+        fn next(&mut self, text: &str) -> (ByteRange, String) {
+            const TYPED: &[&str] =
+                &["a", "_", "1", " ", "\n", "    ", "\"", "'", "(", ")", "[", "]", ":", ",", "=", "#", ".", "{"];
+            let mut at = self.below(text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            if self.below(3) == 0 && at < text.len() {
+                let end = at + text[at..].chars().next().map_or(0, char::len_utf8);
+                (ByteRange::new(at, end), String::new())
+            } else {
+                (ByteRange::new(at, at), TYPED[self.below(TYPED.len())].to_string())
+            }
+        }
+    }
+
+    /// What a user sees of an analysis, with positions.
+    fn seen(a: &Analysis<'_>) -> String {
+        let calls: Vec<String> = a
+            .calls
+            .iter()
+            .map(|c| {
+                let args: Vec<String> = c
+                    .args
+                    .iter()
+                    .map(|a| format!("{}@{:?}={:?}/{:?}", a.name, a.name_range, a.value_range, a.location))
+                    .collect();
+                format!(
+                    "{}:{} tool={:?} {:?} name@{:?} args@{:?} {:?} target={:?} stmt@{:?} line {}",
+                    c.toolset,
+                    c.name,
+                    c.tool.map(|t| t.id()),
+                    c.dialect,
+                    c.name_range,
+                    c.args_range,
+                    args,
+                    c.target,
+                    c.statement_range,
+                    c.line
+                )
+            })
+            .collect();
+        let accesses: Vec<String> = a
+            .accesses
+            .iter()
+            .map(|x| {
+                format!(
+                    "{:?} key {:?}@{:?} in {:p} gives {:?} of call {}",
+                    x.range,
+                    x.key,
+                    x.key_range,
+                    x.container,
+                    x.result.map(|r| r as *const _),
+                    x.call
+                )
+            })
+            .collect();
+        format!("{:#?}\n{calls:#?}\n{accesses:#?}\n{:?}\n{:?}", a.diagnostics, a.urls, a.imports)
+    }
+
+    fn programs(root: &Path, dirs: &[&str]) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = dirs.iter().flat_map(|d| crate::analysis::python_files(&root.join(d))).collect();
+        files.sort();
+        assert!(!files.is_empty(), "no programs under {}", root.display());
+        files
+    }
+
+    /// Edits each program `edits` times (each edit checked, then undone half of the time and
+    /// checked again), comparing the incremental analysis with a whole one after every change.
+    fn compare_under_edits(root: &Path, dirs: &[&str], edits: usize) {
+        let config = Config::load(root, None);
+        let catalog: Catalog = crate::toolset::workspace::load(&config);
+        let mut random = Edits(0x9e37_79b9_7f4a_7c15);
+        for file in programs(root, dirs) {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let mut parsed = ParsedText::new(text);
+            let mut previous =
+                analyze_after(&file, &parsed.text, &parsed.tree, &catalog, &config.diagnostics, None, None);
+            for _ in 0..edits {
+                let (range, typed) = random.next(&parsed.text);
+                let removed = parsed.text[range.start..range.end].to_string();
+                let mut changes = vec![(range, typed.clone())];
+                if random.below(2) == 0 {
+                    changes.push((ByteRange::new(range.start, range.start + typed.len()), removed));
+                }
+                for (range, replacement) in changes {
+                    parsed.edit(range, &replacement);
+                    let text = &parsed.text;
+                    let after =
+                        analyze_after(&file, text, &parsed.tree, &catalog, &config.diagnostics, Some(&previous), None);
+                    let whole = analyze(&file, text, &parsed.tree, &catalog, &config.diagnostics);
+                    assert_eq!(seen(&after), seen(&whole), "{} after an edit at {range:?}:\n{text}", file.display());
+                    for _ in 0..4 {
+                        let mut offset = random.below(text.len() + 1);
+                        while !text.is_char_boundary(offset) {
+                            offset -= 1;
+                        }
+                        assert_eq!(
+                            ide::hover_in(&after, offset, &catalog),
+                            ide::hover_in(&whole, offset, &catalog),
+                            "hover at {offset} in {}:\n{text}",
+                            file.display()
+                        );
+                        let complete = |a: &Analysis<'_>| {
+                            ide::complete_with(
+                                &file,
+                                text,
+                                &parsed.tree,
+                                offset,
+                                &catalog,
+                                &config.diagnostics,
+                                Some(a),
+                            )
+                        };
+                        assert_eq!(
+                            complete(&after),
+                            complete(&whole),
+                            "completion at {offset} in {}:\n{text}",
+                            file.display()
+                        );
+                    }
+                    previous = after;
+                }
+            }
+        }
+    }
+
+    fn repository(path: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+    }
+
+    #[test]
+    fn the_tmdb_chains_analyse_the_same_after_random_edits() {
+        compare_under_edits(&repository("examples/tmdb"), &["chains", "mistakes"], 150);
+    }
+
+    #[test]
+    fn the_pattern_programs_analyse_the_same_after_random_edits() {
+        compare_under_edits(&repository("tests/fixtures/patterns"), &["correct", "planted"], 150);
+    }
+
+    /// A long chain: an edit of one call line walks that statement again, not the chain.
+    #[test]
+    fn an_edit_walks_only_the_statements_it_changes() {
+        let (_dir, config, catalog) = super::catalog();
+        let mut program = String::from("from chainsmith.tools import films\n");
+        for n in 0..300 {
+            program.push_str(&format!("r{n} = films.search_person(query=\"q{n}\")\nprint(r{n}[\"resuls\"])\n"));
+        }
+        let file = Path::new("p.py");
+        let mut parsed = ParsedText::new(program.clone());
+        let first = analyze_after(file, &parsed.text, &parsed.tree, &catalog, &config.diagnostics, None, None);
+        assert_eq!(first.memo.as_ref().unwrap().walked(), 601);
+        let at = program.find("r150 = ").unwrap() + "r150 = films.search_person(".len();
+        parsed.edit(ByteRange::new(at, at), " ");
+        let after = analyze_after(file, &parsed.text, &parsed.tree, &catalog, &config.diagnostics, Some(&first), None);
+        assert_eq!(after.memo.as_ref().unwrap().walked(), 1);
+        assert_eq!(after.diagnostics.len(), 300, "{:?}", after.diagnostics);
+        // The edit renames the variable the next line reads: that line is walked again too.
+        let at = program.find("r150 = ").unwrap() + 3;
+        parsed.edit(ByteRange::new(at, at), "x");
+        let renamed =
+            analyze_after(file, &parsed.text, &parsed.tree, &catalog, &config.diagnostics, Some(&after), None);
+        assert_eq!(renamed.memo.as_ref().unwrap().walked(), 2);
+        assert_eq!(renamed.diagnostics.len(), 299);
+        let whole = analyze(file, &parsed.text, &parsed.tree, &catalog, &config.diagnostics);
+        assert_eq!(seen(&renamed), seen(&whole));
+    }
+}

@@ -101,6 +101,9 @@ pub struct Document {
     pub run: Option<Arc<RunMarks>>,
     /// The analysis of this version against the installed catalog, once a request needed it.
     analysis: AnalysisSlot,
+    /// The latest analysis of an earlier version against the installed catalog: the next one
+    /// re-walks only the statements an edit changed.
+    previous: Option<AnalysisSlot>,
 }
 
 self_cell::self_cell!(
@@ -127,6 +130,7 @@ impl Document {
             line_index,
             run: None,
             analysis: AnalysisSlot::default(),
+            previous: None,
         }
     }
 
@@ -158,7 +162,10 @@ impl Document {
         self.parsed = Arc::new(parsed);
         self.line_index = line_index;
         self.version = version;
-        self.analysis = AnalysisSlot::default();
+        let analysed = std::mem::take(&mut self.analysis);
+        if analysed.get().is_some() {
+            self.previous = Some(analysed);
+        }
     }
 }
 
@@ -262,6 +269,7 @@ pub struct Snapshot {
     /// The marks of the document's last run.
     pub run: Option<Arc<RunMarks>>,
     analysis: AnalysisSlot,
+    previous: Option<AnalysisSlot>,
 }
 
 impl Snapshot {
@@ -269,15 +277,47 @@ impl Snapshot {
         &self.parsed.text
     }
 
-    /// The whole program's analysis, computed once per (document version, catalog generation).
+    /// The whole program's analysis, computed once per (document version, catalog generation),
+    /// from the previous version's where there is one.
     pub fn analysis(&self) -> &Analysis<'_> {
         let cached = self.analysis.get_or_init(|| {
             CachedAnalysis::new(self.world.catalog.clone(), |catalog| {
-                analysis::analyze(&self.path, self.text(), &self.parsed.tree, catalog, &self.world.config.diagnostics)
+                let previous = self.previous.as_ref().filter(|_| !*WHOLE_ANALYSES).and_then(|slot| slot.get());
+                let previous = previous.and_then(|p| earlier_analysis(p, catalog));
+                analysis::analyze_after(
+                    &self.path,
+                    self.text(),
+                    &self.parsed.tree,
+                    catalog,
+                    &self.world.config.diagnostics,
+                    previous,
+                    None,
+                )
             })
         });
         cached.borrow_dependent()
     }
+}
+
+/// Turns incremental re-analysis off for one process: every edit walks the whole program (the
+/// benchmark's baseline, a suspected stale result).
+pub const WHOLE_ANALYSIS_ENV: &str = "CHAINSMITH_NO_INCREMENTAL";
+
+static WHOLE_ANALYSES: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os(WHOLE_ANALYSIS_ENV).is_some());
+
+/// An earlier version's analysis, typed as borrowing from `catalog`, when it was made against that
+/// very catalog; `None` when it was not.
+fn earlier_analysis<'o, 'c>(earlier: &'o CachedAnalysis, catalog: &'c Catalog) -> Option<&'o Analysis<'c>> {
+    if !std::ptr::eq(Arc::as_ptr(earlier.borrow_owner()), catalog) {
+        return None;
+    }
+    let analysis: &'o Analysis<'o> = earlier.borrow_dependent();
+    // SAFETY: an `Analysis<'x>` borrows nothing but data of the catalog it was made against (its
+    // tools and schemas) and `'static` data. That catalog is the one `catalog` points to: the
+    // same allocation, owned by an `Arc` that the new analysis' cell owns too, so what the earlier
+    // analysis borrows lives as long as anything borrowing `catalog`. Only the lifetime changes.
+    Some(unsafe { std::mem::transmute::<&'o Analysis<'o>, &'o Analysis<'c>>(analysis) })
 }
 
 pub struct Session {
@@ -403,6 +443,7 @@ impl Session {
             world: self.world(),
             run: doc.run.clone(),
             analysis: doc.analysis.clone(),
+            previous: doc.previous.clone(),
         })
     }
 
@@ -432,6 +473,7 @@ impl Session {
         self.toolnet_loaded = sequence;
         for document in self.documents.values_mut() {
             document.analysis = AnalysisSlot::default();
+            document.previous = None;
         }
         true
     }

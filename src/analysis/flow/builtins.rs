@@ -95,8 +95,10 @@ impl<'t, 'c> Walker<'t, 'c> {
                 self.expr(value);
             }
         }
-        if let Some(returned) = self.function_returns.get(name) {
-            return *returned;
+        let returned = self.function_returns.get(name).copied();
+        self.log.borrow_mut().read_function(name, returned);
+        if let Some(returned) = returned {
+            return returned;
         }
         let first = values.first().copied().unwrap_or(Ty::Unknown);
         match name {

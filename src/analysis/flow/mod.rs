@@ -20,10 +20,12 @@ mod builtins;
 mod calls;
 mod guards;
 mod http;
+mod incremental;
 mod url;
 mod values;
 
 pub use args::literal_json;
+pub use incremental::Memo;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -73,28 +75,59 @@ enum Ty<'c> {
 /// follows the cursor cannot change what completion or hover sees there).
 pub fn run<'c>(file: &Path, text: &str, tree: &Tree, catalog: &'c Catalog, until: Option<usize>) -> Analysis<'c> {
     let root = tree.root_node();
-    let imports = Imports::collect(root, text);
-    let mut walker = Walker {
-        file,
-        text,
-        catalog,
-        imports,
-        scopes: vec![HashMap::new()],
-        assignments: HashMap::new(),
-        out: Analysis::default(),
-        statement: ByteRange::default(),
-        target: None,
-        until: until.unwrap_or(usize::MAX),
-        guards: Vec::new(),
-        key_errors_caught: 0,
-        function_returns: HashMap::new(),
-        returns: Vec::new(),
-        nesting_checked: false,
-    };
-    walker.collect_assignments(root);
-    walker.check_imports();
+    let mut walker = Walker::new(file, text, root, catalog, until);
     walker.block(root);
     walker.out
+}
+
+/// Analyses the program, walking again only the top-level statements whose text or inputs
+/// changed since `previous` (an analysis of an earlier text against the same catalog, made by
+/// this function). The analysis of the whole program carries what the next edit's reuses; with
+/// `until`, statements starting after that offset are skipped, and nothing is kept.
+pub fn run_after<'c>(
+    file: &Path,
+    text: &str,
+    tree: &Tree,
+    catalog: &'c Catalog,
+    previous: Option<&Analysis<'c>>,
+    until: Option<usize>,
+) -> Analysis<'c> {
+    let root = tree.root_node();
+    let mut walker = Walker::new(file, text, root, catalog, until);
+    let statements = walker.module(root, previous);
+    if until.is_none() {
+        let memo = walker.memo(statements);
+        walker.out.memo = Some(Box::new(memo));
+    }
+    walker.out
+}
+
+impl<'t, 'c> Walker<'t, 'c> {
+    /// A walker at the start of the program, its imports checked.
+    fn new(file: &'t Path, text: &'t str, root: Node<'t>, catalog: &'c Catalog, until: Option<usize>) -> Self {
+        let imports = Imports::collect(root, text);
+        let mut walker = Walker {
+            file,
+            text,
+            catalog,
+            imports,
+            scopes: vec![HashMap::new()],
+            assignments: HashMap::new(),
+            out: Analysis::default(),
+            statement: ByteRange::default(),
+            target: None,
+            until: until.unwrap_or(usize::MAX),
+            guards: Vec::new(),
+            key_errors_caught: 0,
+            function_returns: HashMap::new(),
+            returns: Vec::new(),
+            nesting_checked: false,
+            log: Default::default(),
+        };
+        walker.collect_assignments(root);
+        walker.check_imports();
+        walker
+    }
 }
 
 /// How deep a statement's syntax may nest before the walk leaves it alone.
@@ -158,6 +191,8 @@ struct Walker<'t, 'c> {
     returns: Vec<Ty<'c>>,
     /// Whether an enclosing statement was found shallow enough for the whole walk.
     nesting_checked: bool,
+    /// What the top-level statement being walked reads and binds (for incremental re-analysis).
+    log: incremental::LogCell<'c>,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
@@ -336,6 +371,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             let returned = self.returns.pop().unwrap_or(Ty::Unknown);
             if let Some(name) = node.child_by_field_id(fields().name.get()) {
                 let name = text_of(name, self.text).to_string();
+                self.log.borrow_mut().wrote_function(&name);
                 self.function_returns.insert(name, returned);
             }
         }

@@ -64,6 +64,7 @@ impl<'t, 'c> Walker<'t, 'c> {
     /// The right-hand side of the last assignment to `name` before `at` (else the first after it,
     /// for constants defined below a function that uses them); for `name += x`, that statement.
     pub(super) fn assigned_value(&self, name: &str, at: usize) -> Option<Node<'t>> {
+        self.log.borrow_mut().used_assignments();
         let list = self.assignments.get(name)?;
         list.iter().rev().find(|(pos, _)| *pos < at).or_else(|| list.first()).map(|(_, rhs)| *rhs)
     }

@@ -28,10 +28,21 @@ impl<'c> Ty<'c> {
 
 impl<'t, 'c> Walker<'t, 'c> {
     pub(super) fn lookup(&self, name: &str) -> Ty<'c> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied()).unwrap_or(Ty::Unknown)
+        let (module, inner) = self.scopes.split_first().expect("the module scope is never popped");
+        match inner.iter().rev().find_map(|s| s.get(name).copied()) {
+            Some(ty) => ty,
+            None => {
+                let ty = module.get(name).copied().unwrap_or(Ty::Unknown);
+                self.log.borrow_mut().read(name, ty);
+                ty
+            }
+        }
     }
 
     pub(super) fn bind_name(&mut self, name: &str, ty: Ty<'c>) {
+        if self.scopes.len() == 1 {
+            self.log.borrow_mut().wrote(name);
+        }
         if let Some(scope) = self.scopes.last_mut() {
             scope.insert(name.to_string(), ty);
         }
