@@ -303,8 +303,8 @@ fn probe_and_probe_all_take_the_document_entry_points_send() {
     let ServerRequest { params: second, .. } = client.await_request::<ApplyWorkspaceEdit>(|_| true);
     // The editor holds the first edit unsaved: the second is made on that text, not the file's.
     let toolset_uri = uri_of(&client.path("vault.toolset.json"));
-    let unsaved = apply(VAULT_TOOLSET, &edits_of(&first, &toolset_uri));
-    let both = apply(&unsaved, &edits_of(&second, &toolset_uri));
+    let unsaved = apply_edits(VAULT_TOOLSET, &edits_of(&first, &toolset_uri));
+    let both = apply_edits(&unsaved, &edits_of(&second, &toolset_uri));
     let parsed: Value =
         serde_json::from_str(&both.replace("// Written by hand; probing must keep this comment and the layout.", ""))
             .unwrap_or_else(|e| panic!("{e}: {both}"));

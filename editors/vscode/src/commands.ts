@@ -11,6 +11,7 @@ export const SERVER_COMMANDS: readonly ServerCommand[] = [
   { id: "chainsmith.run", title: "Run chain" },
   { id: "chainsmith.generate", title: "Generate chain" },
   { id: "chainsmith.fix", title: "Fix chain" },
+  { id: "chainsmith.plan", title: "Plan a chain (no model)" },
   { id: "chainsmith.probe", title: "Probe tool" },
   { id: "chainsmith.probeAll", title: "Probe all unprobed tools" },
   { id: "chainsmith.graph", title: "Show tool graph" },

@@ -8,7 +8,7 @@
 // the TMDB-like test server (tests/support/tmdb_server.py, started here with python3).
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as readline from "node:readline";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -398,6 +398,8 @@ describe("chainsmith.run over stdio, against the TMDB-like test server", () => {
     const replaced = text.replace(/base_url = "[^"]*"/, `base_url = "http://127.0.0.1:${tmdb.port}/3"`);
     assert.notEqual(replaced, text, "chainsmith.toml has a base_url");
     fs.writeFileSync(toml, replaced);
+    // The toolset sends $TMDB_KEY to an address the workspace names: only a trusted workspace does.
+    execFileSync(binary, ["trust"], { cwd: workspace, env: { ...process.env, TMDB_KEY: KEY } });
 
     child = spawn(binary, ["lsp"], { cwd: workspace, stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, TMDB_KEY: KEY } });
     child.stderr!.on("data", (d) => (stderr += d.toString()));

@@ -54,13 +54,14 @@ describe("commands", () => {
     assert.equal(isTaskCommand("chainsmith.graph"), false, "the graph answers at once");
   });
 
-  it("names the design's six commands, trustWorkspace and acceptObserved", () => {
+  it("names the design's six commands, plan, trustWorkspace and acceptObserved", () => {
     assert.deepEqual(
       SERVER_COMMANDS.map((c) => c.id),
       [
         "chainsmith.run",
         "chainsmith.generate",
         "chainsmith.fix",
+        "chainsmith.plan",
         "chainsmith.probe",
         "chainsmith.probeAll",
         "chainsmith.graph",

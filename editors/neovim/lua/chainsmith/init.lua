@@ -41,6 +41,7 @@ M.commands = {
   { id = "chainsmith.run", user = "ChainsmithRun", title = "Run chain" },
   { id = "chainsmith.generate", user = "ChainsmithGenerate", title = "Generate chain" },
   { id = "chainsmith.fix", user = "ChainsmithFix", title = "Fix chain" },
+  { id = "chainsmith.plan", user = "ChainsmithPlan", title = "Plan a chain (no model)" },
   { id = "chainsmith.probe", user = "ChainsmithProbe", title = "Probe tool" },
   { id = "chainsmith.probeAll", user = "ChainsmithProbeAll", title = "Probe all unprobed tools" },
   { id = "chainsmith.graph", user = "ChainsmithGraph", title = "Show tool graph" },

@@ -8,6 +8,7 @@
 //! | `chainsmith.run` | `[document]` |
 //! | `chainsmith.generate` | `[document]` or `[{uri, version?, task?, tools?, allowWrites?}]` |
 //! | `chainsmith.fix` | `[document]` or `[{uri, version?, allowWrites?}]` |
+//! | `chainsmith.plan` | `[document]` or `[{uri, version?, task?}]` (the task defaults to the document's) |
 //! | `chainsmith.probe` | tools and documents, any mix: a tool id (`"toolset.name"` or `{tool}`) names that tool; a document stands for the tools of unknown response it calls (a program) or declares (a protocol file) |
 //! | `chainsmith.probeAll` | nothing (a document is ignored): every tool of unknown response |
 //! | `chainsmith.graph` | nothing, `[tool id]` (the graph from that tool) or `[document]` (around its tools) |

@@ -37,9 +37,11 @@ pub fn code_action(snap: &Snapshot, task: &str) -> lsp::CodeActionOrCommand {
 /// `chainsmith.plan {uri, version?, task?}`: the task defaults to the document's own.
 pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result<Option<Value>> {
     let first = params.arguments.first();
-    let uri = first.and_then(|a| a.get("uri").and_then(Value::as_str).or_else(|| a.as_str()));
-    let Some(uri) = uri.and_then(|u| u.parse::<lsp::Uri>().ok()) else {
-        return Err(Error::invalid_params(format!("{} takes {{\"uri\": the program's URI, \"task\"?}}", names::PLAN)));
+    let Some(uri) = super::arguments::document(&params.arguments) else {
+        return Err(Error::invalid_params(format!(
+            "{} takes the program's URI, or {{uri, version?, task?}}",
+            names::PLAN
+        )));
     };
     let Some(snap) = ctx.session().snapshot(&uri) else {
         ctx.client
