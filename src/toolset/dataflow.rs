@@ -640,6 +640,21 @@ mod tests {
     }
 
     #[test]
+    fn a_field_in_a_list_inside_a_list_item_feeds_weakly() {
+        let spec = include_str!("../../examples/tmdb/specs/tmdb_oas.json");
+        // The real spec has one quirk (`trending`'s nameless property), warned about elsewhere.
+        let (catalog, _) = crate::toolset::test_support::openapi_catalog_and_diagnostics("tmdb", spec, None);
+        let flow = DataFlow::build(&catalog);
+        let from = |tool: &str| flow.producers("tmdb.movie_credits", "movie_id").find(|e| e.from == tool).unwrap();
+        let nested = from("tmdb.search_person");
+        assert_eq!(nested.field.to_string(), "results[].known_for[].id");
+        assert!(nested.evidence.iter().any(|e| e.why == "it sits in a list inside a list's item"), "{nested:?}");
+        let direct = from("tmdb.search_movie");
+        assert_eq!(direct.field.to_string(), "results[].id");
+        assert!(nested.weight < 0.7 * direct.weight, "{} vs {}", nested.weight, direct.weight);
+    }
+
+    #[test]
     fn a_catalog_without_ids_has_no_edges() {
         let spec = r#"{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": {"/time": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"now": {"type": "string"}}}}}}}}}}}"#;
         assert!(DataFlow::build(&openapi_catalog("clock", spec, None)).edges().is_empty());
