@@ -5,6 +5,7 @@
 //! Only `server` speaks LSP types; everything else speaks the core's own.
 
 pub mod analysis;
+pub mod cancel;
 pub mod cli;
 pub mod config;
 pub mod diagnostic;

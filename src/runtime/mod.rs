@@ -20,7 +20,7 @@ pub mod trace;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::config::{Config, RuntimeConfig};
@@ -41,31 +41,7 @@ pub(crate) fn unique_number() -> u64 {
     NEXT.fetch_add(1, Ordering::SeqCst)
 }
 
-/// Cancels a run from another thread (the editor's cancel button): the run stops its program's
-/// whole process tree.
-#[derive(Debug, Clone, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    pub fn new() -> Cancel {
-        Cancel::default()
-    }
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// Resolves once cancelled, for racing against work that cannot poll the flag itself (an HTTP
-    /// request). The flag is looked at every 50 ms: it is set from any thread, runtime or not, and
-    /// a user waits for nothing they could notice.
-    pub async fn cancelled(&self) {
-        while !self.is_cancelled() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-}
+pub use crate::cancel::Cancel;
 
 /// Why the host stopped a run.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// Lowest first. A module may depend on modules of strictly lower layers only.
 const LAYERS: &[&[&str]] = &[
-    &["text", "names", "logging", "files"],
+    &["text", "names", "logging", "files", "cancel"],
     &["diagnostic", "textsearch"],
     &["config", "embedding"],
     &["trust"],

@@ -324,8 +324,8 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
         let mut lines = std::io::BufRead::lines(std::io::BufReader::new(run.stdout.take().unwrap()));
         assert_eq!(lines.next().unwrap().unwrap(), "started", "{name}");
         let deadline = Instant::now() + Duration::from_secs(20);
-        // The shell is one process once it has started; while Python forks it, two may carry
-        // the marker for a moment.
+        // The shell is one process once it runs `sleep`; until the fork that runs it has become
+        // `sleep`, two carry the marker.
         while processes_with(&marker).len() != 1 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -365,8 +365,9 @@ fn the_servers_runs_end_with_the_server() {
         let uri = client.open("sleeper.py", &program);
         let answer = client.execute_command("chainsmith.run", vec![serde_json::json!({"uri": uri})], Some("run-1"));
         assert_eq!(answer, Ok(None), "{ending}");
+        // As above: the shell's fork carries the marker until it becomes `sleep`.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while processes_with(&marker).is_empty() && Instant::now() < deadline {
+        while processes_with(&marker).len() != 1 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
         assert_eq!(processes_with(&marker).len(), 1, "{ending}: the run started");

@@ -567,6 +567,9 @@ local main = function()
       .. "\n[probe]\nsamples = 1\nrounds = 1\n"
     vim.fn.writefile(vim.split(replaced, "\n"), toml)
     vim.fn.writefile({ "from chainsmith.tools import vault", "", 'print(vault.search_vaults(query="Archive"))' }, run_ws .. "/vaults.py")
+    -- The toolsets send $TMDB_KEY to the test server: only a workspace trusted with that runs.
+    local trusted = vim.fn.system({ "env", "TMDB_KEY=" .. TMDB_TEST_KEY, bin, "--root", run_ws, "trust" })
+    check(vim.v.shell_error == 0, "chainsmith trust failed: " .. trusted)
   end)
 
   -- RestBench task #0: two calls (lines 8 and 10), run by the second workspace's server.
