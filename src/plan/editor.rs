@@ -6,6 +6,7 @@
 //! and fill a producing call's own arguments from the task the document states where the task
 //! gives a fitting value, as plans do.
 
+use crate::analysis::flow::missing_keywords;
 use crate::analysis::ide::{Completion, CompletionKind};
 use crate::analysis::{Analysis, Dialect, ToolCall};
 use crate::text::ByteRange;
@@ -143,7 +144,7 @@ pub fn missing_argument_fixes(
         return Vec::new();
     }
     let given: Vec<&str> = call.args.iter().map(|a| a.name.as_str()).collect();
-    let missing = missing_params(catalog, tool, &given);
+    let missing: Vec<String> = missing_keywords(catalog, tool, &given).into_iter().map(|p| p.name.clone()).collect();
     let close = call.args_range.end.saturating_sub(1);
     let separator = if call.args.is_empty() { "" } else { ", " };
     let mut fixes = Vec::new();
@@ -190,15 +191,6 @@ pub fn missing_argument_fixes(
     fixes
 }
 
-/// The required parameters of `tool` not among `given` (the API key the runtime adds aside).
-fn missing_params(catalog: &Catalog, tool: &Tool, given: &[&str]) -> Vec<String> {
-    let auth = catalog.toolset(&tool.toolset).and_then(|ts| ts.auth.as_ref()).and_then(|a| a.query.as_deref());
-    tool.required()
-        .filter(|p| !given.contains(&p.name.as_str()) && auth != Some(p.wire_name.as_str()))
-        .map(|p| p.name.clone())
-        .collect()
-}
-
 /// Variables holding a whole tool response at `offset`: the last call assigned to each name
 /// before it, with the tool it came from.
 fn responses_held(analysis: &Analysis<'_>, offset: usize) -> Vec<(String, String)> {
@@ -225,9 +217,8 @@ fn producing_call(
 ) -> Option<ProducingCall> {
     let alias = analysis.imports.iter().find(|i| i.toolset == producer.toolset && i.known)?.alias.clone();
     let mut used = Vec::new();
-    let arguments = missing_params(catalog, producer, &[])
+    let arguments = missing_keywords(catalog, producer, &[])
         .into_iter()
-        .filter_map(|name| producer.param(&name))
         .map(|param| {
             let types = schema::types(catalog, &param.schema);
             let value = task.and_then(|t| {

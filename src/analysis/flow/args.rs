@@ -11,7 +11,7 @@ use crate::analysis::parse::{fields, string_value, text_of};
 use crate::diagnostic::did_you_mean;
 use crate::text::ByteRange;
 use crate::toolset::schema;
-use crate::toolset::{Param, ParamLocation, Tool};
+use crate::toolset::{Catalog, Param, ParamLocation, Tool};
 
 /// One argument of a call as the checks see it.
 pub(super) struct ArgSite<'t> {
@@ -46,10 +46,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         arguments: Option<Node<'t>>,
     ) {
         let mut recorded = Vec::new();
-        let auth_param = tool
-            .and_then(|t| self.catalog.toolset(&t.toolset))
-            .and_then(|ts| ts.auth.as_ref())
-            .and_then(|a| a.query.clone());
+        let auth_param = tool.and_then(|t| auth_query_param(self.catalog, t));
         for site in &given.sites {
             let ty = match site.value {
                 Some(v) if literal_json(v, self.text).is_none() => self.expr(v),
@@ -75,7 +72,8 @@ impl<'t, 'c> Walker<'t, 'c> {
         if let Some(tool) = tool
             && !given.incomplete
         {
-            let missing = missing_params(tool, &recorded, wire, auth_param.as_deref());
+            let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
+            let missing = missing_params(tool, &given, wire, auth_param.as_deref());
             if !missing.is_empty() {
                 self.report_missing_args(call_index, tool, &missing, wire, anchor, arguments);
             }
@@ -215,8 +213,18 @@ impl<'t, 'c> Walker<'t, 'c> {
 /// keyword.
 /// The required parameters a call does not give. The URL carries an HTTP call's path parameters,
 /// and the runtime adds headers and the API key.
-fn missing_params<'a>(tool: &'a Tool, recorded: &[CallArg], wire: bool, auth_param: Option<&str>) -> Vec<&'a Param> {
-    let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
+/// The required parameters of a module-dialect call of `tool` that gives the keywords `given`, as
+/// `missing-argument` reports them (the API key the runtime adds aside).
+pub fn missing_keywords<'a>(catalog: &Catalog, tool: &'a Tool, given: &[&str]) -> Vec<&'a Param> {
+    missing_params(tool, given, false, auth_query_param(catalog, tool).as_deref())
+}
+
+/// The query parameter the runtime fills with the toolset's key, if its auth is one.
+fn auth_query_param(catalog: &Catalog, tool: &Tool) -> Option<String> {
+    catalog.toolset(&tool.toolset).and_then(|ts| ts.auth.as_ref()).and_then(|a| a.query.clone())
+}
+
+fn missing_params<'a>(tool: &'a Tool, given: &[&str], wire: bool, auth_param: Option<&str>) -> Vec<&'a Param> {
     tool.required()
         .filter(|p| {
             let supplied_elsewhere = wire && matches!(p.location, ParamLocation::Path | ParamLocation::Header);

@@ -16,6 +16,7 @@
 //! - `url`: what string a URL expression spells (literals, f-strings, `+`, names holding strings).
 
 mod args;
+pub use args::missing_keywords;
 mod builtins;
 mod calls;
 mod guards;
