@@ -46,7 +46,14 @@ pub struct EvalArgs {
     /// Candidates shown to the model: a number, or `all` for the whole spec.
     #[arg(long)]
     pub candidates: Option<String>,
-    /// Ablation: no ToolNet expansion of the candidates.
+    /// ToolNet's prior: the gold solutions of the tasks in this file (same formats as the task
+    /// files) — other tasks than those scored; without it, ToolNet knows nothing.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Which tasks of the history file: the first N or a range (`0..30`); all by default.
+    #[arg(long, value_name = "RANGE", requires = "history")]
+    pub history_tasks: Option<String>,
+    /// Ablation: no ToolNet, not even from `--history`.
     #[arg(long)]
     pub no_toolnet: bool,
     /// Ablation: the model plans alone; the planner's chains are not shown with the tools.
@@ -138,6 +145,38 @@ fn shard(spec: Option<&str>) -> Result<(usize, usize)> {
         (n > 0 && i < n).then_some((i, n))
     };
     parse().with_context(|| format!("--shard takes I/N with I < N, not `{spec}`"))
+}
+
+/// The history's tasks (`range` of `file`), refused where they are tasks being scored: a figure
+/// whose own tasks taught ToolNet measures nothing a user with a new API gets.
+fn history(
+    file: &Path,
+    range: Option<&str>,
+    scored_files: &[PathBuf],
+    scored: &std::ops::Range<usize>,
+    catalog: &crate::toolset::Catalog,
+) -> Result<Vec<crate::generate::retrieve::Query>> {
+    let (tasks, _) = super::retrieve::read_task_files(&[file.to_path_buf()], catalog)?;
+    let taken = task_range(range, tasks.len())?;
+    let same = |other: &PathBuf| match (file.canonicalize(), other.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => file == other,
+    };
+    if scored_files.iter().any(same) {
+        if scored_files.len() > 1 {
+            bail!("--history {} is one of the task files being scored; name another file", file.display());
+        }
+        if taken.start < scored.end && scored.start < taken.end {
+            bail!(
+                "--history-tasks {}..{} overlap the tasks being scored ({}..{}): ToolNet may learn only from other tasks",
+                taken.start,
+                taken.end,
+                scored.start,
+                scored.end
+            );
+        }
+    }
+    Ok(tasks[taken].to_vec())
 }
 
 pub fn read_records(path: &Path) -> Result<Vec<TaskRecord>> {
@@ -242,6 +281,13 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
         true => None,
         false => Some(MockServer::start(catalog.clone(), ([127, 0, 0, 1], 0).into()).context("cannot start the mock")?),
     };
+    let toolnet = match &args.history {
+        Some(file) => {
+            let tasks = history(file, args.history_tasks.as_deref(), &args.files, &range, &catalog)?;
+            Some(crate::eval::history_graph(&tasks, &config))
+        }
+        None => None,
+    };
     let index = Arc::new(super::retrieval_index(&catalog, &config));
     let bench = Bench {
         root: root.clone(),
@@ -249,6 +295,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
         index,
         catalog,
         upstream: mock.as_ref().map(MockServer::upstream).unwrap_or_default(),
+        toolnet,
     };
     eprintln!(
         "chainsmith eval: {} tasks ({} gold steps not in the workspace), variant {}, tasks {}..{} shard {shard_index}/{shards}, results in {}{}",
@@ -268,7 +315,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
         if let Some(mock) = &mock {
             mock.reset();
         }
-        let record = tokio.block_on(bench.run_task(&queries, index, &variant, 5));
+        let record = tokio.block_on(bench.run_task(&queries, index, &variant));
         eprintln!(
             "#{index:03} {} exec {} solved {} path {:.2} prec {:.2} calls {} tokens {} {:.0}s{}",
             if record.executable { "✓" } else { "✗" },

@@ -18,9 +18,10 @@
 //! lower Path, with a sign test), so an ablation row says whether its difference is more than the
 //! model's sampling.
 //!
-//! ToolNet expansion of the candidates uses a graph learnt from the gold solutions of the *other*
-//! folds only (task i is in fold i mod 5), never from the task itself; runs during an evaluation
-//! teach the workspace nothing.
+//! ToolNet (the candidates' expansion, the planner's transitions) knows only what the user names
+//! with `--history`: the gold solutions of other tasks — never the tasks being scored, nor other
+//! folds of the file being scored — so a figure on a new API measures what a user with a new API
+//! gets. Runs during an evaluation teach the workspace nothing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,16 @@ pub struct TaskRecord {
     pub nodes: usize,
     pub llm_calls: u32,
     pub tokens: u64,
+    /// Of `tokens`, the prompt's, and of those the ones the server reused from its prompt cache
+    /// (absent from records of earlier versions: 0).
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub reused_tokens: u64,
+    /// The planner's chain the model chose to complete (1 for the first; 0: none); `None` when it
+    /// was offered none.
+    #[serde(default)]
+    pub plan_chosen: Option<usize>,
     pub wall_ms: u64,
     /// Why the search stopped without a solution, if it did.
     pub stop: Option<String>,
@@ -108,14 +119,12 @@ pub fn path_and_precision(gold: &[String], called: &[String]) -> (f64, f64) {
     (hits / gold.len() as f64, precision)
 }
 
-/// ToolNet learnt from the gold solutions of every task outside `index`'s fold.
-pub fn fold_graph(queries: &[Query], index: usize, folds: usize, config: &Config) -> ToolGraph {
+/// ToolNet learnt from the gold solutions of `history` (tasks other than those scored).
+pub fn history_graph(history: &[Query], config: &Config) -> ToolGraph {
     let mut graph = ToolGraph::new(&config.toolnet);
-    for (i, q) in queries.iter().enumerate() {
-        if i % folds != index % folds {
-            let sequence = if q.sequence.is_empty() { &q.gold } else { &q.sequence };
-            graph.add_trajectory(sequence);
-        }
+    for q in history {
+        let sequence = if q.sequence.is_empty() { &q.gold } else { &q.sequence };
+        graph.add_trajectory(sequence);
     }
     graph
 }
@@ -129,12 +138,16 @@ pub struct Bench {
     pub index: Arc<CatalogIndex>,
     /// (base URL, stand-in) pairs: the mock's, or none to use the real APIs.
     pub upstream: Vec<(String, String)>,
+    /// ToolNet from the history the user named ([`history_graph`]), or none.
+    pub toolnet: Option<ToolGraph>,
 }
 
 impl Bench {
     /// Runs task `index` of `queries` under `variant`: the job a user's `generate` runs, with
-    /// ToolNet learnt from the other folds only and the runs teaching the workspace nothing.
-    pub async fn run_task(&self, queries: &[Query], index: usize, variant: &Variant, folds: usize) -> TaskRecord {
+    /// ToolNet from the named history only and the runs teaching the workspace nothing. Against
+    /// the mock, tools that may change data run without asking: a mock is no real API, and a
+    /// benchmark of write tasks would otherwise score nothing.
+    pub async fn run_task(&self, queries: &[Query], index: usize, variant: &Variant) -> TaskRecord {
         let query = &queries[index];
         let started = Instant::now();
         let ws = Workspace {
@@ -142,7 +155,7 @@ impl Bench {
             config: self.config.clone(),
             catalog: self.catalog.clone(),
             index: &self.index,
-            toolnet: variant.toolnet.then(|| fold_graph(queries, index, folds, &self.config)),
+            toolnet: self.toolnet.clone().filter(|_| variant.toolnet),
             mcp: None,
             upstream: self.upstream.clone(),
             learn: false,
@@ -156,7 +169,7 @@ impl Bench {
             tools: Vec::new(),
             // Where `chainsmith generate` puts its program: the workspace root is its working folder.
             program: self.root.join("generated.py"),
-            allow_writes: false,
+            allow_writes: !self.upstream.is_empty(),
             cancel: Cancel::new(),
         };
         let prepared = match chain::prepare(&ws, request, options) {
@@ -188,6 +201,9 @@ impl Bench {
             nodes: outcome.nodes.len().saturating_sub(1),
             llm_calls: searched.llm_calls,
             tokens: searched.usage.total(),
+            prompt_tokens: searched.usage.prompt_tokens,
+            reused_tokens: searched.usage.reused_tokens,
+            plan_chosen: outcome.plan_chosen,
             wall_ms: started.elapsed().as_millis() as u64,
             stop: outcome.stop.as_ref().map(ToString::to_string),
         }
@@ -211,6 +227,9 @@ impl Bench {
             nodes: 0,
             llm_calls: 0,
             tokens: 0,
+            prompt_tokens: 0,
+            reused_tokens: 0,
+            plan_chosen: None,
             wall_ms: 0,
             stop: Some(why),
         }
@@ -262,7 +281,15 @@ pub struct Summary {
     pub nodes: f64,
     pub llm_calls: f64,
     pub tokens: f64,
+    /// The share of prompt tokens the server reused from its cache.
+    pub reused: f64,
+    /// Of the tasks offered the planner's chains, how many the model completed one of (the
+    /// first, another), and how many it chose none.
+    pub plan_first: usize,
+    pub plan_other: usize,
+    pub plan_none: usize,
     pub wall_s: f64,
+    pub median_wall_s: f64,
 }
 
 pub fn summarize(records: &[&TaskRecord]) -> Summary {
@@ -289,7 +316,26 @@ pub fn summarize(records: &[&TaskRecord]) -> Summary {
         nodes: mean(&|r| r.nodes as f64),
         llm_calls: mean(&|r| f64::from(r.llm_calls)),
         tokens: mean(&|r| r.tokens as f64),
+        reused: {
+            let prompt: u64 = records.iter().map(|r| r.prompt_tokens).sum();
+            let reused: u64 = records.iter().map(|r| r.reused_tokens).sum();
+            if prompt == 0 { 0.0 } else { reused as f64 / prompt as f64 }
+        },
+        plan_first: records.iter().filter(|r| r.plan_chosen == Some(1)).count(),
+        plan_other: records.iter().filter(|r| r.plan_chosen.is_some_and(|c| c > 1)).count(),
+        plan_none: records.iter().filter(|r| r.plan_chosen == Some(0)).count(),
         wall_s: mean(&|r| r.wall_ms as f64 / 1000.0),
+        median_wall_s: {
+            let mut walls: Vec<u64> = records.iter().map(|r| r.wall_ms).collect();
+            walls.sort_unstable();
+            let middle = walls.len() / 2;
+            let ms = if walls.len() % 2 == 1 {
+                walls[middle] as f64
+            } else {
+                (walls[middle - 1] + walls[middle]) as f64 / 2.0
+            };
+            ms / 1000.0
+        },
     }
 }
 
@@ -304,12 +350,12 @@ pub fn table(records: &[TaskRecord]) -> String {
         by_variant.entry(&r.variant).or_default().push(r);
     }
     let mut out = String::from(
-        "| variant | tasks | exec % | solved % | Path % | Prec % | Path ran % | Prec ran % | first program with static errors → fixed | no program | reflections | DFSDT nodes | LLM calls | tokens | wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        "| variant | tasks | exec % | solved % | Path % | Prec % | Path ran % | Prec ran % | first program with static errors → fixed | no program | plan chosen: first / other / none | reflections | DFSDT nodes | LLM calls | tokens | prompt reused % | wall s | median wall s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for variant in &order {
         let s = summarize(&by_variant[variant]);
         out.push_str(&format!(
-            "| {variant} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {} → {} | {} | {:.2} | {:.2} | {:.1} | {:.0} | {:.0} |\n",
+            "| {variant} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {:.2} | {:.2} | {} → {} | {} | {} / {} / {} | {:.2} | {:.2} | {:.1} | {:.0} | {:.1} | {:.0} | {:.0} |\n",
             s.tasks,
             100.0 * s.executable,
             100.0 * s.solved,
@@ -320,11 +366,16 @@ pub fn table(records: &[TaskRecord]) -> String {
             s.static_first_bad,
             s.static_fixed,
             s.no_program,
+            s.plan_first,
+            s.plan_other,
+            s.plan_none,
             s.reflections,
             s.nodes,
             s.llm_calls,
             s.tokens,
-            s.wall_s
+            100.0 * s.reused,
+            s.wall_s,
+            s.median_wall_s
         ));
     }
     if let Some((reference, others)) = order.split_first()
@@ -394,18 +445,16 @@ mod tests {
     }
 
     #[test]
-    fn the_fold_graph_never_holds_the_task_itself() {
+    fn the_history_graph_learns_the_order_of_each_solution() {
         let q = |tools: &[&str]| Query {
             text: "q".into(),
             gold: tools.iter().map(|t| t.to_string()).collect(),
             sequence: tools.iter().map(|t| t.to_string()).collect(),
         };
-        let queries = vec![q(&["t.a", "t.b"]), q(&["t.c", "t.d"]), q(&["t.a", "t.e"])];
-        let graph = fold_graph(&queries, 0, 2, &Config::default());
-        // Task 0 and task 2 share fold 0: neither teaches the graph used for task 0.
-        assert_eq!(graph.weight("t.a", "t.b"), 0.0);
-        assert_eq!(graph.weight("t.a", "t.e"), 0.0);
-        assert!(graph.weight("t.c", "t.d") > 0.0);
+        let graph = history_graph(&[q(&["t.a", "t.b"]), q(&["t.c", "t.d"])], &Config::default());
+        assert!(graph.weight("t.a", "t.b") > 0.0);
+        assert_eq!(graph.weight("t.b", "t.a"), 0.0);
+        assert_eq!(graph.weight("t.a", "t.d"), 0.0);
     }
 
     #[test]
@@ -427,7 +476,10 @@ mod tests {
             nodes: 2,
             llm_calls: 4,
             tokens: 1000,
-            wall_ms: 2000,
+            prompt_tokens: 800,
+            reused_tokens: if executable { 600 } else { 0 },
+            plan_chosen: Some(if executable { 1 } else { 0 }),
+            wall_ms: if executable { 2000 } else { 9000 },
             stop: None,
         };
         // The second program failed: its tools count for Path and Prec, not for the "ran" columns.
@@ -435,9 +487,11 @@ mod tests {
         let rows: Vec<&str> = text.lines().skip(2).take_while(|l| !l.is_empty()).collect();
         assert_eq!(rows.len(), 2, "{text}");
         assert!(
-            rows[0].starts_with("| full | 2 | 50.0 | 0.0 | 75.00 | 100.00 | 50.00 | 50.00 | 2 → 2 | 0 |"),
+            rows[0].starts_with("| full | 2 | 50.0 | 0.0 | 75.00 | 100.00 | 50.00 | 50.00 | 2 → 2 | 0 | 1 / 0 / 1 |"),
             "{text}"
         );
+        // 600 of 1,600 prompt tokens reused; walls 2 s and 9 s.
+        assert!(rows[0].ends_with("| 1000 | 37.5 | 6 | 6 |"), "{text}");
         assert!(rows[1].starts_with("| no-dfsdt | 1 |"), "{text}");
         // Task 0 is the only one both answered: the ablation's Path 0 is lower than the full 1.0 there.
         assert!(text.contains("| no-dfsdt | 1 | 0 / 1 | 1.00 | 0 / 1 | 1.00 |"), "{text}");

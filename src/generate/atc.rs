@@ -212,13 +212,33 @@ pub async fn converse(
     budget: &Budget,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Draft, GenerateError> {
-    converse_logged(messages, catalog, client, budget, cancelled, &mut Vec::new(), true).await
+    let asking = Asking { static_feedback: true, reply_tokens: PROGRAM_REPLY_TOKENS };
+    converse_logged(messages, catalog, client, budget, cancelled, &mut Vec::new(), asking).await
+}
+
+/// The longest reply asked for a program written from scratch: the chains of a task take a few
+/// hundred tokens, and a small model that goes on past this is writing a helper for every tool
+/// (2,000–3,000-token replies, minutes each on a laptop) — better cut off and told so.
+pub const PROGRAM_REPLY_TOKENS: u32 = 1024;
+
+/// The reply budget for a program that revises `program`: its size and room to grow.
+pub fn reply_tokens_for(program: &str) -> u32 {
+    let estimate = u32::try_from(program.chars().count() / 3).unwrap_or(u32::MAX);
+    estimate.saturating_add(512).max(PROGRAM_REPLY_TOKENS)
+}
+
+/// How a conversation asks for programs.
+#[derive(Debug, Clone, Copy)]
+pub struct Asking {
+    /// Static problems go back to the model (off only as an ablation: the first program is taken).
+    pub static_feedback: bool,
+    /// The longest reply asked for ([`PROGRAM_REPLY_TOKENS`], [`reply_tokens_for`]).
+    pub reply_tokens: u32,
 }
 
 /// [`converse`], adding the number of static problems of every reply it checks to `checked`
-/// (0 for the reply that passes), whether or not a program passes in the end. Without
-/// `feedback_enabled` (an ablation), the first program extracted is taken as it is, problems and
-/// all.
+/// (0 for the reply that passes), whether or not a program passes in the end. Without static
+/// feedback (an ablation), the first program extracted is taken as it is, problems and all.
 pub async fn converse_logged(
     mut messages: Vec<Message>,
     catalog: &Catalog,
@@ -226,7 +246,7 @@ pub async fn converse_logged(
     budget: &Budget,
     cancelled: &(dyn Fn() -> bool + Sync),
     checked: &mut Vec<usize>,
-    feedback_enabled: bool,
+    asking: Asking,
 ) -> Result<Draft, GenerateError> {
     let mut feedback = Vec::new();
     let mut seen: Vec<String> = Vec::new();
@@ -245,7 +265,7 @@ pub async fn converse_logged(
                 None => Err(out_of_budget),
             };
         }
-        let reply = client.chat(&messages, &llm::Options { temperature: Some(temperature), max_tokens: None }).await?;
+        let reply = client.chat(&messages, &llm::Options::new(temperature, asking.reply_tokens)).await?;
         messages.push(Message::assistant(reply.content.clone()));
         let Some(found) = extract::extract(&reply.content) else {
             unusable += 1;
@@ -263,7 +283,7 @@ pub async fn converse_logged(
         unusable = 0;
         let raw = static_problems(&found.code, catalog);
         checked.push(raw.len());
-        if !feedback_enabled {
+        if !asking.static_feedback {
             return Ok(Draft { program: found.code, messages, feedback, problems: raw });
         }
         let program = if raw.is_empty() { found.code.clone() } else { apply_quick_fixes(&found.code, catalog) };

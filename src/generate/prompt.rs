@@ -76,6 +76,68 @@ change what it needs: pick the right item, add the reading of the answer, print 
     out
 }
 
+/// The request to choose among the planner's chains (`chains`: each skeleton with its tools): one
+/// number back, the chain's, or 0 for none. Each chain is shown by its calls alone, and each
+/// tool once by what it does, so the choice costs a few hundred prompt tokens and one reply token.
+pub fn plan_choice(task: &str, chains: &[(&str, Vec<&Tool>)]) -> String {
+    let mut out = format!(
+        "Task: {}\n\nThese chains of tool calls can be made for the task (each passes the checks):\n",
+        task.trim()
+    );
+    for (i, (skeleton, _)) in chains.iter().enumerate() {
+        let calls: Vec<&str> = skeleton
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("from ") && !l.starts_with("print("))
+            .collect();
+        out.push_str(&format!("\nChain {}:\n```python\n{}\n```\n", i + 1, calls.join("\n")));
+    }
+    let mut described: Vec<String> = Vec::new();
+    for tool in chains.iter().flat_map(|(_, tools)| tools) {
+        let id = format!("{}.{}", tool.toolset, tool.name);
+        if described.contains(&id) {
+            continue;
+        }
+        let summary = first_sentence(&tool.description, 160);
+        if !summary.is_empty() {
+            if described.is_empty() {
+                out.push_str("\nWhat the tools do:\n");
+            }
+            out.push_str(&format!("- {id}: {summary}\n"));
+        }
+        described.push(id);
+    }
+    out.push_str(
+        "\nWhich chain gets what the task asks for, with no call it does not need? Reply with the chain's number \
+only, or 0 if none does.",
+    );
+    out
+}
+
+/// The request to complete the chosen chain into the program: the chain's tools' protocols, the
+/// skeleton, and what is left to write (the reading of the answer, the item the task means).
+pub fn plan_completion(task: &str, tools: &[&Tool], skeleton: &str) -> String {
+    let mut out = format!("Task: {}\n\nTools:\n", task.trim());
+    for tool in tools {
+        out.push_str(&render_tool(tool, 16));
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "These calls get what the task needs (they pass the checks; their values come from the task and from \
+earlier responses):\n```python\n{skeleton}```\nComplete them into the program that solves the task: keep the calls; \
+change an argument or the item a call picks from a list only where the task says which; read the answer from the \
+responses (only keys listed under `returns`) and print it instead of the whole response. Write no comments. \
+Reply with the whole program in one ```python block."
+    ));
+    out
+}
+
+/// A description's first sentence, whitespace collapsed, at most `limit` characters.
+fn first_sentence(description: &str, limit: usize) -> String {
+    let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = flat.find(". ").map_or(flat.len(), |i| i + 1);
+    flat[..end].chars().take(limit).collect()
+}
+
 /// Feedback on a program that the static analysis rejected, before anything runs.
 pub fn static_feedback(problems: &[String]) -> String {
     let mut out = String::from("The program has these problems (found by checking it against the tool protocols):\n");
@@ -114,5 +176,28 @@ mod tests {
         assert!(text.contains("returns:\n    page: integer"), "{text}");
         assert!(text.contains("results: array of object"), "{text}");
         assert!(text.lines().count() < 25, "{text}");
+    }
+
+    #[test]
+    fn a_plan_choice_shows_each_chain_by_its_calls_and_each_tool_once() {
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
+        let catalog = workspace::load(&Config::load(root, None));
+        let search = catalog.tool("tmdb", "search_movie").unwrap();
+        let credits = catalog.tool("tmdb", "movie_credits").unwrap();
+        let reviews = catalog.tool("tmdb", "movie_reviews").unwrap();
+        let first = "from chainsmith.tools import tmdb\n\nfound = tmdb.search_movie(query=\"Up\")\ncredits = tmdb.movie_credits(movie_id=found[\"results\"][0][\"id\"])\nprint(credits)\n";
+        let second = "from chainsmith.tools import tmdb\n\nfound = tmdb.search_movie(query=\"Up\")\nreviews = tmdb.movie_reviews(movie_id=found[\"results\"][0][\"id\"])\nprint(reviews)\n";
+        let text = plan_choice("Who directed Up?", &[(first, vec![search, credits]), (second, vec![search, reviews])]);
+        assert!(text.starts_with("Task: Who directed Up?\n"), "{text}");
+        assert!(
+            text.contains(
+                "Chain 2:\n```python\nfound = tmdb.search_movie(query=\"Up\")\nreviews = tmdb.movie_reviews("
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("print("), "the print every skeleton ends with is noise here: {text}");
+        assert_eq!(text.matches("- tmdb.search_movie: ").count(), 1, "{text}");
+        assert!(text.contains("- tmdb.movie_reviews: "), "{text}");
+        assert!(text.ends_with("or 0 if none does."), "{text}");
     }
 }

@@ -211,7 +211,7 @@ pub async fn attribute(
             return Err(GenerateError::Cancelled);
         }
         budget.check(&client.meter)?;
-        let reply = client.chat(&messages, &llm::Options { temperature: Some(0.0), max_tokens: Some(64) }).await?;
+        let reply = client.chat(&messages, &llm::Options::new(0.0, 64)).await?;
         if let Some(tool) = named_tool(&reply.content, candidates) {
             return Ok((Some(tool.id()), Attribution::Model));
         }

@@ -133,6 +133,9 @@ pub struct Outcome {
     /// The number of static problems in every program the model replied with, in order (0 for
     /// one that passed the checks).
     pub static_checks: Vec<usize>,
+    /// The planner's chain the model chose to complete (1 for the first), 0 when it chose none;
+    /// `None` when it was offered none.
+    pub plan_chosen: Option<usize>,
 }
 
 impl Outcome {
@@ -178,8 +181,18 @@ pub struct Request<'a> {
     pub given_run: Option<Execution>,
     /// Whether to ask the judge (there is a task to judge against).
     pub judge: bool,
-    /// The planner's chains for the task (typed skeletons, best first), shown with the tools.
-    pub plans: Vec<String>,
+    /// The planner's chains for the task, best first: the model chooses one to complete, and
+    /// they are shown with the tools when it writes on its own.
+    pub plans: Vec<Planned>,
+}
+
+/// One of the planner's chains as the model is offered it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// The typed skeleton program (it passes the checks).
+    pub skeleton: String,
+    /// Its calls' tools (ids), in order.
+    pub tools: Vec<String>,
 }
 
 /// The candidate pool for a task: retrieval's best `k` in the catalog's `index`, restricted to
@@ -333,7 +346,14 @@ struct Search<'a> {
     static_checks: Vec<usize>,
     /// The given program's run made before the search, used once by its node.
     given_run: Option<Execution>,
-    plans: Vec<String>,
+    plans: Vec<Planned>,
+    /// The planner's chains as skeletons, for the prompts that show them all.
+    skeletons: Vec<String>,
+    plan_chosen: Option<usize>,
+    /// The plans completed so far (indices into `plans`), and whether the model said none of
+    /// those it was offered answers the task (then it is not asked again).
+    plans_tried: Vec<usize>,
+    plans_refused: bool,
 }
 
 enum Step {
@@ -433,8 +453,7 @@ impl<'a> Search<'a> {
         }
         self.settings.budget.check(&self.client.meter)?;
         let messages = [Message::user(judge_prompt(self.task, program, &outcome.output))];
-        let reply =
-            self.client.chat(&messages, &llm::Options { temperature: Some(0.0), max_tokens: Some(128) }).await?;
+        let reply = self.client.chat(&messages, &llm::Options::new(0.0, 128)).await?;
         let (solved, reason) = read_verdict(&reply.content);
         // The judge's verdict is what ToolNet's evaluator rewards: record the run again with it.
         if self.runner.learn {
@@ -469,9 +488,19 @@ impl<'a> Search<'a> {
         let cancel = self.runner.cancel.clone();
         let cancelled = move || cancel.is_cancelled();
         let first = self.nodes[parent].children.is_empty();
+        // At the root, the planner's chains come first: the first draft and each alternative
+        // complete one the model chooses among those not tried yet, until it says none fits.
+        if parent == 0
+            && let Some(chosen) = self.choose_plan().await?
+        {
+            let program = self.complete_plan(chosen).await?;
+            return Ok((if first { Kind::Draft } else { Kind::Alternative }, program));
+        }
         if parent == 0 && first {
             let tools = self.tools();
-            let program = self.converse(atc::first_messages(self.task, &tools, &self.plans)).await?;
+            let program = self
+                .converse(atc::first_messages(self.task, &tools, &self.skeletons), atc::PROGRAM_REPLY_TOKENS)
+                .await?;
             return Ok((Kind::Draft, program));
         }
         if parent != 0 && first {
@@ -516,8 +545,10 @@ impl<'a> Search<'a> {
                 self.nodes[parent].attributed = Some((id.clone(), attribution.1.clone()));
             }
             let _ = error;
-            let messages = reflect::revision_messages(self.task, &tools, &self.plans, &attempts, attributed, &trace);
-            return Ok((Kind::Revision, self.converse(messages).await?));
+            let messages =
+                reflect::revision_messages(self.task, &tools, &self.skeletons, &attempts, attributed, &trace);
+            let reply_tokens = atc::reply_tokens_for(&program);
+            return Ok((Kind::Revision, self.converse(messages, reply_tokens).await?));
         }
         // A distinct alternative to the failed children (and, below the root, to the parent).
         let mut shown: Vec<usize> = self.nodes[parent].children.clone();
@@ -533,18 +564,64 @@ impl<'a> Search<'a> {
             Message::system(prompt::SYSTEM),
             Message::user(format!(
                 "{}\n\n{}",
-                prompt::generation(self.task, &tools, &self.plans),
+                prompt::generation(self.task, &tools, &self.skeletons),
                 diversity_prompt(&siblings)
             )),
         ];
-        Ok((Kind::Alternative, self.converse(messages).await?))
+        Ok((Kind::Alternative, self.converse(messages, atc::PROGRAM_REPLY_TOKENS).await?))
+    }
+
+    /// The planner's chain the model chooses to complete next (an index into `plans`) among those
+    /// not tried yet, or `None` when none is left or the model says none answers the task. The
+    /// answer is one number, constrained to the chains' where the server decodes to a schema.
+    async fn choose_plan(&mut self) -> Result<Option<usize>, GenerateError> {
+        let untried: Vec<usize> = (0..self.plans.len()).filter(|i| !self.plans_tried.contains(i)).collect();
+        if untried.is_empty() || self.plans_refused {
+            return Ok(None);
+        }
+        self.settings.budget.check(&self.client.meter)?;
+        let chains: Vec<(&str, Vec<&Tool>)> = untried
+            .iter()
+            .map(|&i| &self.plans[i])
+            .map(|p| (p.skeleton.as_str(), p.tools.iter().filter_map(|id| tool(self.catalog, id)).collect()))
+            .collect();
+        let messages = [Message::system(prompt::SYSTEM), Message::user(prompt::plan_choice(self.task, &chains))];
+        let numbers: Vec<usize> = (0..=untried.len()).collect();
+        let options = llm::Options {
+            reply_schema: Some(serde_json::json!({"type": "integer", "enum": numbers})),
+            ..llm::Options::new(0.0, 4)
+        };
+        let reply = self.client.chat(&messages, &options).await?;
+        let chosen = read_choice(&reply.content, untried.len()).map(|i| untried[i]);
+        if self.plan_chosen.is_none() {
+            self.plan_chosen = Some(chosen.map_or(0, |i| i + 1));
+        }
+        match chosen {
+            Some(i) => self.plans_tried.push(i),
+            None => self.plans_refused = true,
+        }
+        Ok(chosen)
+    }
+
+    /// The program the model writes from the planner's chain `index`: the chain's calls kept, the
+    /// answer read from their responses and printed.
+    async fn complete_plan(&mut self, index: usize) -> Result<String, GenerateError> {
+        let plan = &self.plans[index];
+        let tools: Vec<&Tool> = plan.tools.iter().filter_map(|id| tool(self.catalog, id)).collect();
+        let messages = vec![
+            Message::system(prompt::SYSTEM),
+            Message::user(prompt::plan_completion(self.task, &tools, &plan.skeleton)),
+        ];
+        let reply_tokens = atc::reply_tokens_for(&plan.skeleton);
+        self.converse(messages, reply_tokens).await
     }
 
     /// A program from a conversation ending in a request for one, through the static loop
-    /// (every reply's static problems logged for the outcome).
-    async fn converse(&mut self, messages: Vec<Message>) -> Result<String, GenerateError> {
+    /// (every reply's static problems logged for the outcome), each reply at most `reply_tokens`.
+    async fn converse(&mut self, messages: Vec<Message>, reply_tokens: u32) -> Result<String, GenerateError> {
         let cancel = self.runner.cancel.clone();
         let cancelled = move || cancel.is_cancelled();
+        let asking = atc::Asking { static_feedback: self.settings.static_feedback, reply_tokens };
         let draft = atc::converse_logged(
             messages,
             self.catalog,
@@ -552,7 +629,7 @@ impl<'a> Search<'a> {
             &self.settings.budget,
             &cancelled,
             &mut self.static_checks,
-            self.settings.static_feedback,
+            asking,
         )
         .await?;
         Ok(draft.program)
@@ -645,7 +722,11 @@ pub async fn search(
         nodes: vec![root],
         static_checks: Vec::new(),
         given_run: request.given_run,
+        skeletons: request.plans.iter().map(|p| p.skeleton.clone()).collect(),
         plans: request.plans,
+        plan_chosen: None,
+        plans_tried: Vec::new(),
+        plans_refused: false,
     };
     let stop = search.run(request.given).await;
     let best = search.nodes.iter().skip(1).max_by_key(|n| (score(n), std::cmp::Reverse(n.id))).map(|n| n.id);
@@ -658,7 +739,16 @@ pub async fn search(
         candidates: search.pool,
         dropped: search.dropped,
         static_checks: search.static_checks,
+        plan_chosen: search.plan_chosen,
     }
+}
+
+/// The chain a plan-choice reply names (an index into `count` chains): its first number, where it
+/// is one of theirs; 0, another number or none chooses no chain.
+pub fn read_choice(reply: &str, count: usize) -> Option<usize> {
+    let digits: String = reply.chars().skip_while(|c| !c.is_ascii_digit()).take_while(char::is_ascii_digit).collect();
+    let number: usize = digits.parse().ok()?;
+    (1..=count).contains(&number).then(|| number - 1)
 }
 
 /// The task a program states: its module docstring or a `# task:` comment.
@@ -713,6 +803,15 @@ mod tests {
         assert!(reason.contains("printed an id"), "{reason}");
         assert!(!read_verdict("The task is not solved: nothing printed").0);
         assert!(read_verdict("hmm").0);
+    }
+
+    #[test]
+    fn plan_choices_are_read_from_what_models_reply() {
+        assert_eq!(read_choice("2", 3), Some(1));
+        assert_eq!(read_choice("Chain 3.", 3), Some(2));
+        assert_eq!(read_choice("0", 3), None, "0 is none of them");
+        assert_eq!(read_choice("4", 3), None, "not one of the chains");
+        assert_eq!(read_choice("none", 3), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::{Sink, Workspace};
 use crate::config::GenerateConfig;
 use crate::generate::reflect::{Execution, Runner};
-use crate::generate::search::{self, Outcome, Request, Settings, Stop};
+use crate::generate::search::{self, Outcome, Planned, Request, Settings, Stop};
 use crate::llm;
 use crate::runtime::Cancel;
 
@@ -75,8 +75,8 @@ pub struct Prepared<'w> {
     task: Option<String>,
     candidates: Vec<String>,
     allowed: Option<BTreeSet<String>>,
-    /// The planner's chains for a generation's task, as typed skeletons.
-    plans: Vec<String>,
+    /// The planner's chains for a generation's task.
+    plans: Vec<Planned>,
 }
 
 /// What a job came to.
@@ -159,7 +159,10 @@ fn prepare_with<'w>(
             candidates.push(call.tool.clone());
         }
     }
-    let plans = plans.iter().map(|p| p.skeleton(&ws.catalog)).collect();
+    let plans = plans
+        .iter()
+        .map(|p| Planned { skeleton: p.skeleton(&ws.catalog), tools: p.calls.iter().map(|c| c.tool.clone()).collect() })
+        .collect();
     Ok(Prepared { ws, client, options, request, task, candidates, allowed, plans })
 }
 

@@ -38,6 +38,9 @@ impl Message {
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the server took from its prompt cache instead of processing
+    /// them again (`usage.prompt_tokens_details.cached_tokens`, llama.cpp's `timings.cache_n`).
+    pub reused_tokens: u64,
     /// Whether any part of this count is an estimate (the server sent no `usage`).
     pub estimated: bool,
 }
@@ -49,15 +52,17 @@ impl Usage {
     fn add(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.reused_tokens += other.reused_tokens;
         self.estimated |= other.estimated;
     }
 }
 
 impl std::fmt::Display for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let reused = if self.reused_tokens > 0 { format!(", {} reused", self.reused_tokens) } else { String::new() };
         write!(
             f,
-            "{} tokens ({} prompt + {} completion{})",
+            "{} tokens ({} prompt{reused} + {} completion{})",
             self.total(),
             self.prompt_tokens,
             self.completion_tokens,
@@ -125,6 +130,17 @@ impl LlmError {
 pub struct Options {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
+    /// A JSON schema the reply must follow (`response_format`), which servers that constrain
+    /// decoding (llama.cpp, vLLM, OpenAI) enforce token by token. A server that refuses the field
+    /// is asked again without it, and not sent it again: the caller reads the reply either way.
+    pub reply_schema: Option<Value>,
+}
+
+impl Options {
+    /// Options for a reply of at most `max_tokens` tokens, at `temperature`.
+    pub fn new(temperature: f64, max_tokens: u32) -> Options {
+        Options { temperature: Some(temperature), max_tokens: Some(max_tokens), reply_schema: None }
+    }
 }
 
 #[derive(Clone)]
@@ -142,6 +158,8 @@ pub struct Client {
     pub meter: UsageMeter,
     /// The job's cancel flag: a request in flight is dropped when it is set.
     pub cancel: Option<Cancel>,
+    /// Set once the server refused a `response_format`: later requests go without one.
+    schemas_refused: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Tokens kept free for the reply when a request names no `max_tokens`.
@@ -226,6 +244,7 @@ impl Client {
             backoff: Duration::from_millis(500),
             meter: UsageMeter::default(),
             cancel: None,
+            schemas_refused: Arc::default(),
         })
     }
 
@@ -260,6 +279,11 @@ impl Client {
         if let Some(m) = options.max_tokens {
             body["max_tokens"] = json!(m);
         }
+        let refused = || self.schemas_refused.load(std::sync::atomic::Ordering::Relaxed);
+        if let Some(schema) = options.reply_schema.as_ref().filter(|_| !refused()) {
+            body["response_format"] =
+                json!({"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}});
+        }
         let deadline = tokio::time::Instant::now() + crate::config::timeout(self.timeout_s);
         let mut attempt = 0;
         loop {
@@ -277,6 +301,17 @@ impl Client {
                     tracing::warn!("LLM request failed ({e}); retrying in {} ms", wait.as_millis());
                     tokio::time::sleep(wait).await;
                     attempt += 1;
+                }
+                // A server without constrained decoding (or one that rejects this schema) says so
+                // with a 4xx: the same request without the schema is what it can answer.
+                Err((LlmError::Status { status: 400 | 415 | 422 | 501, body: why }, _))
+                    if body.get("response_format").is_some() =>
+                {
+                    tracing::info!("the LLM server refused a reply schema ({why}); asking without one");
+                    self.schemas_refused.store(true, std::sync::atomic::Ordering::Relaxed);
+                    if let Some(fields) = body.as_object_mut() {
+                        fields.remove("response_format");
+                    }
                 }
                 Err((e, _)) => return Err(e),
             }
@@ -353,9 +388,15 @@ pub fn parse_reply(text: &str, messages: &[Message]) -> Result<Reply, LlmError> 
     let reported = value.get("usage");
     let prompt = reported.and_then(|u| u.get("prompt_tokens")).and_then(Value::as_u64);
     let completion = reported.and_then(|u| u.get("completion_tokens")).and_then(Value::as_u64);
+    let reused = reported
+        .and_then(|u| u.pointer("/prompt_tokens_details/cached_tokens"))
+        .or_else(|| value.pointer("/timings/cache_n"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let usage = Usage {
         prompt_tokens: prompt.unwrap_or_else(|| messages.iter().map(|m| estimate(&m.content) + 4).sum()),
         completion_tokens: completion.unwrap_or_else(|| estimate(&content)),
+        reused_tokens: reused,
         estimated: prompt.is_none() || completion.is_none(),
     };
     Ok(Reply { content, finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string), usage })

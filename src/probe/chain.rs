@@ -187,11 +187,8 @@ async fn select_prerequisites<'c>(
     }
     prober.budget.check(&prober.client.meter).map_err(|e| Unprobed::Llm(e.to_string()))?;
     let messages = vec![Message::system(SELECTION_SYSTEM), Message::user(selection_text(target, why, &candidates))];
-    let reply = prober
-        .client
-        .chat(&messages, &llm::Options { temperature: Some(0.0), max_tokens: Some(200) })
-        .await
-        .map_err(|e| Unprobed::Llm(e.to_string()))?;
+    let reply =
+        prober.client.chat(&messages, &llm::Options::new(0.0, 200)).await.map_err(|e| Unprobed::Llm(e.to_string()))?;
     let chosen = parse_selection(&reply.content);
     Ok(candidates.into_iter().filter(|t| chosen.iter().any(|c| *c == t.id() || *c == t.name)).collect())
 }

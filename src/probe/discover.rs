@@ -292,7 +292,7 @@ pub async fn discover(
         prober.budget.check(&prober.client.meter).map_err(|e| Unprobed::Llm(e.to_string()))?;
         let reply = prober
             .client
-            .chat(&messages, &llm::Options { temperature: Some(0.4), max_tokens: None })
+            .chat(&messages, &llm::Options::new(0.4, atc::PROGRAM_REPLY_TOKENS))
             .await
             .map_err(|e| Unprobed::Llm(e.to_string()))?;
         messages.push(Message::assistant(reply.content.clone()));

@@ -18,7 +18,13 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     let llm = Server::start(|body, _| {
         let messages = body["messages"].as_array().unwrap();
         let last = messages.last().unwrap()["content"].as_str().unwrap();
-        if last.contains("Does the output answer the task") { Answer::text("Solved.") } else { Answer::text(CHAIN) }
+        if last.contains("Does the output answer the task") {
+            Answer::text("Solved.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("1")
+        } else {
+            Answer::text(CHAIN)
+        }
     });
     let llm_config =
         format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n", llm.base_url);
@@ -36,7 +42,8 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     assert_eq!(first["solved"], true);
     assert_eq!((first["path"].as_f64(), first["precision"].as_f64()), (Some(1.0), Some(1.0)));
     assert_eq!(first["called"], serde_json::json!(["tmdb.search_person", "tmdb.person_movie_credits"]));
-    assert_eq!(first["llm_calls"], 2, "a draft and the judge");
+    assert_eq!(first["llm_calls"], 3, "the plan choice, the completed chain and the judge");
+    assert_eq!(first["plan_chosen"], 1);
     // The same chain for the second task runs too, but calls none of its gold tools.
     assert_eq!((tasks[1]["path"].as_f64(), tasks[1]["precision"].as_f64()), (Some(0.0), Some(0.0)));
     let summary = &report["summary"]["full"];
@@ -68,4 +75,66 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     assert!(table.contains("| width1 | 1 | 0 / 0 | 1.00 | 0 / 0 | 1.00 |"), "{table}");
     let all = text(&chainsmith(ws.path(), &["eval", "merge", "results.jsonl", "other.jsonl"], &[]).stdout);
     assert!(all.contains("| full | 2 |"), "{all}");
+}
+
+const PLAYLISTS: &str = r#"{"openapi": "3.0.0", "info": {"title": "music", "version": "1"},
+ "servers": [{"url": "http://127.0.0.1:9/music"}],
+ "paths": {"/playlists": {"post": {"operationId": "create_playlist",
+   "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object",
+     "required": ["name"], "properties": {"name": {"type": "string"}}}}}},
+   "responses": {"201": {"description": "created", "content": {"application/json": {"schema": {"type": "object",
+     "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}}}}}}}}}"#;
+
+/// Against the mock, a chain that calls a tool which may change data runs: a mock is no real API,
+/// and a benchmark of write tasks would otherwise score nothing.
+#[test]
+fn eval_runs_chains_that_write_when_the_mock_answers_them() {
+    let llm = Server::start(|body, _| {
+        let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+        if last.contains("Does the output answer the task") {
+            Answer::text("Solved.")
+        } else if last.contains("Which chain gets") {
+            Answer::text("0")
+        } else {
+            Answer::text(
+                "```python\nfrom chainsmith.tools import music\nmade = music.create_playlist(name=\"Road trip\")\nprint(made[\"id\"])\n```",
+            )
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("music.json"), PLAYLISTS).unwrap();
+    std::fs::write(
+        dir.path().join("chainsmith.toml"),
+        format!(
+            "[[toolsets]]\nname = \"music\"\nopenapi = \"music.json\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n",
+            llm.base_url
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("tasks.json"),
+        r#"[{"query": "make a playlist called Road trip", "solution": ["POST /playlists"]}]"#,
+    )
+    .unwrap();
+    let out = chainsmith(dir.path(), &["eval", "tasks.json", "--out", "r.jsonl", "--format", "json"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let task = &report["tasks"][0];
+    assert_eq!(task["executable"], true, "{task:#}");
+    assert_eq!(task["called"], serde_json::json!(["music.post_playlists"]), "{task:#}");
+}
+
+/// ToolNet may learn only from tasks other than those scored: a history that overlaps them is
+/// refused before anything runs.
+#[test]
+fn an_eval_history_overlapping_the_scored_tasks_is_refused() {
+    let ws = workspace("http://127.0.0.1:9/3", false, "");
+    std::fs::write(ws.path().join("tasks.json"), TASKS).unwrap();
+    let out = chainsmith(
+        ws.path(),
+        &["eval", "tasks.json", "--tasks", "0..1", "--history", "tasks.json", "--history-tasks", "0..2"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("overlap the tasks being scored (0..1)"), "{}", text(&out.stderr));
 }

@@ -22,6 +22,8 @@ fn generate_writes_the_program_and_reports_usage_and_shape() {
         let last = last_message(body);
         if last.contains("Does the output answer the task") {
             Answer::text("Solved.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("1")
         } else if last.contains("Revise it") {
             Answer::text(format!("Right:\n```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
         } else {
@@ -39,7 +41,7 @@ fn generate_writes_the_program_and_reports_usage_and_shape() {
         program,
         format!("\"\"\"print the biography of Sofia Coppola\"\"\"\nfrom chainsmith.tools import tmdb\n{GOOD}")
     );
-    assert!(stderr.contains("chainsmith: 3 LLM calls, 3"), "{stderr}");
+    assert!(stderr.contains("chainsmith: 4 LLM calls, "), "{stderr}");
     assert!(
         stderr.contains("search: 2 attempts (1 draft, 1 revision, 0 alternatives), depth 2, 0 backtracks"),
         "{stderr}"
@@ -94,34 +96,108 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     assert_eq!(bad.count(), 1, "one revision within width 1 and depth 2");
 }
 
-/// The model is shown the planner's chains for the task as typed skeletons beside the tools, the
-/// same text in every request of the task; `--no-plans` leaves them out (the ablation).
+/// Plan first, write second: the model is asked to choose among the planner's chains (one number,
+/// constrained to theirs by a reply schema), then to complete the chosen skeleton with only that
+/// chain's tools in the prompt. `--no-plans` leaves the chains out (the ablation).
 #[test]
-fn generation_shows_the_planners_chains_unless_asked_not_to() {
+fn generation_completes_the_planners_chain_the_model_chooses_unless_asked_not_to() {
     let tmdb = TmdbServer::start(&[]);
     let llm = Server::start(|body, _| {
-        if last_message(body).contains("Does the output answer the task") {
+        let last = last_message(body);
+        if last.contains("Does the output answer the task") {
             Answer::text("Solved.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("1")
         } else {
             Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
         }
     });
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
     let task = "print the biography of \"Sofia Coppola\"";
-    let out = chainsmith(ws.path(), &["generate", task], &[]);
+    let out = chainsmith(ws.path(), &["generate", task, "-o", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let first = llm.bodies()[0]["messages"][1]["content"].as_str().unwrap().to_string();
-    let chains = first.split("Chains the tools' data flow allows").nth(1).unwrap_or_else(|| panic!("{first}"));
+    assert!(std::fs::read_to_string(ws.path().join("bio.py")).unwrap().ends_with(GOOD));
+    let bodies = llm.bodies();
+    let choice = bodies[0]["messages"][1]["content"].as_str().unwrap();
     assert!(
-        chains.contains("Chain 1:\n```python\nfrom chainsmith.tools import tmdb\n\nsearch_person = tmdb.search_person(query=\"Sofia Coppola\")\n"),
-        "{chains}"
+        choice.contains("Chain 1:\n```python\nsearch_person = tmdb.search_person(query=\"Sofia Coppola\")\n"),
+        "{choice}"
     );
+    let numbers = bodies[0]["response_format"]["json_schema"]["schema"]["enum"].as_array().unwrap().clone();
+    assert!(numbers.len() >= 2 && numbers[0] == 0, "0 (none) and one number a chain: {numbers:?}");
+    assert_eq!(bodies[0]["max_tokens"], 4);
+    let completion = bodies[1]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        completion.contains("```python\nfrom chainsmith.tools import tmdb\n\nsearch_person = tmdb.search_person(query=\"Sofia Coppola\")\n"),
+        "the chosen skeleton: {completion}"
+    );
+    assert!(completion.contains("Complete them into the program"), "{completion}");
+    assert!(!completion.contains("tmdb.movie_latest("), "only the chain's tools are shown: {completion}");
+    assert!(bodies[1]["max_tokens"].as_u64().is_some_and(|m| (1024..4096).contains(&m)), "{}", bodies[1]["max_tokens"]);
+    assert!(text(&out.stderr).contains("search: 1 attempt"), "{}", text(&out.stderr));
+
     let seen = llm.count();
     let out = chainsmith(ws.path(), &["generate", task, "--no-plans"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let first = llm.bodies()[seen]["messages"][1]["content"].as_str().unwrap().to_string();
-    assert!(first.starts_with("Task: print the biography"), "{first}");
-    assert!(!first.contains("Chain 1:"), "{first}");
+    let first = &llm.bodies()[seen];
+    let first_text = first["messages"][1]["content"].as_str().unwrap();
+    assert!(first_text.starts_with("Task: print the biography"), "{first_text}");
+    assert!(!first_text.contains("Chain 1:") && first.get("response_format").is_none(), "{first_text}");
+}
+
+/// A completed chain that runs but does not answer the task gives way to another of the
+/// planner's chains, chosen among those not tried yet, before the model writes on its own.
+#[test]
+fn an_unsolved_chain_gives_way_to_another_of_the_planners() {
+    let tmdb = TmdbServer::start(&[]);
+    let judged = std::sync::atomic::AtomicUsize::new(0);
+    let llm = Server::start(move |body, _| {
+        let last = last_message(body);
+        if last.contains("Does the output answer the task") {
+            let n = judged.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Answer::text(if n == 0 { "Unsolved: not the biography." } else { "Solved." })
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("1")
+        } else {
+            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
+        }
+    });
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
+    let out = chainsmith(ws.path(), &["generate", "print the biography of \"Sofia Coppola\""], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let bodies = llm.bodies();
+    assert_eq!(bodies.len(), 6, "choice, completion, judge, then the same for another chain");
+    let offered = |i: usize| bodies[i]["response_format"]["json_schema"]["schema"]["enum"].as_array().unwrap().len();
+    assert_eq!(offered(3), offered(0) - 1, "the chain already tried is not offered again");
+    let skeleton = |i: usize| {
+        let text = bodies[i]["messages"][1]["content"].as_str().unwrap().to_string();
+        text.split("```python").nth(1).unwrap().to_string()
+    };
+    assert_ne!(skeleton(1), skeleton(4), "the second completion starts from another chain");
+    assert!(text(&out.stderr).contains("2 attempts (1 draft, 0 revisions, 1 alternative)"), "{}", text(&out.stderr));
+}
+
+/// A model that says no chain fits (0) writes the program itself, shown the tools and the chains.
+#[test]
+fn a_model_choosing_no_chain_writes_the_program_itself() {
+    let tmdb = TmdbServer::start(&[]);
+    let llm = Server::start(|body, _| {
+        let last = last_message(body);
+        if last.contains("Does the output answer the task") {
+            Answer::text("Solved.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("0")
+        } else {
+            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
+        }
+    });
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
+    let out = chainsmith(ws.path(), &["generate", "print the biography of \"Sofia Coppola\""], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let written = llm.bodies()[1]["messages"][1]["content"].as_str().unwrap().to_string();
+    assert!(written.starts_with("Task: print the biography"), "{written}");
+    assert!(written.contains("Chains the tools' data flow allows"), "{written}");
+    assert!(written.contains("Write the program."), "{written}");
 }
 
 /// A model that answers without a program: the fix stops after three such replies in a row and

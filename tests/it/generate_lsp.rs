@@ -35,8 +35,11 @@ fn last_message(body: &Value) -> String {
 /// Answers drafts with `DRAFT` after `delay`, judges with "Solved".
 fn scripted(delay: Duration) -> Server {
     Server::start(move |body, _| {
-        if last_message(body).contains("Does the output answer the task") {
+        let last = last_message(body);
+        if last.contains("Does the output answer the task") {
             Answer::text("Solved — the biography is printed.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("1")
         } else {
             std::thread::sleep(delay);
             Answer::text(DRAFT)
@@ -94,12 +97,12 @@ fn the_generate_code_action_inserts_a_working_chain() {
         edits[0].new_text,
         "\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\nperson = tmdb.person(person_id=found[\"results\"][0][\"id\"])\nprint(person[\"biography\"])\n"
     );
-    assert_eq!(llm.count(), 2, "draft and judge");
-    let prompt = last_message(&llm.bodies()[0]);
+    assert_eq!(llm.count(), 3, "plan choice, completion and judge");
+    let prompt = last_message(&llm.bodies()[1]);
     assert!(prompt.starts_with("Task: Print the biography of Sofia Coppola."), "{prompt}");
     let told = client.await_notification::<ShowMessage>(|_| true);
     assert_eq!(told.typ, lsp::MessageType::INFO);
-    assert_eq!(told.message, "chainsmith: a chain that runs was added to bio.py (2 LLM calls)");
+    assert_eq!(told.message, "chainsmith: a chain that runs was added to bio.py (3 LLM calls)");
     client.shutdown();
 }
 
@@ -139,7 +142,7 @@ fn generation_can_be_cancelled_and_a_model_without_code_changes_nothing() {
     assert!(ended.contains("cancelled"), "{ended}");
     let message = client.await_notification::<ShowMessage>(|_| true);
     assert!(message.message.contains("the document is unchanged"), "{message:?}");
-    assert!(llm.count() <= 1, "nothing after the cancel");
+    assert!(llm.count() <= 2, "nothing after the cancel (the plan choice is answered at once)");
     client.shutdown();
 
     // A model that never writes code: three such replies in a row end the job, which says why
@@ -153,7 +156,7 @@ fn generation_can_be_cancelled_and_a_model_without_code_changes_nothing() {
     let text = message.message;
     assert!(text.contains("the model replied 3 times in a row without a Python program"), "{text}");
     assert!(text.contains("As an AI model I cannot call APIs.") && text.contains("unchanged"), "{text}");
-    assert_eq!(chatty.count(), 3);
+    assert_eq!(chatty.count(), 4, "the plan choice (no number: no chain) and three replies");
     client.shutdown();
 }
 

@@ -16,14 +16,16 @@ const TASK: &str = "print the biography of Sofia Coppola";
 
 const GOOD: &str = "```python\nfrom chainsmith.tools import tmdb\nfound = tmdb.search_person(query=\"Sofia Coppola\")\nperson = tmdb.person(person_id=found[\"results\"][0][\"id\"])\nprint(person[\"biography\"])\n```";
 
-/// A draft that fails at run time (the test server answers 404 for that id), the revision that
-/// works, and the judge's "Solved": the conversation touches candidates, runs, attribution,
-/// revision with a tool's protocol and the judge.
+/// The planner's first chain chosen, a completion that fails at run time (the test server answers
+/// 404 for that id), the revision that works, and the judge's "Solved": the conversation touches
+/// the plans, candidates, runs, attribution, revision with a tool's protocol and the judge.
 fn scripted() -> Server {
     Server::start(|body, _| {
         let last = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
         if last.contains("Does the output answer the task") {
             Answer::text("Solved.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text("1")
         } else if last.contains("Revise it") {
             Answer::text(GOOD)
         } else {
@@ -96,7 +98,7 @@ fn generate_asks_the_model_the_same_from_the_terminal_the_editor_and_eval() {
     let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true);
     assert!(format!("{:?}", edit.params).contains("person_id=found"), "{:?}", edit.params);
     let told = client.await_notification::<ShowMessage>(|_| true);
-    assert_eq!(told.message, "chainsmith: a chain that runs was added to bio.py (3 LLM calls)");
+    assert_eq!(told.message, "chainsmith: a chain that runs was added to bio.py (4 LLM calls)");
     client.shutdown();
 
     let eval_llm = scripted();
@@ -108,8 +110,8 @@ fn generate_asks_the_model_the_same_from_the_terminal_the_editor_and_eval() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 
     let terminal = conversation(&terminal_llm);
-    assert_eq!(terminal.len(), 3, "draft, revision, judge: {terminal:#?}");
-    let revision = terminal[1]["messages"].to_string();
+    assert_eq!(terminal.len(), 4, "plan choice, completion, revision, judge: {terminal:#?}");
+    let revision = terminal[2]["messages"].to_string();
     assert!(revision.contains("attributed to the tool `tmdb.person`"), "{revision}");
     assert_eq!(conversation(&editor_llm), terminal, "the editor's generation asked otherwise");
     assert_eq!(conversation(&eval_llm), terminal, "eval asked otherwise than the user's command");

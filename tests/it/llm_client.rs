@@ -187,3 +187,48 @@ async fn a_conversation_longer_than_the_context_is_trimmed_before_sending() {
     let characters: usize = sent.iter().map(|(_, n)| n).sum();
     assert!(characters / 3 < 2048 - 512, "{characters} characters");
 }
+
+/// A server that cannot decode to a schema (an OpenAI-compatible endpoint without constrained
+/// decoding) answers 400 to `response_format`: the request goes again without it, and later
+/// requests of the client leave it out instead of failing once each.
+#[tokio::test]
+async fn a_server_refusing_reply_schemas_is_asked_without_them() {
+    let server = Server::start(|body, _| {
+        if body.get("response_format").is_some() {
+            Answer::Status { code: 400, body: "unknown field response_format".into(), retry_after: None }
+        } else {
+            Answer::text("2")
+        }
+    });
+    let c = client(&server.base_url, "CHAINSMITH_TEST_NO_KEY");
+    let options = Options {
+        reply_schema: Some(serde_json::json!({"type": "integer", "enum": [0, 1, 2]})),
+        ..Options::new(0.0, 4)
+    };
+    let reply = c.chat(&[Message::user("which chain?")], &options).await.unwrap();
+    assert_eq!(reply.content, "2");
+    let again = c.chat(&[Message::user("which chain?")], &options).await.unwrap();
+    assert_eq!(again.content, "2");
+    let bodies: Vec<serde_json::Value> = server.requests.lock().unwrap().iter().map(|r| r.body.clone()).collect();
+    assert_eq!(bodies.len(), 3, "one refusal, then each request once");
+    assert_eq!(
+        bodies[0]["response_format"]["json_schema"]["schema"]["enum"],
+        serde_json::json!([0, 1, 2]),
+        "the schema is offered first"
+    );
+    assert!(bodies[1].get("response_format").is_none() && bodies[2].get("response_format").is_none());
+    assert_eq!((bodies[0]["max_tokens"].as_u64(), bodies[2]["max_tokens"].as_u64()), (Some(4), Some(4)));
+    assert_eq!(c.meter.requests(), 2, "the refused request is not counted as an answer");
+}
+
+/// What the server took from its prompt cache is counted apart from what it processed, from the
+/// OpenAI field or llama.cpp's timings.
+#[tokio::test]
+async fn reused_prompt_tokens_are_read_from_the_reply() {
+    let openai = r#"{"choices":[{"message":{"content":"a"}}],"usage":{"prompt_tokens":900,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":640}}}"#;
+    let llama = r#"{"choices":[{"message":{"content":"a"}}],"usage":{"prompt_tokens":900,"completion_tokens":3},"timings":{"cache_n":512,"prompt_n":388}}"#;
+    let reply = chainsmith::llm::parse_reply(openai, &[]).unwrap();
+    assert_eq!((reply.usage.prompt_tokens, reply.usage.reused_tokens), (900, 640));
+    assert_eq!(chainsmith::llm::parse_reply(llama, &[]).unwrap().usage.reused_tokens, 512);
+    assert!(reply.usage.to_string().contains("900 prompt, 640 reused"), "{}", reply.usage);
+}
