@@ -307,6 +307,9 @@ const HEAD_ENDS: &[&str] = &[
     "belonging",
 ];
 
+/// Words that, followed by "of", ask to count what comes after.
+const COUNTS: &[&str] = &["number", "count", "total", "amount"];
+
 /// Words that name agents: a name used as "by X" or "X's" is one of these.
 const AGENTS: &[&str] = &["person", "people", "user", "author", "artist", "creator", "member", "owner", "actor"];
 
@@ -333,6 +336,27 @@ impl TaskWords {
             .map(|w| crate::textsearch::root(w))
             .filter(|w| !in_values.contains(w) && !w.chars().all(|c| c.is_ascii_digit()))
             .collect();
+        // In "movies directed by NAME" the verb says how the name relates to what is asked (the
+        // name is an agent, searched as one); it is not what the answer holds.
+        let relations: BTreeSet<&String> = values
+            .contexts
+            .iter()
+            .filter(|c| c.agent && c.before.first().is_some_and(|w| w == "by"))
+            .filter_map(|c| c.before.get(1))
+            .collect();
+        // "The number of movies" asks to count movies: any list of them answers it, and no
+        // response says "number" for that reason.
+        let words: Vec<String> = task
+            .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'')
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let counted: BTreeSet<String> = words
+            .windows(2)
+            .filter(|pair| COUNTS.contains(&pair[0].as_str()) && pair[1] == "of")
+            .map(|pair| crate::textsearch::root(&pair[0]))
+            .collect();
+        content.retain(|w| !relations.contains(w) && !counted.contains(w));
         content.sort();
         content.dedup();
         let mut ask = Vec::new();
@@ -740,5 +764,32 @@ mod tests {
         assert_eq!(first.path().last().map(String::as_str), Some("POST /repos/{owner}/{repo}/pulls"), "{plans:#?}");
         assert!(first.calls.last().unwrap().writes);
         assert!(first.skeleton(&catalog).contains("# may change data: chainsmith asks before running this call\n"));
+    }
+
+    /// The task's words as the scorer reads them: the verb of "directed by NAME" relates the name
+    /// and "the number of" asks to count; neither is what the answer holds.
+    #[test]
+    fn relations_to_a_name_and_counting_are_not_what_is_asked() {
+        let words = TaskWords::of("give me the number of movies directed by Sofia Coppola");
+        let root = |w: &str| crate::textsearch::root(w);
+        assert!(words.content.contains(&root("movies")), "{:?}", words.content);
+        assert!(!words.content.contains(&root("directed")), "{:?}", words.content);
+        assert!(!words.content.contains(&root("number")), "{:?}", words.content);
+        assert_eq!(words.ask, [root("movies")], "the head goes on past the count to what is counted");
+        let kept = TaskWords::of("Who is the director of the movie \"Twilight\"?");
+        assert!(kept.content.contains(&root("director")), "asked, not a relation: {:?}", kept.content);
+    }
+
+    /// On the real TMDB spec: movies directed by someone are that person's movie credits, not
+    /// one credit looked up from them.
+    #[test]
+    fn movies_directed_by_someone_are_their_movie_credits() {
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
+        let catalog = crate::toolset::workspace::load(&crate::config::Config::load(root, None));
+        let flow = DataFlow::build(&catalog);
+        let index = CatalogIndex::new(&catalog);
+        let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
+        let plans = planner.plans("give me the number of movies directed by Sofia Coppola", 3).unwrap();
+        assert_eq!(plans[0].path(), ["GET /search/person", "GET /person/{person_id}/movie_credits"], "{plans:#?}");
     }
 }
