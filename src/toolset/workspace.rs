@@ -101,7 +101,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             }
         }
     } else {
-        let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+        let config_file = config.config_file();
         let mut mcp_listed = list_mcp_servers(config, &config_file, &trust, &mut texts);
         // Every file of every toolset at once; merged below in the order the configuration gives.
         let jobs: Vec<FileJob<'_>> = config
@@ -189,7 +189,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     // What would run later (a run's interpreter, command tools), loosen a run's sandbox or send a
     // secret, and is not trusted: said where it is declared, so the user learns it before running
     // anything.
-    let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+    let config_file = config.config_file();
     let loosenings = trust::Command::python(&config.runtime)
         .into_iter()
         .chain(trust::Command::sandbox(&config.runtime))
