@@ -367,6 +367,12 @@ struct RawConfig {
 }
 
 impl Config {
+    /// The chainsmith.toml that was read, else where it would be: what diagnostics on the
+    /// configuration (a toolset's entry, an MCP server) are located in.
+    pub fn config_file(&self) -> PathBuf {
+        self.file.clone().unwrap_or_else(|| self.root.join(CONFIG_FILE))
+    }
+
     /// Reads `<root>/chainsmith.toml` (when present) and applies editor-setting overrides.
     pub fn load(root: &Path, overrides: Option<&serde_json::Value>) -> Config {
         let path = root.join(CONFIG_FILE);

@@ -46,7 +46,7 @@ impl Imports {
             match node.kind() {
                 "import_statement" => imports.import_statement(node, text),
                 "import_from_statement" => imports.import_from(node, text),
-                kind if super::flow::contains_statements(kind) => {
+                kind if super::parse::contains_statements(kind) => {
                     let mut cursor = node.walk();
                     stack.extend(node.named_children(&mut cursor));
                 }

@@ -138,6 +138,19 @@ fn point_at(text: &str, offset: usize) -> Point {
     Point { row, column }
 }
 
+/// Node kinds whose children include statements (or, for `expression_statement`, assignments).
+/// The grammar's shape, so it lives with the parser: the import collector (`dialect`) and the
+/// walk (`flow`) both descend by it.
+pub fn contains_statements(kind: &str) -> bool {
+    is_statement_like(kind) || kind == "module"
+}
+
+pub fn is_statement_like(kind: &str) -> bool {
+    kind.ends_with("_statement")
+        || kind.ends_with("_definition")
+        || matches!(kind, "block" | "else_clause" | "elif_clause" | "except_clause" | "finally_clause" | "case_clause")
+}
+
 pub fn range_of(node: Node) -> ByteRange {
     ByteRange::new(node.start_byte(), node.end_byte())
 }

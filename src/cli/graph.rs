@@ -6,8 +6,8 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{load_workspace, workspace_root};
-use crate::graph::eval::{self, ToolInfo};
 use crate::graph::import::{self, Kind, Resolver};
+use crate::graph::prediction::{self, ToolInfo};
 use crate::graph::render::{render, render_svg};
 use crate::graph::store::{ImportedSet, STORE_PATH, Store};
 use crate::graph::trace::TraceEvaluator;
@@ -167,7 +167,7 @@ fn evaluate(root: &Path, trajectories: &Path, folds: usize) -> Result<u8> {
     }
     let steps: usize = data.iter().map(|t| t.tools.len()).sum();
     let info = ToolInfo::new(&catalog);
-    let results = eval::evaluate(&data, &info, folds);
+    let results = prediction::evaluate(&data, &info, folds);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(
@@ -185,7 +185,7 @@ fn evaluate(root: &Path, trajectories: &Path, folds: usize) -> Result<u8> {
         if !result.weights.is_empty() {
             let lambdas: Vec<String> = result.weights.iter().map(|w| format!("{}", w.lambda)).collect();
             writeln!(out, "lambda {} (per fold, chosen on its training part)", lambdas.join(" "))?;
-            if result.variant == crate::graph::eval::Variant::Combined {
+            if result.variant == prediction::Variant::Combined {
                 let flows: Vec<String> = result.weights.iter().map(|w| format!("{}", w.flow)).collect();
                 let repeats: Vec<String> = result.weights.iter().map(|w| format!("{}", w.repeat)).collect();
                 writeln!(out, "flow bonus {} · repeat damping {} (likewise)", flows.join(" "), repeats.join(" "))?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use crate::probe::eval;
+use crate::probe::schema_recovery;
 
 pub fn probe_eval(openapi: &[PathBuf], answers: Option<&PathBuf>, queries: &[PathBuf]) -> Result<u8> {
     if openapi.is_empty() && answers.is_none() {
@@ -14,7 +14,7 @@ pub fn probe_eval(openapi: &[PathBuf], answers: Option<&PathBuf>, queries: &[Pat
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     for spec in openapi {
-        let (agreement, operations) = eval::openapi_examples(spec)?;
+        let (agreement, operations) = schema_recovery::openapi_examples(spec)?;
         writeln!(
             out,
             "[{}] {operations} operations with a response example, inferred from the example vs declared",
@@ -26,7 +26,7 @@ pub fn probe_eval(openapi: &[PathBuf], answers: Option<&PathBuf>, queries: &[Pat
     }
     if let Some(dir) = answers {
         let files: Vec<&std::path::Path> = queries.iter().map(PathBuf::as_path).collect();
-        let report = eval::toolbench_answers(dir, &files)?;
+        let report = schema_recovery::toolbench_answers(dir, &files)?;
         writeln!(
             out,
             "[{}] {} tools with recorded responses ({} samples, {} tools with several); {} compared with template_response",

@@ -106,7 +106,7 @@ pub fn learn_run(root: &std::path::Path, outcome: &RunOutcome, answered: Option<
         return;
     };
     let Ok(value) = serde_json::to_value(&outcome.trace) else { return };
-    let Ok(mut trace) = serde_json::from_value::<crate::graph::trace::Trace>(value) else { return };
+    let Ok(mut trace) = serde_json::from_value::<crate::graph::trace::TraceSummary>(value) else { return };
     trace.answered = answered;
     if let Err(e) = crate::graph::workspace::learn_run(root, &name, &trace, &crate::graph::trace::TraceEvaluator) {
         tracing::warn!("ToolNet did not record the run {name}: {e}");

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::Trajectory;
-use super::trace::Trace;
+use super::trace::TraceSummary;
 use crate::names;
 use crate::toolset::{Catalog, Transport};
 
@@ -49,7 +49,7 @@ pub struct Imported {
     pub kind: Kind,
     pub trajectories: Vec<Trajectory>,
     /// A trace file's run.
-    pub trace: Option<Trace>,
+    pub trace: Option<TraceSummary>,
     /// Tasks (entries, lines) left out because a step maps to no tool.
     pub dropped: usize,
     /// Steps that needed a repair (trimmed, matched by shape or by a cut name).
@@ -223,7 +223,7 @@ pub fn read(text: &str, resolver: &Resolver<'_>) -> Result<Imported, String> {
             if doc.pointer("/tree/tree").is_some() {
                 dfsdt(&doc, resolver)
             } else if doc.get("calls").is_some() {
-                let trace: Trace = serde_json::from_value(doc).map_err(|e| format!("not a run trace: {e}"))?;
+                let trace: TraceSummary = serde_json::from_value(doc).map_err(|e| format!("not a run trace: {e}"))?;
                 let mut imported = Imported::new(Kind::Trace);
                 let tools = trace.trajectory();
                 if !tools.is_empty() {

@@ -18,11 +18,11 @@
 //! Where the graph comes from: the workspace's programs (their call order), run traces
 //! (`.chainsmith/runs/*.json`) and imported trajectory files (RestBench, ToolBench DFSDT answers,
 //! JSONL), the last two kept in `.chainsmith/toolnet.json` ([`store`]). [`workspace`] puts them
-//! together; [`editor`] answers the editor's questions; [`eval`] measures next-tool prediction.
+//! together; [`editor`] answers the editor's questions; [`prediction`] measures next-tool prediction.
 
 pub mod editor;
-pub mod eval;
 pub mod import;
+pub mod prediction;
 pub mod render;
 pub mod store;
 pub mod trace;

@@ -2,7 +2,7 @@
 //!
 //! The runtime writes one trace per run to `.chainsmith/runs/<time>-<file>.json`, in the shape
 //! DESIGN.md fixes: `{program, started, ok, calls: [{id, tool, arguments, ok, status, response,
-//! error, duration_ms, line}], error?: {type, message, line, attributed_call}}`. [`Trace`] reads
+//! error, duration_ms, line}], error?: {type, message, line, attributed_call}}`. [`TraceSummary`] reads
 //! that shape tolerantly: unknown fields are ignored, missing ones take defaults, and the heavy
 //! parts (`arguments`, `response`) are skipped without being kept.
 //!
@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// One run of a program, as recorded by the runtime.
+/// One run of a program, as recorded by the runtime, read back without its heavy parts: a summary
+/// of the runtime's [`crate::runtime::Trace`] (the full record a run writes), named apart from it.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct Trace {
+pub struct TraceSummary {
     #[serde(default)]
     pub program: String,
     #[serde(default)]
@@ -80,7 +81,7 @@ impl TraceCall {
     }
 }
 
-impl Trace {
+impl TraceSummary {
     /// Whether the run succeeded: its `ok`, else no `error`.
     pub fn succeeded(&self) -> bool {
         self.ok.unwrap_or(self.error.is_none())
@@ -121,7 +122,7 @@ fn ids_match(a: &Value, b: &Value) -> bool {
 
 /// ToolNet's evaluator: scores each tool a run used, in [-3, 3].
 pub trait Evaluator {
-    fn evaluate(&self, trace: &Trace) -> BTreeMap<String, f64>;
+    fn evaluate(&self, trace: &TraceSummary) -> BTreeMap<String, f64>;
 }
 
 /// The default, deterministic evaluator. Per call: an error −2; a success in a run that failed at
@@ -132,7 +133,7 @@ pub trait Evaluator {
 pub struct TraceEvaluator;
 
 impl Evaluator for TraceEvaluator {
-    fn evaluate(&self, trace: &Trace) -> BTreeMap<String, f64> {
+    fn evaluate(&self, trace: &TraceSummary) -> BTreeMap<String, f64> {
         let run_ok = trace.succeeded();
         let attributed = if run_ok { None } else { trace.attributed_call() };
         let mut scores: BTreeMap<String, f64> = BTreeMap::new();
@@ -168,7 +169,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn trace(v: Value) -> Trace {
+    fn trace(v: Value) -> TraceSummary {
         serde_json::from_value(v).unwrap()
     }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::store::{RunRecord, Store, StoreError};
-use super::trace::{Evaluator, Trace, TraceEvaluator};
+use super::trace::{Evaluator, TraceEvaluator, TraceSummary};
 use super::{ToolGraph, Trajectory};
 use crate::analysis::{self, Analysis, parse};
 use crate::config::{Config, ToolnetConfig};
@@ -37,7 +37,7 @@ pub fn program_tools(analysis: &Analysis<'_>) -> Vec<String> {
 }
 
 /// A run as the store keeps it: its successful-call trajectory and the evaluator's scores.
-pub fn run_record(trace: &Trace, evaluator: &dyn Evaluator) -> RunRecord {
+pub fn run_record(trace: &TraceSummary, evaluator: &dyn Evaluator) -> RunRecord {
     RunRecord {
         program: trace.program.clone(),
         started: trace.started.as_ref().and_then(|s| s.as_str()).map(str::to_string),
@@ -49,14 +49,14 @@ pub fn run_record(trace: &Trace, evaluator: &dyn Evaluator) -> RunRecord {
 }
 
 /// Reads a trace file.
-pub fn read_trace(path: &Path) -> Result<Trace, String> {
+pub fn read_trace(path: &Path) -> Result<TraceSummary, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the trace: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("not a run trace: {e}"))
 }
 
 /// Records one run in the workspace's store (what the runtime calls after writing a trace).
 /// `name` is the trace's file name; a run already recorded under that name is replaced.
-pub fn learn_run(root: &Path, name: &str, trace: &Trace, evaluator: &dyn Evaluator) -> Result<(), StoreError> {
+pub fn learn_run(root: &Path, name: &str, trace: &TraceSummary, evaluator: &dyn Evaluator) -> Result<(), StoreError> {
     let mut store = Store::load(root)?;
     store.runs.insert(name.to_string(), run_record(trace, evaluator));
     store.save(root).map(|_| ())

@@ -6,6 +6,6 @@
 pub mod chain;
 pub mod decode;
 pub mod discover;
-pub mod eval;
 pub mod infer;
+pub mod schema_recovery;
 pub mod write;

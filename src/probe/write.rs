@@ -200,8 +200,7 @@ fn render(value: &Value, indent: &str) -> String {
 mod tests {
     use super::*;
     use crate::toolset::overlay::merge as merge_overlay;
-    use crate::toolset::workspace::Texts;
-    use crate::toolset::{Example, Provenance, Toolset};
+    use crate::toolset::{Example, Provenance, Texts, Toolset};
 
     fn probed(name: &str) -> Probed {
         Probed {

@@ -581,7 +581,7 @@ impl Host {
             let key = tool.param(name).map(|p| p.wire_name.clone()).unwrap_or_else(|| name.clone());
             wire.insert(key, value.clone());
         }
-        match super::run::run_command(argv, &self.root, &Value::Object(wire).to_string(), self.call_timeout()) {
+        match super::process::run_command(argv, &self.root, &Value::Object(wire).to_string(), self.call_timeout()) {
             Ok((0, stdout, _)) => Outcome {
                 ok: true,
                 status: None,

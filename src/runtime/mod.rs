@@ -13,6 +13,7 @@ pub mod drift;
 pub mod host;
 pub mod http;
 pub mod package;
+pub mod process;
 pub mod run;
 pub mod sandbox;
 pub mod stubs;

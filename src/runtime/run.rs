@@ -7,12 +7,11 @@
 //! group leader is not reaped until the group has been killed, so its id cannot be reused in
 //! between.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -20,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::attribute::{self, Failure};
 use super::host::{Host, HostSetup, McpPool};
+use super::process::{has_exited, kill_group};
 use super::sandbox::Sandbox;
 use super::trace::{self, Replay, Secrets, Trace, TraceError};
 use super::{Cancel, RunObserver, RunOutcome, RunRequest, Stop, Stream, package};
@@ -347,23 +347,6 @@ fn python_path(package: &Path) -> std::ffi::OsString {
     std::env::join_paths(paths).unwrap_or_else(|_| package.as_os_str().to_owned())
 }
 
-/// Whether the process has ended, without reaping it.
-fn has_exited(pid: i32) -> bool {
-    // SAFETY: waitid only writes into the zeroed siginfo it is given.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT);
-        rc != 0 || info.si_pid() != 0
-    }
-}
-
-fn kill_group(pgid: i32) {
-    // SAFETY: killpg has no memory effects; a group that is gone is ESRCH, ignored.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
-    }
-}
-
 /// Where the program is: asks its fault handler for the main thread's stack and reads the
 /// innermost frame of the program file (a 1-based line).
 fn where_is(pid: i32, fault_file: &Path, program: &Path) -> Option<u32> {
@@ -402,59 +385,6 @@ fn innermost_program_line(dump: &str, program: &Path) -> Option<u32> {
     None
 }
 
-/// Runs a command tool: `input` on its standard input; (exit code, stdout, stderr). It runs in its
-/// own process group, killed on timeout, with the minimal environment of [`crate::trust::confine`].
-pub fn run_command(
-    argv: &[String],
-    cwd: &Path,
-    input: &str,
-    timeout: Duration,
-) -> Result<(i32, String, String), String> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err("the command is empty".into());
-    };
-    let mut command = Command::new(program);
-    let mut child: Child = crate::trust::confine(&mut command, [])
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
-    let pid = child.id() as i32;
-    if let Some(mut stdin) = child.stdin.take() {
-        let input = input.to_string();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        });
-    }
-    let read = |source: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut s) = source {
-                let _ = s.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = read(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let stderr = read(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
-    let deadline = Instant::now() + timeout;
-    while !has_exited(pid) {
-        if Instant::now() >= deadline {
-            kill_group(pid);
-            let _ = child.wait();
-            return Err(format!("`{program}` did not finish within {} s", timeout.as_secs()));
-        }
-        std::thread::sleep(POLL);
-    }
-    kill_group(pid);
-    let status = child.wait().map_err(|e| e.to_string())?;
-    Ok((status.code().unwrap_or(1), stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,17 +394,5 @@ mod tests {
         let dump = "Current thread 0x00007f (most recent call first):\n  File \"/usr/lib/python3.11/socket.py\", line 706 in readinto\n  File \"/w/p.py\", line 12 in fetch\n  File \"/w/p.py\", line 20 in <module>\n";
         assert_eq!(innermost_program_line(dump, Path::new("/w/p.py")), Some(12));
         assert_eq!(innermost_program_line(dump, Path::new("/w/q.py")), None);
-    }
-
-    #[test]
-    fn commands_get_their_input_and_time_out() {
-        let argv = vec!["sh".to_string(), "-c".to_string(), "cat; echo err >&2; exit 3".to_string()];
-        let (code, out, err) = run_command(&argv, Path::new("."), "{\"a\":1}", Duration::from_secs(5)).unwrap();
-        assert_eq!((code, out.as_str(), err.trim()), (3, "{\"a\":1}", "err"));
-        let slow = vec!["sleep".to_string(), "5".to_string()];
-        let started = Instant::now();
-        let e = run_command(&slow, Path::new("."), "", Duration::from_millis(200)).unwrap_err();
-        assert!(e.contains("did not finish"), "{e}");
-        assert!(started.elapsed() < Duration::from_secs(2));
     }
 }

@@ -8,18 +8,16 @@
 //! a result newer than the one it holds, so a slow load finishing late never replaces a newer one.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures::FutureExt;
 use serde_json::Value;
 use tower_lsp_server::Client;
-use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::lsp_types as lsp;
 
-use super::handlers;
+use super::diagnostics;
+use super::guard::{guarded, off_loop};
 use super::session::{Session, Snapshot, Toolnet};
 use super::task::Tasks;
 use super::{Status, StatusNotification};
@@ -138,13 +136,12 @@ impl Context {
             let s = self.session();
             (s.world(), s.snapshots(), s.drift_diagnostics())
         };
-        let files = guarded("publish workspace diagnostics", || handlers::diagnostics::workspace(&world, &observed))
-            .unwrap_or_default();
+        let files =
+            guarded("publish workspace diagnostics", || diagnostics::workspace(&world, &observed)).unwrap_or_default();
         let programs: Vec<_> = snapshots
             .iter()
             .map(|snap| {
-                let diagnostics =
-                    guarded("publish diagnostics", || handlers::diagnostics::program(snap)).unwrap_or_default();
+                let diagnostics = guarded("publish diagnostics", || diagnostics::program(snap)).unwrap_or_default();
                 (snap.uri.clone(), snap.version, diagnostics)
             })
             .collect();
@@ -191,7 +188,7 @@ impl Context {
             if !ctx.is_current(&owned.uri, owned.version, owned.world.generation) {
                 return None;
             }
-            Some(handlers::diagnostics::program(&owned))
+            Some(diagnostics::program(&owned))
         })
         .await;
         let diagnostics = match diagnostics {
@@ -209,57 +206,6 @@ impl Context {
     fn is_current(&self, uri: &lsp::Uri, version: i32, generation: u64) -> bool {
         let s = self.session();
         s.generation == generation && s.document(uri).is_some_and(|d| d.version == version)
-    }
-}
-
-/// Runs `f`, turning a panic into an `InternalError` answer (and a log line on stderr).
-pub fn guarded<R>(method: &str, f: impl FnOnce() -> R) -> Result<R> {
-    catch_unwind(AssertUnwindSafe(f)).map_err(|panic| panic_error(method, panic.as_ref()))
-}
-
-/// [`guarded`] for an entry point's whole future (notifications, `initialize`, commands): the
-/// framework catches no panic, and one there would end the server.
-pub async fn guarded_async<R>(method: &str, future: impl Future<Output = R>) -> Result<R> {
-    AssertUnwindSafe(future).catch_unwind().await.map_err(|panic| panic_error(method, panic.as_ref()))
-}
-
-/// Runs `work` on the blocking pool, off the I/O loop, so the server keeps reading messages —
-/// the next `didChange`, a `$/cancelRequest` — while it works. A request cancelled (its future
-/// dropped) before its turn on the pool never starts; one already running finishes unseen.
-pub async fn off_loop<R: Send + 'static>(method: &'static str, work: impl FnOnce() -> R + Send + 'static) -> Result<R> {
-    struct Dropped(Arc<AtomicBool>);
-    impl Drop for Dropped {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-    let dropped = Dropped(Arc::new(AtomicBool::new(false)));
-    let abandoned = dropped.0.clone();
-    let handle =
-        tokio::task::spawn_blocking(move || (!abandoned.load(Ordering::SeqCst)).then(|| guarded(method, work)));
-    match handle.await {
-        Ok(Some(result)) => result,
-        Ok(None) => Err(Error::request_cancelled()),
-        Err(e) => Err(panic_error(method, &e.to_string())),
-    }
-}
-
-/// What a panic said, from its payload (`panic!` gives a `&str` or a `String`).
-pub fn panic_reason(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
-fn panic_error(method: &str, panic: &(dyn std::any::Any + Send)) -> Error {
-    let reason = panic_reason(panic);
-    tracing::error!("{method} panicked: {reason}");
-    Error {
-        code: ErrorCode::InternalError,
-        message: format!("chainsmith: {method} failed: {reason}").into(),
-        data: None,
     }
 }
 

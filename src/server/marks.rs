@@ -2,11 +2,14 @@
 //! failure diagnostics (until the next good run or an edit of their line; edits elsewhere move
 //! them).
 
-use super::session::Snapshot;
+use std::path::Path;
+
 use crate::analysis;
+use crate::config::Config;
 use crate::diagnostic::Diagnostic;
 use crate::runtime::{RunOutcome, TraceCall};
 use crate::text::{ByteRange, LineIndex};
+use crate::toolset::Catalog;
 
 /// One call's result at its place in the program.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,13 +85,21 @@ impl RunMarks {
         });
     }
 
-    /// The marks of a finished run on the text it ran.
-    pub fn of(version: i32, text: &str, snap: &Snapshot, outcome: &RunOutcome) -> RunMarks {
+    /// The marks of a finished run on the text it ran: the program at `path`, analysed against the
+    /// workspace's catalog and configuration (those of the session's snapshot, which this file does
+    /// not name: the session holds the marks).
+    pub fn of(
+        version: i32,
+        text: &str,
+        path: &Path,
+        catalog: &Catalog,
+        config: &Config,
+        outcome: &RunOutcome,
+    ) -> RunMarks {
         let index = LineIndex::new(text);
         let diagnostics = outcome.diagnostics.iter().map(|d| mark(d.clone(), text, &index)).collect();
         let tree = analysis::parse::parse(text);
-        let world = &snap.world;
-        let result = analysis::analyze(&snap.path, text, &tree, &world.catalog, &world.config.diagnostics);
+        let result = analysis::analyze(path, text, &tree, catalog, &config.diagnostics);
         let mut by_offset: Vec<(usize, Vec<&TraceCall>)> = Vec::new();
         for call in &outcome.trace.calls {
             let Some(line) = call.line else { continue };

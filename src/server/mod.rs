@@ -6,15 +6,18 @@
 //! Concurrency (DESIGN.md, "LSP conventions"): notification handlers change the [`session::Session`] under a
 //! `std::sync::Mutex` before their first `.await` and never hold it across one; requests copy out a
 //! [`session::Snapshot`] and run a plain handler function on it on the blocking pool
-//! ([`context::off_loop`]: the I/O loop keeps reading the next `didChange` and `$/cancelRequest`
+//! ([`guard::off_loop`]: the I/O loop keeps reading the next `didChange` and `$/cancelRequest`
 //! meanwhile, and a request cancelled before its turn never starts) under `catch_unwind`, so a
 //! panic in the core answers an internal error instead of taking the server down. Only
 //! `completionItem/resolve`, one tool's rendering, runs on the loop. Every other entry point —
-//! `initialize`, notifications, `executeCommand` — is guarded the same way ([`context::guarded_async`]). Long work (runs,
+//! `initialize`, notifications, `executeCommand` — is guarded the same way ([`guard::guarded_async`]). Long work (runs,
 //! generation, probing) runs as registered tasks ([`task`]) that shutdown cancels.
 
+pub mod command_names;
 pub mod context;
 pub mod convert;
+pub mod diagnostics;
+pub mod guard;
 pub mod handlers;
 pub mod marks;
 pub mod session;
@@ -32,7 +35,8 @@ use tower_lsp_server::lsp_types::{self as lsp, notification::Notification};
 use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 
 use crate::toolset::Catalog;
-use context::{Context, guarded, guarded_async, off_loop};
+use context::Context;
+use guard::{guarded, guarded_async, off_loop};
 use handlers::notifications as notify;
 use session::{Snapshot, World};
 

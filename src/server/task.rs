@@ -18,7 +18,7 @@ use tower_lsp_server::Client;
 use tower_lsp_server::lsp_types::{self as lsp, notification, request};
 
 use crate::runtime::Cancel;
-use crate::server::handlers::commands::names;
+use crate::server::command_names as names;
 
 /// How long the server waits for the client to answer one of its requests
 /// (`window/workDoneProgress/create`, `workspace/configuration`, `workspace/applyEdit`, …) before
@@ -299,7 +299,7 @@ where
         if let Err(e) = handle.await
             && e.is_panic()
         {
-            let reason = crate::server::context::panic_reason(e.into_panic().as_ref());
+            let reason = crate::server::guard::panic_reason(e.into_panic().as_ref());
             tracing::error!("{what} panicked: {reason}");
             client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {what} failed: {reason}")).await;
         }

@@ -16,6 +16,7 @@ pub mod native;
 pub mod openapi;
 pub mod overlay;
 pub mod refs;
+pub mod required;
 pub mod schema;
 pub mod swagger;
 pub mod toolbench;
@@ -29,6 +30,10 @@ use serde_json::Value;
 
 use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;
+
+/// The texts of the protocol files that were read, for positions in diagnostics and definitions.
+/// Loading (`workspace`) fills it and the probed overlay (`overlay`) adds its files to it.
+pub type Texts = HashMap<PathBuf, Arc<str>>;
 
 /// Where a parameter travels when the tool is called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -292,7 +297,7 @@ pub struct Catalog {
     /// (toolset index, tool index) → its alias.
     aliases: HashMap<(usize, usize), String>,
     /// The text of every protocol file read, for positions (definitions, diagnostics).
-    pub texts: workspace::Texts,
+    pub texts: Texts,
     /// What this workspace may run, as it was when the catalog was loaded (the runtime asks it
     /// before starting a command tool or the interpreter).
     pub trust: crate::trust::Trust,

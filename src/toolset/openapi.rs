@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::doc::{Node, NodeKind};
 use super::refs::{self, RefError, Resolver};
+use super::required::{Flag, flag};
 use super::schema::{self, Schemas};
 use super::swagger;
 use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
@@ -168,26 +169,6 @@ fn scalar_text(node: &Node) -> String {
         NodeKind::Number(n) => n.to_string(),
         NodeKind::Bool(b) => b.to_string(),
         _ => String::new(),
-    }
-}
-
-/// How a `required` flag is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flag {
-    Bool(bool),
-    /// `"true"` or `"false"` (any case), as some generators quote booleans: read as meant.
-    Text(bool),
-    /// Anything else, which reads as if absent.
-    Other,
-}
-
-/// How `node`, a `required` value, is written.
-pub(super) fn flag(node: &Node) -> Flag {
-    match &node.kind {
-        NodeKind::Bool(b) => Flag::Bool(*b),
-        NodeKind::String(s) if s.trim().eq_ignore_ascii_case("true") => Flag::Text(true),
-        NodeKind::String(s) if s.trim().eq_ignore_ascii_case("false") => Flag::Text(false),
-        _ => Flag::Other,
     }
 }
 

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::Texts;
 use super::doc::{self, Syntax};
-use super::workspace::Texts;
 use super::{Example, Provenance, Tool, Toolset};
 use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;

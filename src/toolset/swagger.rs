@@ -10,7 +10,7 @@
 //! (`#/definitions/...`); shared parameters and responses are rewritten in place.
 
 use super::doc::{Node, NodeKind};
-use super::openapi::Flag;
+use super::required::Flag;
 use crate::text::ByteRange;
 
 /// Parameter keywords that describe the value: under OpenAPI 3 they belong to its `schema`.
@@ -42,10 +42,10 @@ pub fn is_swagger2(doc: &Node) -> bool {
 }
 
 /// A form field whose `required` is no boolean. The 3.0 shape lists required fields by name, with
-/// no place for how the flag was written, so the rewrite reads it as [`openapi::flag`] does and
+/// no place for how the flag was written, so the rewrite reads it as [`required::flag`] does and
 /// hands it on for the loader to report.
 ///
-/// [`openapi::flag`]: super::openapi::flag
+/// [`required::flag`]: super::required::flag
 pub struct FormFlag {
     /// How messages name it (``form field `status` in POST /pet/{petId}``).
     pub what: String,
@@ -299,7 +299,7 @@ fn request_body(
             }
         }
         properties.push((name.to_string(), object(field.range, schema)));
-        let flag = field.get("required").map(super::openapi::flag);
+        let flag = field.get("required").map(super::required::flag);
         if let (Some(Flag::Text(_) | Flag::Other), Some(node)) = (flag, field.get("required")) {
             flags.push(FormFlag { what: format!("form field `{name}` in {label}"), node: node.clone() });
         }

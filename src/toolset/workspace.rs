@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::doc::{self, Node, Syntax};
-use super::{Auth, Catalog, Loaded, SourceKind, Toolset, Transport, mcp, native, openapi, toolbench};
+use super::{Auth, Catalog, Loaded, SourceKind, Texts, Toolset, Transport, mcp, native, openapi, toolbench};
 use crate::config::{AuthConfig, Config, PROTOCOLS_DIR, ToolsetSource};
 use crate::diagnostic::Diagnostic;
 use crate::names;
@@ -49,9 +49,6 @@ pub fn detect(doc: &Node) -> Option<SourceKind> {
     }
     None
 }
-
-/// The texts of the protocol files that were read, for positions in diagnostics and definitions.
-pub type Texts = HashMap<PathBuf, Arc<str>>;
 
 /// Loads every toolset of the workspace described by `config`.
 pub fn load(config: &Config) -> Catalog {
@@ -104,7 +101,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             }
         }
     } else {
-        let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+        let config_file = config.config_file();
         let mut mcp_listed = list_mcp_servers(config, &config_file, &trust, &mut texts);
         // Every file of every toolset at once; merged below in the order the configuration gives.
         let jobs: Vec<FileJob<'_>> = config
@@ -192,7 +189,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     // What would run later (a run's interpreter, command tools), loosen a run's sandbox or send a
     // secret, and is not trusted: said where it is declared, so the user learns it before running
     // anything.
-    let config_file = config.file.clone().unwrap_or_else(|| config.root.join(crate::config::CONFIG_FILE));
+    let config_file = config.config_file();
     let loosenings = trust::Command::python(&config.runtime)
         .into_iter()
         .chain(trust::Command::sandbox(&config.runtime))
@@ -497,4 +494,121 @@ fn discover(dir: &Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
+}
+
+#[cfg(test)]
+mod tests {
+    //! Loading a whole workspace: what the files a protocol file pulls in (`bundle`) become once
+    //! loaded, and where their problems are reported.
+
+    use crate::config::Config;
+    use crate::toolset::schema::{self, KeyLookup};
+
+    const MAIN: &str = r#"openapi: 3.0.3
+info: {title: Pets, version: "1"}
+paths:
+  /pets:
+    get: {$ref: "paths/pets_list.yaml"}
+  /pets/{id}:
+    get:
+      parameters: [{$ref: "parameters.yaml#/id"}]
+      responses:
+        "200":
+          description: one pet
+          content: {application/json: {schema: {$ref: "schemas/pet.yaml#/Pet"}}}
+  /remote:
+    get:
+      responses:
+        "200":
+          description: from afar
+          content: {application/json: {schema: {$ref: "https://example.com/schemas.yaml#/Thing"}}}
+  /missing:
+    get:
+      responses:
+        "200":
+          description: gone
+          content: {application/json: {schema: {$ref: "schemas/gone.yaml#/Gone"}}}
+components:
+  schemas:
+    Error: {type: object, properties: {message: {type: string}}}
+"#;
+
+    /// An operation in its own file (DigitalOcean's layout), referring back to the main file and
+    /// on to a sibling folder.
+    const LIST: &str = r#"operationId: listPets
+summary: List pets
+responses:
+  "200":
+    description: pets
+    content: {application/json: {schema: {type: array, items: {$ref: "../schemas/pet.yaml#/Pet"}}}}
+  default:
+    description: error
+    content: {application/json: {schema: {$ref: "../openapi.yaml#/components/schemas/Error"}}}
+"#;
+
+    /// Recursive across the file: a pet's parent is a pet.
+    const PET: &str = r##"Pet:
+  type: object
+  properties:
+    name: {type: string}
+    owner: {$ref: "#/Owner"}
+    parent: {$ref: "#/Pet"}
+Owner:
+  type: object
+  properties:
+    login: {type: string}
+"##;
+
+    #[test]
+    fn other_files_are_bundled_and_problems_located_in_the_main_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (path, text) in [
+            ("openapi.yaml", MAIN),
+            ("paths/pets_list.yaml", LIST),
+            ("schemas/pet.yaml", PET),
+            ("parameters.yaml", "id: {name: id, in: path, required: true, schema: {type: integer}}\n"),
+        ] {
+            std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+            std::fs::write(root.join(path), text).unwrap();
+        }
+        std::fs::write(root.join("chainsmith.toml"), "[[toolsets]]\nname = \"pets\"\nopenapi = \"openapi.yaml\"\n")
+            .unwrap();
+        let catalog = super::load(&Config::load(root, None));
+
+        let list = catalog.tool("pets", "pets").expect("the operation kept in its own file");
+        assert_eq!(list.description, "List pets");
+        let item = schema::items(list, list.response.as_ref().unwrap()).unwrap();
+        let KeyLookup::Declared(parent) = schema::property(list, item, "parent") else { panic!() };
+        let KeyLookup::Declared(owner) = schema::property(list, parent, "owner") else { panic!() };
+        assert!(matches!(schema::property(list, owner, "login"), KeyLookup::Declared(_)));
+        assert_eq!(schema::property(list, owner, "logn"), KeyLookup::Missing);
+        assert_eq!(catalog.alias_of(list), Some("list_pets"));
+
+        let one = catalog.tool("pets", "pets_by_id").expect("GET /pets/{id}");
+        assert_eq!(schema::types(one, &one.param("id").expect("a parameter from another file").schema), ["integer"]);
+
+        // A remote reference and an unreadable file: errors on their `$ref` in openapi.yaml, and
+        // only their operations are disabled.
+        assert!(catalog.tool("pets", "remote").is_none() && catalog.tool("pets", "missing").is_none());
+        let text = std::fs::read_to_string(root.join("openapi.yaml")).unwrap();
+        let mut problems: Vec<(String, &str)> = catalog
+            .diagnostics
+            .iter()
+            .map(|d| {
+                assert!(d.file.ends_with("openapi.yaml"), "{d:?}");
+                (d.message.clone(), &text[d.range.start..d.range.end])
+            })
+            .collect();
+        problems.sort();
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].0.contains("is remote; chainsmith never fetches"), "{problems:?}");
+        assert_eq!(problems[0].1, "\"https://example.com/schemas.yaml#/Thing\"");
+        assert!(
+            problems[1].0.contains("leads to a file that could not be read; operation GET /missing is disabled"),
+            "{problems:?}"
+        );
+        assert!(problems[2].0.starts_with("`$ref` `schemas/gone.yaml#/Gone`: cannot read"), "{problems:?}");
+        assert_eq!(problems[2].1, "\"schemas/gone.yaml#/Gone\"");
+    }
 }

@@ -36,7 +36,7 @@ use tree_sitter::{Node, Tree};
 
 use super::Analysis;
 use super::dialect::Imports;
-use super::parse::{fields, range_of, text_of};
+use super::parse::{fields, is_statement_like, range_of, text_of};
 use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;
 use crate::toolset::Catalog;
@@ -446,15 +446,4 @@ fn parameter_name<'t>(param: Node, text: &'t str) -> Option<&'t str> {
         }
         _ => None,
     }
-}
-
-/// Node kinds whose children include statements (or, for `expression_statement`, assignments).
-pub fn contains_statements(kind: &str) -> bool {
-    is_statement_like(kind) || kind == "module"
-}
-
-fn is_statement_like(kind: &str) -> bool {
-    kind.ends_with("_statement")
-        || kind.ends_with("_definition")
-        || matches!(kind, "block" | "else_clause" | "elif_clause" | "except_clause" | "finally_clause" | "case_clause")
 }

@@ -6,9 +6,11 @@
 
 use tree_sitter::Node;
 
-use super::{Walker, contains_statements};
+use super::Walker;
 use crate::analysis::dialect::UrlPart;
-use crate::analysis::parse::{content_value, decode_escape, fields, range_of, string_value, text_of};
+use crate::analysis::parse::{
+    contains_statements, content_value, decode_escape, fields, range_of, string_value, text_of,
+};
 
 /// How many names and nested pieces a URL is followed through. Names may refer to each other,
 /// even in a cycle (`url = url + "/x"` reads its own assignment), so the resolution must stop.

@@ -15,7 +15,7 @@ use crate::server::session::{Snapshot, World};
 use crate::text::ByteRange;
 use crate::text::{Encoding, LineIndex};
 
-use super::diagnostics;
+use crate::server::diagnostics;
 
 /// Quick fixes in an open program.
 pub fn code_action(snap: &Snapshot, params: &lsp::CodeActionParams) -> Option<lsp::CodeActionResponse> {

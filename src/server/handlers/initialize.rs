@@ -89,3 +89,14 @@ fn capabilities(encoding: crate::text::Encoding) -> lsp::ServerCapabilities {
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_advertises_every_command_name() {
+        let advertised = capabilities(crate::text::Encoding::Utf16).execute_command_provider.unwrap().commands;
+        assert_eq!(advertised, COMMANDS.map(String::from));
+    }
+}

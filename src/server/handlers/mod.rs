@@ -11,7 +11,6 @@ pub mod code_lens;
 pub mod completion;
 pub mod completion_resolve;
 pub mod definition;
-pub mod diagnostics;
 pub mod document_symbol;
 pub mod hover;
 pub mod inlay_hint;

@@ -21,35 +21,8 @@ use serde_json::Value;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
+pub use crate::server::command_names::{self as names, COMMANDS};
 use crate::server::context::Context;
-
-/// The commands' names, written once: the code lenses and code actions that carry them, the
-/// dispatch that reads them and the capabilities that advertise them must agree, and the editors
-/// (`editors/`) send these exact strings.
-pub mod names {
-    pub const RUN: &str = "chainsmith.run";
-    pub const GENERATE: &str = "chainsmith.generate";
-    pub const FIX: &str = "chainsmith.fix";
-    pub const PLAN: &str = "chainsmith.plan";
-    pub const PROBE: &str = "chainsmith.probe";
-    pub const PROBE_ALL: &str = "chainsmith.probeAll";
-    pub const GRAPH: &str = "chainsmith.graph";
-    pub const TRUST_WORKSPACE: &str = "chainsmith.trustWorkspace";
-    pub const ACCEPT_OBSERVED: &str = "chainsmith.acceptObserved";
-}
-
-/// Every command, as `initialize` advertises them.
-pub const COMMANDS: [&str; 9] = [
-    names::RUN,
-    names::GENERATE,
-    names::FIX,
-    names::PLAN,
-    names::PROBE,
-    names::PROBE_ALL,
-    names::GRAPH,
-    names::TRUST_WORKSPACE,
-    names::ACCEPT_OBSERVED,
-];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {

@@ -9,8 +9,9 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::jobs::{self, Workspace};
-use crate::server::context::{Context, off_loop};
+use crate::server::context::Context;
 use crate::server::convert;
+use crate::server::guard::off_loop;
 use crate::server::session::Snapshot;
 use crate::server::task::CLIENT_REQUEST_TIMEOUT;
 use crate::text::ByteRange;

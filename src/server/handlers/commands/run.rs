@@ -15,7 +15,8 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::runtime::{self, RunObserver, RunRequest, Stream, TraceCall};
-use crate::server::context::{Context, guarded};
+use crate::server::context::Context;
+use crate::server::guard::guarded;
 use crate::server::marks::{RunMarks, mark};
 use crate::server::session::{self, Snapshot};
 use crate::server::task::{self, CLIENT_REQUEST_TIMEOUT, Progress, Showing, Task, TaskKey, TaskKind, spawn_guarded};
@@ -186,8 +187,9 @@ async fn background(
     if let Some(snap) = snapshot
         && outcome.start_error.is_none()
         && !cancelled
-        && let Ok(marks) =
-            guarded(&format!("{} results", names::RUN), || RunMarks::of(snap.version, &text, &snap, &outcome))
+        && let Ok(marks) = guarded(&format!("{} results", names::RUN), || {
+            RunMarks::of(snap.version, &text, &snap.path, &snap.world.catalog, &snap.world.config, &outcome)
+        })
     {
         apply(ctx, &snap, marks).await;
     }

@@ -11,8 +11,9 @@ use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::config::Config;
-use crate::server::context::{Context, guarded};
+use crate::server::context::Context;
 use crate::server::convert;
+use crate::server::guard::guarded;
 use crate::server::session::World;
 use crate::text::LineIndex;
 use crate::toolset::workspace;

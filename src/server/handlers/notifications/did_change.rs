@@ -3,7 +3,8 @@
 
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::server::context::{Context, guarded};
+use crate::server::context::Context;
+use crate::server::guard::guarded;
 
 pub async fn did_change(ctx: &Context, params: lsp::DidChangeTextDocumentParams) {
     let uri = params.text_document.uri;

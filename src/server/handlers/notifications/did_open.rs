@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::config;
-use crate::server::context::{Context, guarded};
+use crate::server::context::Context;
+use crate::server::guard::guarded;
 use crate::server::session::{self, Document};
 
 pub async fn did_open(ctx: &Context, params: lsp::DidOpenTextDocumentParams) {
