@@ -264,6 +264,57 @@ pub fn judge_prompt(task: &str, program: &str, output: &str) -> String {
     )
 }
 
+/// What a run that ended without error shows by itself, before any model is asked: a program
+/// that caught its own failed call did not get what it asked for (it is revised like a failure),
+/// and one that printed nothing, or only text written in the program, answers nothing from the
+/// tools. `None`: the judge decides.
+pub fn checked_verdict(program: &str, outcome: &RunOutcome) -> Option<Verdict> {
+    if let Some(call) = outcome.trace.calls.iter().find(|c| !c.ok) {
+        let why = call.error.clone().unwrap_or_else(|| match call.status {
+            Some(status) => format!("HTTP {status}"),
+            None => "it failed".into(),
+        });
+        return Some(Verdict::Failed(format!(
+            "the call of `{}` failed ({}) and the program went on without its answer",
+            call.tool,
+            crate::runtime::trace::shorten(&why, 200)
+        )));
+    }
+    let mut left = outcome.output.clone();
+    for literal in string_literals(program) {
+        left = left.replace(&literal, " ");
+    }
+    if !left.chars().any(char::is_alphanumeric) {
+        let why = if outcome.output.trim().is_empty() {
+            "it printed nothing"
+        } else {
+            "it printed only text written in the program, nothing from the tools' responses"
+        };
+        return Some(Verdict::Unsolved(why.into()));
+    }
+    None
+}
+
+/// The contents of a program's string literals with at least one letter (f-strings' text parts
+/// included), longest first so that a literal inside another is removed after it.
+fn string_literals(program: &str) -> Vec<String> {
+    let tree = crate::analysis::parse::parse(program);
+    let mut out = Vec::new();
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        if matches!(node.kind(), "string_content") {
+            let text = &program[node.byte_range()];
+            if text.chars().any(char::is_alphabetic) {
+                out.push(text.to_string());
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out.sort_by_key(|l| std::cmp::Reverse(l.len()));
+    out
+}
+
 /// (solved, reason) from a judge's reply; an unclear reply counts as solved (the program ran).
 pub fn read_verdict(reply: &str) -> (bool, String) {
     let lower = reply.to_ascii_lowercase();
@@ -447,6 +498,9 @@ impl<'a> Search<'a> {
     async fn verdict(&self, program: &str, outcome: &RunOutcome) -> Result<Verdict, GenerateError> {
         if !(outcome.trace.ok && outcome.exit_status() == 0) {
             return Ok(Verdict::Failed(reflect::error_text(outcome)));
+        }
+        if let Some(verdict) = checked_verdict(program, outcome) {
+            return Ok(verdict);
         }
         if !self.judge {
             return Ok(Verdict::Solved("the program ran".into()));
@@ -803,6 +857,52 @@ mod tests {
         assert!(reason.contains("printed an id"), "{reason}");
         assert!(!read_verdict("The task is not solved: nothing printed").0);
         assert!(read_verdict("hmm").0);
+    }
+
+    fn ran(output: &str, calls: Vec<crate::runtime::trace::TraceCall>) -> RunOutcome {
+        RunOutcome {
+            trace: Trace { program: String::new(), started: String::new(), ok: true, calls, error: None },
+            exit_code: Some(0),
+            stopped: None,
+            start_error: None,
+            diagnostics: Vec::new(),
+            output: output.into(),
+            trace_file: None,
+            save_error: None,
+            drift: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn runs_that_answer_nothing_from_the_tools_are_told_without_a_model() {
+        let program = "m = t.movie(movie_id=1)\nprint(f\"The director is: {m['director']}\")\nprint('none found')\n";
+        assert_eq!(checked_verdict(program, &ran("The director is: Greta Gerwig\n", vec![])), None);
+        assert!(
+            matches!(checked_verdict(program, &ran("", vec![])), Some(Verdict::Unsolved(r)) if r.contains("nothing"))
+        );
+        assert!(matches!(
+            checked_verdict(program, &ran("none found\nThe director is: \n", vec![])),
+            Some(Verdict::Unsolved(r)) if r.contains("only text written in the program")
+        ));
+        // A count is the program's own number, and still an answer.
+        assert_eq!(checked_verdict("print(len(x))\n", &ran("12\n", vec![])), None);
+        let failed = crate::runtime::trace::TraceCall {
+            id: 1,
+            tool: "t.movie".into(),
+            arguments: serde_json::json!({"movie_id": 1}),
+            ok: false,
+            status: Some(404),
+            response: serde_json::Value::Null,
+            error: None,
+            duration_ms: 3,
+            line: Some(1),
+            replayed: false,
+        };
+        let verdict = checked_verdict(program, &ran("The director is: ?\n", vec![failed]));
+        assert!(
+            matches!(&verdict, Some(Verdict::Failed(r)) if r.contains("`t.movie` failed (HTTP 404)")),
+            "{verdict:?}"
+        );
     }
 
     #[test]

@@ -129,6 +129,11 @@ impl Tasks {
         }
     }
 
+    /// Whether `shutdown` came: the editor is closing, and what ends now needs no word to the user.
+    pub fn shutting_down(&self) -> bool {
+        self.shut_down.load(Ordering::SeqCst)
+    }
+
     pub fn is_running(&self, key: &TaskKey) -> bool {
         self.active().contains_key(key)
     }

@@ -133,10 +133,12 @@ fn mcp_tools_are_probed_into_an_overlay_merged_on_the_next_load() {
         program(&format!("What does {target} say?"), &format!("from chainsmith.tools import {module}\nprint({call})"))
     });
     let memory_file = dir.path().join("memory.jsonl");
+    // Python and Node servers start in a second alone, but take longer beside a parallel test run
+    // on two cores: the default 10 s would test the machine's load, not probing.
     let toml = format!(
-        "[[toolsets]]\nname = \"git\"\nmcp = {{ command = \"python3\", args = [\"-m\", \"mcp_server_git\", \"--repository\", {repo_text:?}] }}\n\n\
-         [[toolsets]]\nname = \"time\"\nmcp = {{ command = \"python3\", args = [\"-m\", \"mcp_server_time\"] }}\n\n\
-         [[toolsets]]\nname = \"memory\"\nmcp = {{ command = \"node\", args = [{:?}], env = {{ MEMORY_FILE_PATH = {:?} }} }}\n\n\
+        "[[toolsets]]\nname = \"git\"\nmcp = {{ command = \"python3\", args = [\"-m\", \"mcp_server_git\", \"--repository\", {repo_text:?}], timeout_s = 60 }}\n\n\
+         [[toolsets]]\nname = \"time\"\nmcp = {{ command = \"python3\", args = [\"-m\", \"mcp_server_time\"], timeout_s = 60 }}\n\n\
+         [[toolsets]]\nname = \"memory\"\nmcp = {{ command = \"node\", args = [{:?}], env = {{ MEMORY_FILE_PATH = {:?} }}, timeout_s = 60 }}\n\n\
          [llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n\n[probe]\nsamples = 1\nrounds = 1\n",
         memory,
         memory_file.display().to_string(),

@@ -162,7 +162,12 @@ async fn background(
     let cancelled = matches!(outcome.stopped, Some(runtime::Stop::Cancelled));
     let end = match (&outcome.start_error, &outcome.trace.error) {
         _ if cancelled => {
-            client.show_message(lsp::MessageType::INFO, format!("chainsmith: the run of {name} was cancelled")).await;
+            // A run the editor's shutdown cancelled: the user is closing it, not waiting to hear.
+            if !ctx.tasks.shutting_down() {
+                client
+                    .show_message(lsp::MessageType::INFO, format!("chainsmith: the run of {name} was cancelled"))
+                    .await;
+            }
             "cancelled".to_string()
         }
         (Some(e), _) => {
