@@ -292,6 +292,12 @@ pub fn checked_verdict(program: &str, outcome: &RunOutcome) -> Option<Verdict> {
         };
         return Some(Verdict::Unsolved(why.into()));
     }
+    // `None` from a `.get` or a `next(…, None)` that found nothing: the search came up empty.
+    const EMPTY: &[&str] = &["None", "[]", "{}", "()", "''", "null", "False"];
+    let words: Vec<&str> = left.split(|c: char| c.is_whitespace() || c == ',').filter(|w| !w.is_empty()).collect();
+    if words.iter().all(|w| EMPTY.contains(w)) {
+        return Some(Verdict::Unsolved(format!("it printed only empty values ({})", words.join(" "))));
+    }
     None
 }
 
@@ -883,6 +889,10 @@ mod tests {
         assert!(matches!(
             checked_verdict(program, &ran("none found\nThe director is: \n", vec![])),
             Some(Verdict::Unsolved(r)) if r.contains("only text written in the program")
+        ));
+        assert!(matches!(
+            checked_verdict(program, &ran("The director is: None\n", vec![])),
+            Some(Verdict::Unsolved(r)) if r.contains("only empty values (None)")
         ));
         // A count is the program's own number, and still an answer.
         assert_eq!(checked_verdict("print(len(x))\n", &ran("12\n", vec![])), None);

@@ -5,7 +5,8 @@
 //! (`chainsmith eval`).
 //!
 //! What a program sees is what the real API would say about its *request*: an unknown path is a
-//! 404, a wrong method a 405, a missing required query parameter a 400 naming it, a literal that
+//! 404, a wrong method a 405, a missing required query parameter a 400 naming it (an array read in
+//! every form OpenAPI allows: repeated, `name[]`, delimited), a literal that
 //! does not fit its parameter's schema (type, enum) a 400 too. Answers are deterministic within a
 //! session: generated values are seeded by (session, tool, arguments), and a path parameter named
 //! like an id is echoed into the answer's top-level `id`, so `movie(movie_id=550)["id"]` is 550
@@ -143,18 +144,41 @@ fn respond(state: &State, method: &str, url: &str) -> (u16, Value) {
     }
     for param in tool.params.iter().filter(|p| p.location == ParamLocation::Query) {
         let given = query.iter().find(|(k, _)| *k == param.wire_name).map(|(_, v)| v.as_str());
-        match given {
-            Some(text) => {
+        let array = schema::items(tool, &param.schema).map(|items| {
+            let texts: Vec<&str> = query
+                .iter()
+                .filter(|(k, _)| k == &param.wire_name || *k == format!("{}[]", param.wire_name))
+                .map(|(_, v)| v.as_str())
+                .collect();
+            (items, texts)
+        });
+        match (given, array) {
+            // Every form OpenAPI allows an array in a query: repeated (`type=a&type=b`, the
+            // default), `type[]=a`, and one delimited value (`type=a,b`, `a|b`, `a b`).
+            (_, Some((items, texts))) if !texts.is_empty() => {
+                let parts: Vec<&str> = match texts.as_slice() {
+                    [one] => one.split([',', '|', ' ']).filter(|p| !p.is_empty()).collect(),
+                    many => many.to_vec(),
+                };
+                let value = Value::Array(parts.iter().map(|p| typed_as(tool, items, p)).collect());
+                let problem =
+                    value.as_array().into_iter().flatten().find_map(|v| schema::check_literal(tool, items, v).err());
+                if let Some(why) = problem {
+                    return error(400, format!("query parameter `{}`: {why}", param.wire_name));
+                }
+                arguments.insert(param.wire_name.clone(), value);
+            }
+            (Some(text), _) => {
                 let value = typed(tool, &param.wire_name, text);
                 if let Err(why) = schema::check_literal(tool, &param.schema, &value) {
                     return error(400, format!("query parameter `{}`: {why}", param.wire_name));
                 }
                 arguments.insert(param.wire_name.clone(), value);
             }
-            None if param.required => {
+            (None, _) if param.required => {
                 return error(400, format!("the required query parameter `{}` is missing", param.wire_name));
             }
-            None => {}
+            (None, _) => {}
         }
     }
     let seed =
@@ -172,8 +196,15 @@ fn error(status: u16, message: String) -> (u16, Value) {
 
 /// A path or query value typed by its parameter's schema (`"550"` → 550 for an integer).
 fn typed(tool: &Tool, wire_name: &str, text: &str) -> Value {
-    let param_schema = tool.params.iter().find(|p| p.wire_name == wire_name).map(|p| &p.schema);
-    let types = param_schema.map(|s| schema::types(tool, s)).unwrap_or_default();
+    match tool.params.iter().find(|p| p.wire_name == wire_name) {
+        Some(param) => typed_as(tool, &param.schema, text),
+        None => Value::String(text.to_string()),
+    }
+}
+
+/// `text` as the value `schema` takes: a number, a boolean, else the string.
+fn typed_as(tool: &Tool, schema: &Value, text: &str) -> Value {
+    let types = schema::types(tool, schema);
     if types.contains(&"integer")
         && let Ok(n) = text.parse::<i64>()
     {
@@ -340,12 +371,36 @@ paths:
             application/json:
               schema: {type: object, properties: {results: {type: array, items: {type: object, properties: {id: {type: integer}}}}}}
               example: {results: [{id: 1769, name: "Sofia Coppola"}]}
+  /search:
+    get:
+      parameters:
+        - {name: q, in: query, required: true, schema: {type: string}}
+        - {name: type, in: query, required: true, schema: {type: array, items: {type: string, enum: [track, album]}}}
+        - {name: years, in: query, schema: {type: array, items: {type: integer}}}
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {type: object, properties: {total: {type: integer}}}}}}
 "#;
         Arc::new(crate::toolset::test_support::openapi_catalog("tmdb", spec, None))
     }
 
     fn state() -> State {
         State { catalog: catalog(), session: AtomicU64::new(1), calls: Mutex::default() }
+    }
+
+    /// An array in a query comes in every form OpenAPI allows, as the runtime sends it
+    /// (`type=a&type=b`) and as other clients do; a value outside the items' enum is still a 400.
+    #[test]
+    fn array_query_parameters_are_read_in_every_form() {
+        let state = state();
+        for query in ["type=track", "type=track&type=album", "type=track,album", "type[]=album", "type=track|album"] {
+            let (status, body) = respond(&state, "GET", &format!("/tmdb/search?q=x&{query}"));
+            assert_eq!(status, 200, "{query}: {body}");
+        }
+        assert_eq!(respond(&state, "GET", "/tmdb/search?q=x&type=track&years=1999&years=2001").0, 200);
+        let (status, body) = respond(&state, "GET", "/tmdb/search?q=x&type=podcast");
+        assert_eq!(status, 400, "{body}");
+        assert!(body.to_string().contains("query parameter `type`"), "{body}");
+        assert_eq!(respond(&state, "GET", "/tmdb/search?q=x&type=track&years=soon").0, 400);
     }
 
     #[test]
