@@ -3,7 +3,8 @@
 //! back to the model before anything runs.
 //!
 //! Two things keep a small local model from wasting the budget: chainsmith's own quick fixes
-//! (did-you-mean tool and argument names, missing required arguments — the editor's fixes) are
+//! (did-you-mean tool and argument names, positional arguments named, a missing argument passed from
+//! a response the program holds — the editor's fixes) are
 //! applied before anything goes back to the model, so it is asked only about what chainsmith
 //! cannot fix; and a model that sends back a program it already sent gets a different request —
 //! its program with every problem marked on its line, at a higher temperature — instead of the
@@ -122,6 +123,9 @@ pub fn apply_quick_fixes(program: &str, catalog: &Catalog) -> String {
             .filter(|(start, end, _)| start <= end && *end <= text.len())
             .collect();
         if edits.is_empty() {
+            edits = held_values_for_missing_arguments(&text, catalog);
+        }
+        if edits.is_empty() {
             break;
         }
         edits.sort_by_key(|e| std::cmp::Reverse((e.0, e.1)));
@@ -141,6 +145,26 @@ pub fn apply_quick_fixes(program: &str, catalog: &Catalog) -> String {
         text = next;
     }
     text
+}
+
+/// For each call that lacks a required argument, the editor's first fix that passes a field of a
+/// response the program already holds (`movie_id=found["results"][0]["id"]`, the data-flow
+/// graph's best feed in scope), as an edit. Calls with no such value are left for the model.
+fn held_values_for_missing_arguments(program: &str, catalog: &Catalog) -> Vec<(usize, usize, String)> {
+    let tree = parse::parse(program);
+    let analysis = analysis::analyze(Path::new("chain.py"), program, &tree, catalog, &DiagnosticsConfig::default());
+    let mut edits = Vec::new();
+    for d in analysis.diagnostics.iter().filter(|d| d.code == "missing-argument" && d.severity == Severity::Error) {
+        let Some(call) = analysis.call_at(d.range.start) else { continue };
+        let fixes = crate::plan::editor::missing_argument_fixes(&analysis, program, catalog, call, None);
+        let held = fixes.into_iter().find(|f| f.title.starts_with("Pass ") && f.edits.len() == 1);
+        if let Some((range, text)) = held.and_then(|f| f.edits.into_iter().next())
+            && !edits.iter().any(|(start, _, _)| *start == range.start)
+        {
+            edits.push((range.start, range.end, text));
+        }
+    }
+    edits
 }
 
 /// The program with each problem written as a comment under the line it is on (`problems` as
@@ -339,6 +363,17 @@ mod tests {
         let program = "from chainsmith.tools import tmdb\nm = tmdb.search_movie(query=\"Titanic\")\nmovie_id = m[\"results\"][0][\"id\"]\ncredits = tmdb.movie_credit(movie_id)\nprint(credits[\"cast\"][0][\"name\"])\n";
         let fixed = apply_quick_fixes(program, &catalog);
         assert!(fixed.contains("credits = tmdb.movie_credits(movie_id=movie_id)\n"), "{fixed}");
+        assert!(static_problems(&fixed, &catalog).is_empty(), "{fixed}");
+    }
+
+    /// A missing id that a response the program holds provides is passed from it, as the editor's
+    /// quick fix would (the model is not asked again for it).
+    #[test]
+    fn quick_fixes_pass_a_held_field_to_a_missing_argument() {
+        let catalog = tmdb();
+        let program = "from chainsmith.tools import tmdb\nfound = tmdb.search_movie(query=\"Up\")\ncredits = tmdb.movie_credits()\nprint(credits[\"cast\"][0][\"name\"])\n";
+        let fixed = apply_quick_fixes(program, &catalog);
+        assert!(fixed.contains("credits = tmdb.movie_credits(movie_id=found[\"results\"][0][\"id\"])\n"), "{fixed}");
         assert!(static_problems(&fixed, &catalog).is_empty(), "{fixed}");
     }
 
