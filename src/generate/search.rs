@@ -266,9 +266,9 @@ pub fn judge_prompt(task: &str, program: &str, output: &str) -> String {
 
 /// What a run that ended without error shows by itself, before any model is asked: a program
 /// that caught its own failed call did not get what it asked for (it is revised like a failure),
-/// and one that printed nothing, or only text written in the program, answers nothing from the
-/// tools. `None`: the judge decides.
-pub fn checked_verdict(program: &str, outcome: &RunOutcome) -> Option<Verdict> {
+/// and, when there is a task to answer (`asked`), one that printed nothing, or only text written
+/// in the program, answers nothing from the tools. `None`: the judge decides.
+pub fn checked_verdict(program: &str, outcome: &RunOutcome, asked: bool) -> Option<Verdict> {
     if let Some(call) = outcome.trace.calls.iter().find(|c| !c.ok) {
         let why = call.error.clone().unwrap_or_else(|| match call.status {
             Some(status) => format!("HTTP {status}"),
@@ -279,6 +279,9 @@ pub fn checked_verdict(program: &str, outcome: &RunOutcome) -> Option<Verdict> {
             call.tool,
             crate::runtime::trace::shorten(&why, 200)
         )));
+    }
+    if !asked {
+        return None;
     }
     let mut left = outcome.output.clone();
     for literal in string_literals(program) {
@@ -505,7 +508,7 @@ impl<'a> Search<'a> {
         if !(outcome.trace.ok && outcome.exit_status() == 0) {
             return Ok(Verdict::Failed(reflect::error_text(outcome)));
         }
-        if let Some(verdict) = checked_verdict(program, outcome) {
+        if let Some(verdict) = checked_verdict(program, outcome, self.judge) {
             return Ok(verdict);
         }
         if !self.judge {
@@ -882,20 +885,22 @@ mod tests {
     #[test]
     fn runs_that_answer_nothing_from_the_tools_are_told_without_a_model() {
         let program = "m = t.movie(movie_id=1)\nprint(f\"The director is: {m['director']}\")\nprint('none found')\n";
-        assert_eq!(checked_verdict(program, &ran("The director is: Greta Gerwig\n", vec![])), None);
+        assert_eq!(checked_verdict(program, &ran("The director is: Greta Gerwig\n", vec![]), true), None);
         assert!(
-            matches!(checked_verdict(program, &ran("", vec![])), Some(Verdict::Unsolved(r)) if r.contains("nothing"))
+            matches!(checked_verdict(program, &ran("", vec![]), true), Some(Verdict::Unsolved(r)) if r.contains("nothing"))
         );
         assert!(matches!(
-            checked_verdict(program, &ran("none found\nThe director is: \n", vec![])),
+            checked_verdict(program, &ran("none found\nThe director is: \n", vec![]), true),
             Some(Verdict::Unsolved(r)) if r.contains("only text written in the program")
         ));
         assert!(matches!(
-            checked_verdict(program, &ran("The director is: None\n", vec![])),
+            checked_verdict(program, &ran("The director is: None\n", vec![]), true),
             Some(Verdict::Unsolved(r)) if r.contains("only empty values (None)")
         ));
         // A count is the program's own number, and still an answer.
-        assert_eq!(checked_verdict("print(len(x))\n", &ran("12\n", vec![])), None);
+        assert_eq!(checked_verdict("print(len(x))\n", &ran("12\n", vec![]), true), None);
+        // A fix without a task asks only that the program run: printing nothing is fine there.
+        assert_eq!(checked_verdict(program, &ran("", vec![]), false), None);
         let failed = crate::runtime::trace::TraceCall {
             id: 1,
             tool: "t.movie".into(),
@@ -908,7 +913,7 @@ mod tests {
             line: Some(1),
             replayed: false,
         };
-        let verdict = checked_verdict(program, &ran("The director is: ?\n", vec![failed]));
+        let verdict = checked_verdict(program, &ran("The director is: ?\n", vec![failed]), true);
         assert!(
             matches!(&verdict, Some(Verdict::Failed(r)) if r.contains("`t.movie` failed (HTTP 404)")),
             "{verdict:?}"
