@@ -314,13 +314,22 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
             "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 300 # {marker}'])\nprint('started', flush=True)\ntime.sleep(300)\n"
         );
         std::fs::write(ws.path().join("sleeper.py"), program).unwrap();
-        let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+        command
             .args(["run", "sleeper.py"])
             .current_dir(ws.path())
             .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stdout(std::process::Stdio::piped());
+        // A test run started under `nohup` passes SIGHUP on ignored, and chainsmith would then
+        // rightly not end on it: the signal's default is what this test is about.
+        // SAFETY: `signal` is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGHUP, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut run = command.spawn().unwrap();
         let mut lines = std::io::BufRead::lines(std::io::BufReader::new(run.stdout.take().unwrap()));
         assert_eq!(lines.next().unwrap().unwrap(), "started", "{name}");
         let deadline = Instant::now() + Duration::from_secs(20);
