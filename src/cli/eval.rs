@@ -158,11 +158,7 @@ fn history(
 ) -> Result<Vec<crate::generate::retrieve::Query>> {
     let (tasks, _) = super::retrieve::read_task_files(&[file.to_path_buf()], catalog)?;
     let taken = task_range(range, tasks.len())?;
-    let same = |other: &PathBuf| match (file.canonicalize(), other.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => file == other,
-    };
-    if scored_files.iter().any(same) {
+    if scored_files.iter().any(|scored| super::same_file(file, scored)) {
         if scored_files.len() > 1 {
             bail!("--history {} is one of the task files being scored; name another file", file.display());
         }

@@ -250,3 +250,12 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
     }
     Ok(if catalog.diagnostics.iter().any(|d| d.severity == Severity::Error) { 1 } else { 0 })
 }
+
+/// Whether two paths name the same file (the same once resolved; as written where one does not
+/// exist).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}

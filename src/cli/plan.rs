@@ -139,7 +139,7 @@ fn history_graph(
     let range = super::eval::task_range(range, tasks.len())?;
     let by_endpoint = endpoints(catalog);
     let mut graph = ToolGraph::new(config);
-    let same_file = except.is_some_and(|(f, _)| same(f, file));
+    let same_file = except.is_some_and(|(f, _)| super::same_file(f, file));
     for i in range {
         if same_file && except.is_some_and(|(_, e)| e == i) {
             continue;
@@ -151,13 +151,6 @@ fn history_graph(
         }
     }
     Ok(graph)
-}
-
-fn same(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
 }
 
 fn endpoints(catalog: &Catalog) -> std::collections::HashMap<String, String> {

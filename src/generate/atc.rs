@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::analysis::{self, parse};
 use crate::config::DiagnosticsConfig;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::Severity;
 use crate::llm::{self, Message};
 use crate::toolset::{Catalog, Tool};
 
@@ -99,13 +99,6 @@ pub fn static_problems(program: &str, catalog: &Catalog) -> Vec<String> {
     problems
 }
 
-/// The error diagnostics of a program (syntax aside).
-fn errors(program: &str, catalog: &Catalog) -> Vec<Diagnostic> {
-    let tree = parse::parse(program);
-    let analysis = analysis::analyze(Path::new("chain.py"), program, &tree, catalog, &DiagnosticsConfig::default());
-    analysis.diagnostics.into_iter().filter(|d| d.severity == Severity::Error).collect()
-}
-
 /// The program with chainsmith's own fixes applied: the first suggestion of every error that has
 /// one (did-you-mean names, positional arguments named), non-overlapping, until nothing changes
 /// (at most three rounds: a fix can reveal the next problem, as a renamed tool reveals its
@@ -115,15 +108,19 @@ fn errors(program: &str, catalog: &Catalog) -> Vec<Diagnostic> {
 pub fn apply_quick_fixes(program: &str, catalog: &Catalog) -> String {
     let mut text = program.to_string();
     for _ in 0..3 {
-        let mut edits: Vec<(usize, usize, String)> = errors(&text, catalog)
-            .into_iter()
-            .filter_map(|d| d.suggestions.into_iter().next())
+        let tree = parse::parse(&text);
+        let analysis = analysis::analyze(Path::new("chain.py"), &text, &tree, catalog, &DiagnosticsConfig::default());
+        let mut edits: Vec<(usize, usize, String)> = analysis
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .filter_map(|d| d.suggestions.first())
             .filter(|s| !s.replacement.contains("..."))
-            .map(|s| (s.range.start, s.range.end, s.replacement))
+            .map(|s| (s.range.start, s.range.end, s.replacement.clone()))
             .filter(|(start, end, _)| start <= end && *end <= text.len())
             .collect();
         if edits.is_empty() {
-            edits = held_values_for_missing_arguments(&text, catalog);
+            edits = held_values_for_missing_arguments(&analysis, &text, catalog);
         }
         if edits.is_empty() {
             break;
@@ -150,13 +147,15 @@ pub fn apply_quick_fixes(program: &str, catalog: &Catalog) -> String {
 /// For each call that lacks a required argument, the editor's first fix that passes a field of a
 /// response the program already holds (`movie_id=found["results"][0]["id"]`, the data-flow
 /// graph's best feed in scope), as an edit. Calls with no such value are left for the model.
-fn held_values_for_missing_arguments(program: &str, catalog: &Catalog) -> Vec<(usize, usize, String)> {
-    let tree = parse::parse(program);
-    let analysis = analysis::analyze(Path::new("chain.py"), program, &tree, catalog, &DiagnosticsConfig::default());
+fn held_values_for_missing_arguments(
+    analysis: &analysis::Analysis<'_>,
+    program: &str,
+    catalog: &Catalog,
+) -> Vec<(usize, usize, String)> {
     let mut edits = Vec::new();
     for d in analysis.diagnostics.iter().filter(|d| d.code == "missing-argument" && d.severity == Severity::Error) {
         let Some(call) = analysis.call_at(d.range.start) else { continue };
-        let fixes = crate::plan::editor::missing_argument_fixes(&analysis, program, catalog, call, None);
+        let fixes = crate::plan::editor::missing_argument_fixes(analysis, program, catalog, call, None);
         let held = fixes.into_iter().find(|f| f.title.starts_with("Pass ") && f.edits.len() == 1);
         if let Some((range, text)) = held.and_then(|f| f.edits.into_iter().next())
             && !edits.iter().any(|(start, _, _)| *start == range.start)

@@ -3,10 +3,9 @@
 //! back is dispatched as a stdio line would be. Also the standalone GET stream ([`listen`]) and
 //! the session's end (DELETE).
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,8 +13,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{
-    KEPT_LINE_CHARS, LONGEST_EXCHANGE, MAX_MESSAGE_BYTES, McpClient, McpError, McpErrorKind, Shared, State,
-    TRANSPORT_FAILURE, lock, root_entry, spawn_thread,
+    KEPT_LINE_CHARS, LONGEST_EXCHANGE, MAX_MESSAGE_BYTES, McpClient, McpError, McpErrorKind, Shared, TRANSPORT_FAILURE,
+    lock, spawn_thread,
 };
 use crate::config::McpConfig;
 use crate::trust::redact_url;
@@ -259,23 +258,9 @@ impl McpClient {
             .build()
             .map_err(|e| refuse(error_chain(&e)))?;
         let (outbox, inbox) = mpsc::channel::<Vec<u8>>();
-        let shared = Arc::new(Shared {
-            server: name.to_string(),
-            state: Mutex::new(State::default()),
-            outbox: Mutex::new(Some(outbox)),
-            stderr: Mutex::new(VecDeque::new()),
-            stderr_done: AtomicBool::new(true),
-            noise: Mutex::new(VecDeque::new()),
-            noise_count: AtomicU64::new(0),
-            list_changed: AtomicU64::new(0),
-            roots: json!({"roots": [root_entry(root)]}),
-            remote: Some(Remote {
-                url: url.to_string(),
-                http,
-                session: Mutex::new(None),
-                protocol_version: Mutex::new(None),
-            }),
-        });
+        let remote =
+            Remote { url: url.to_string(), http, session: Mutex::new(None), protocol_version: Mutex::new(None) };
+        let shared = Arc::new(Shared::new(name, outbox, root, Some(remote)));
         let poster = shared.clone();
         spawn_thread(format!("mcp-{name}-poster"), move || {
             for body in inbox {

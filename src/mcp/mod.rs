@@ -198,6 +198,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// The state of a new client of server `name`, whose writer takes messages from `outbox`:
+    /// a stdio server has a stderr still to read, a remote one (`remote`) none.
+    fn new(name: &str, outbox: Sender<Vec<u8>>, root: &Path, remote: Option<Remote>) -> Shared {
+        Shared {
+            server: name.to_string(),
+            state: Mutex::new(State::default()),
+            outbox: Mutex::new(Some(outbox)),
+            stderr: Mutex::new(VecDeque::new()),
+            stderr_done: AtomicBool::new(remote.is_some()),
+            noise: Mutex::new(VecDeque::new()),
+            noise_count: AtomicU64::new(0),
+            list_changed: AtomicU64::new(0),
+            roots: json!({"roots": [root_entry(root)]}),
+            remote,
+        }
+    }
+
     fn send(&self, message: &Value) -> bool {
         let mut bytes = serde_json::to_vec(message).expect("a JSON value serializes");
         bytes.push(b'\n');

@@ -2,20 +2,17 @@
 //! with a confined environment, one JSON-RPC message per line on its pipes (a writer, a reader and
 //! a stderr thread), and ended as a whole group when the client is dropped.
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{
-    MAX_MESSAGE_BYTES, McpClient, McpError, McpErrorKind, STDERR_LINES, Shared, State, root_entry, spawn_thread,
-};
+use super::{MAX_MESSAGE_BYTES, McpClient, McpError, McpErrorKind, STDERR_LINES, Shared, spawn_thread};
 use crate::config::McpConfig;
 
 impl McpClient {
@@ -67,18 +64,7 @@ impl McpClient {
             child.stderr.take().expect("stderr is piped"),
         );
         let (outbox, inbox) = mpsc::channel::<Vec<u8>>();
-        let shared = Arc::new(Shared {
-            server: name.to_string(),
-            state: Mutex::new(State::default()),
-            outbox: Mutex::new(Some(outbox)),
-            stderr: Mutex::new(VecDeque::new()),
-            stderr_done: AtomicBool::new(false),
-            noise: Mutex::new(VecDeque::new()),
-            noise_count: AtomicU64::new(0),
-            list_changed: AtomicU64::new(0),
-            roots: json!({"roots": [root_entry(root)]}),
-            remote: None,
-        });
+        let shared = Arc::new(Shared::new(name, outbox, root, None));
         let client = McpClient {
             shared: shared.clone(),
             child: Some(Mutex::new(child)),

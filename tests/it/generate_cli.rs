@@ -96,22 +96,28 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     assert_eq!(bad.count(), 1, "one revision within width 1 and depth 2");
 }
 
+/// A model that answers the plan choice with `choice`, any program request with [`GOOD`] and the
+/// judge with "Solved.".
+fn planning_model(choice: &'static str) -> Server {
+    Server::start(move |body, _| {
+        let last = last_message(body);
+        if last.contains("Does the output answer the task") {
+            Answer::text("Solved.")
+        } else if last.contains("Which chain gets what the task asks for") {
+            Answer::text(choice)
+        } else {
+            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
+        }
+    })
+}
+
 /// Plan first, write second: the model is asked to choose among the planner's chains (one number,
 /// constrained to theirs by a reply schema), then to complete the chosen skeleton with only that
 /// chain's tools in the prompt. `--no-plans` leaves the chains out (the ablation).
 #[test]
 fn generation_completes_the_planners_chain_the_model_chooses_unless_asked_not_to() {
     let tmdb = TmdbServer::start(&[]);
-    let llm = Server::start(|body, _| {
-        let last = last_message(body);
-        if last.contains("Does the output answer the task") {
-            Answer::text("Solved.")
-        } else if last.contains("Which chain gets what the task asks for") {
-            Answer::text("1")
-        } else {
-            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
-        }
-    });
+    let llm = planning_model("1");
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
     let task = "print the biography of \"Sofia Coppola\"";
     let out = chainsmith(ws.path(), &["generate", task, "-o", "bio.py"], &[]);
@@ -181,16 +187,7 @@ fn an_unsolved_chain_gives_way_to_another_of_the_planners() {
 #[test]
 fn a_model_choosing_no_chain_writes_the_program_itself() {
     let tmdb = TmdbServer::start(&[]);
-    let llm = Server::start(|body, _| {
-        let last = last_message(body);
-        if last.contains("Does the output answer the task") {
-            Answer::text("Solved.")
-        } else if last.contains("Which chain gets what the task asks for") {
-            Answer::text("0")
-        } else {
-            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
-        }
-    });
+    let llm = planning_model("0");
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
     let out = chainsmith(ws.path(), &["generate", "print the biography of \"Sofia Coppola\""], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

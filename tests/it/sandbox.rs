@@ -303,6 +303,31 @@ fn a_planted_scratch_folder_is_never_used() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's file\n", "the planted link was written through");
 }
 
+/// Whether, within 20 s, exactly one process carries `marker`: the shell is one process once it
+/// runs `sleep`; until the fork that runs it has become `sleep`, two carry the marker.
+fn one_process_with(marker: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while processes_with(marker).len() != 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    processes_with(marker).len() == 1
+}
+
+/// The processes carrying `marker` still there after 20 s — generous: the point is that they go,
+/// not how fast — killed so that a failing test leaves nothing behind.
+fn survivors(marker: &str) -> Vec<u32> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !processes_with(marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_with(marker);
+    for pid in &left {
+        // SAFETY: kill takes plain integers.
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    left
+}
+
 #[test]
 fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
     let ws = workspace("http://127.0.0.1:9", false, "");
@@ -332,29 +357,13 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
         let mut run = command.spawn().unwrap();
         let mut lines = std::io::BufRead::lines(std::io::BufReader::new(run.stdout.take().unwrap()));
         assert_eq!(lines.next().unwrap().unwrap(), "started", "{name}");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        // The shell is one process once it runs `sleep`; until the fork that runs it has become
-        // `sleep`, two carry the marker.
-        while processes_with(&marker).len() != 1 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if processes_with(&marker).len() != 1 {
+        if !one_process_with(&marker) {
             let _ = run.kill();
             panic!("{name}: the chain's child does not run: {:?}", processes_with(&marker));
         }
         // SAFETY: kill takes plain integers.
         unsafe { libc::kill(run.id() as i32, signal) };
-        // Generous: the point is that the chain goes, not how fast.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let left = processes_with(&marker);
-        for pid in &left {
-            // SAFETY: as above.
-            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-        }
-        assert_eq!(left, Vec::<u32>::new(), "the chain outlived chainsmith ended by {name}");
+        assert_eq!(survivors(&marker), Vec::<u32>::new(), "the chain outlived chainsmith ended by {name}");
         let status = run.wait().unwrap();
         assert!(!status.success(), "{name}: {status}");
     }
@@ -374,26 +383,12 @@ fn the_servers_runs_end_with_the_server() {
         let uri = client.open("sleeper.py", &program);
         let answer = client.execute_command("chainsmith.run", vec![serde_json::json!({"uri": uri})], Some("run-1"));
         assert_eq!(answer, Ok(None), "{ending}");
-        // As above: the shell's fork carries the marker until it becomes `sleep`.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while processes_with(&marker).len() != 1 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert_eq!(processes_with(&marker).len(), 1, "{ending}: the run started");
+        assert!(one_process_with(&marker), "{ending}: the run started: {:?}", processes_with(&marker));
         client.dismiss(|_| true);
         match ending {
             "exit" => drop(client.exit_without_shutdown()),
             _ => drop(client.shutdown()),
         }
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !processes_with(&marker).is_empty() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let left = processes_with(&marker);
-        for pid in &left {
-            // SAFETY: kill takes plain integers.
-            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
-        }
-        assert_eq!(left, Vec::<u32>::new(), "a run outlived the server's {ending}");
+        assert_eq!(survivors(&marker), Vec::<u32>::new(), "a run outlived the server's {ending}");
     }
 }
