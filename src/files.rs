@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 /// The largest protocol file read (256 MiB; Microsoft Graph's whole OpenAPI document is ~35 MiB).
 pub const MAX_READ: u64 = 256 << 20;
 
+/// The largest Python source read from disk (64 MiB).
+pub const MAX_SOURCE: u64 = 64 << 20;
+
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -72,6 +75,13 @@ pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         return Err(ReadError::TooLarge { size: bytes.len() as u64, limit });
     }
     Ok(bytes)
+}
+
+/// A Python source file's text: a regular file of at most [`MAX_SOURCE`] bytes, decoded as
+/// [`decode_python`] does; the reason when it cannot be.
+pub fn read_python(path: &Path) -> Result<String, String> {
+    let bytes = read_bytes(path, MAX_SOURCE).map_err(|e| e.to_string())?;
+    decode_python(bytes)
 }
 
 /// A Python source's text: UTF-8, else decoded by its PEP 263 coding line (`# -*- coding: latin-1
@@ -136,20 +146,7 @@ pub fn unique_suffix() -> String {
 /// once the deepest existing one is known to resolve inside.
 pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
-    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let boundary = std::fs::canonicalize(boundary).map_err(io)?;
-    let existing =
-        folder.ancestors().find(|a| a.as_os_str().is_empty() || a.symlink_metadata().is_ok()).unwrap_or(folder);
-    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
-    let resolved = std::fs::canonicalize(existing).map_err(io)?;
-    if !resolved.starts_with(&boundary) {
-        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
-    }
-    std::fs::create_dir_all(folder).map_err(io)?;
-    let resolved = std::fs::canonicalize(folder).map_err(io)?;
-    if !resolved.starts_with(&boundary) {
-        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
-    }
+    let resolved = folder_inside(boundary, path)?;
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("no file name")))?;
     let staging = resolved.join(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
     let mut file = std::fs::OpenOptions::new()
@@ -165,6 +162,60 @@ pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(),
         return Err(io(e));
     }
     Ok(())
+}
+
+/// The folder of `path`, made when missing, resolved: it must lie inside `boundary` after every
+/// link is followed. Missing folders are made only once the deepest existing one is known to lie
+/// inside, so a planted link never gets a folder made through it.
+fn folder_inside(boundary: &Path, path: &Path) -> Result<PathBuf, WriteError> {
+    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let boundary = std::fs::canonicalize(boundary).map_err(io)?;
+    let existing =
+        folder.ancestors().find(|a| a.as_os_str().is_empty() || a.symlink_metadata().is_ok()).unwrap_or(folder);
+    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+    let resolved = std::fs::canonicalize(existing).map_err(io)?;
+    if !resolved.starts_with(&boundary) {
+        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
+    }
+    std::fs::create_dir_all(folder).map_err(io)?;
+    let resolved = std::fs::canonicalize(folder).map_err(io)?;
+    if !resolved.starts_with(&boundary) {
+        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
+    }
+    Ok(resolved)
+}
+
+/// Appends `line` and a newline to the regular file `path`, creating it when missing. A link at
+/// `path` itself is not followed, and with a `boundary` the file's folder must resolve inside it
+/// (a planted `.chainsmith/eval -> /home/me` link is refused, not written through); missing folders
+/// are made.
+pub fn append_line(boundary: Option<&Path>, path: &Path, line: &str) -> Result<(), WriteError> {
+    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    let target = match boundary {
+        Some(boundary) => folder_inside(boundary, path)?.join(path.file_name().unwrap_or_default()),
+        None => {
+            if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(folder).map_err(io)?;
+            }
+            path.to_path_buf()
+        }
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&target)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => {
+                io(std::io::Error::other("it is a symbolic link, which chainsmith does not write through"))
+            }
+            _ => io(e),
+        })?;
+    if !file.metadata().map_err(io)?.is_file() {
+        return Err(io(std::io::Error::other("not a regular file")));
+    }
+    file.write_all(format!("{line}\n").as_bytes()).map_err(io)
 }
 
 #[cfg(test)]
@@ -187,6 +238,35 @@ mod tests {
         std::fs::write(&big, b"ok \xff").unwrap();
         assert!(matches!(read_text(&big, MAX_READ), Err(ReadError::NotUtf8(3))));
         assert!(read_text(&dir.path().join("missing"), MAX_READ).unwrap_err().not_found());
+    }
+
+    #[test]
+    fn lines_are_appended_only_to_regular_files_inside() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let results = root.path().join(".chainsmith/eval/full.jsonl");
+        append_line(Some(root.path()), &results, "{\"index\": 0}").unwrap();
+        append_line(Some(root.path()), &results, "{\"index\": 1}").unwrap();
+        assert_eq!(std::fs::read_to_string(&results).unwrap(), "{\"index\": 0}\n{\"index\": 1}\n");
+
+        // A link at the file itself, to a file of the user's: refused, the file untouched.
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "mine\n").unwrap();
+        let linked = root.path().join(".chainsmith/eval/linked.jsonl");
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        let refused = append_line(Some(root.path()), &linked, "x").unwrap_err().to_string();
+        assert!(refused.contains("symbolic link"), "{refused}");
+        // A folder linked out of the workspace: refused before anything is made there.
+        std::os::unix::fs::symlink(outside.path(), root.path().join(".chainsmith/out")).unwrap();
+        let through = root.path().join(".chainsmith/out/new/full.jsonl");
+        assert!(matches!(append_line(Some(root.path()), &through, "x"), Err(WriteError::Outside { .. })));
+        assert!(!outside.path().join("new").exists());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+        // A FIFO is not a results file (and opening it does not wait for a reader).
+        let fifo = root.path().join("fifo.jsonl");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        assert!(append_line(None, &fifo, "x").is_err());
     }
 
     #[test]

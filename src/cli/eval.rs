@@ -176,9 +176,9 @@ fn history(
 }
 
 pub fn read_records(path: &Path) -> Result<Vec<TaskRecord>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::files::read_text(path, crate::files::MAX_READ) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.not_found() => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
     let mut records = Vec::new();
@@ -264,13 +264,11 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
     let variant = variant(&args, Settings::from_config(&config.generate), config.generate.candidates)?;
     let range = task_range(args.tasks.as_deref(), queries.len())?;
     let (shard_index, shards) = shard(args.shard.as_deref())?;
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| root.join(".chainsmith").join("eval").join(format!("{}.jsonl", variant.label)));
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    // The default file lies in the workspace, whose links may be planted: it is written only inside.
+    let (out, boundary) = match &args.out {
+        Some(out) => (out.clone(), None),
+        None => (root.join(".chainsmith").join("eval").join(format!("{}.jsonl", variant.label)), Some(root.as_path())),
+    };
     let mut records = read_records(&out)?;
     let catalog = Arc::new(catalog);
     let mock = match args.live {
@@ -324,12 +322,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
             record.wall_ms as f64 / 1000.0,
             record.stop.as_ref().map(|s| format!(" ({s})")).unwrap_or_default()
         );
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&out)
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        writeln!(file, "{}", serde_json::to_string(&record)?)?;
+        crate::files::append_line(boundary, &out, &serde_json::to_string(&record)?)?;
         records.push(record);
     }
     records.retain(|r| r.variant == variant.label);

@@ -114,7 +114,8 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     }
     let root = workspace_root(root, &[file.to_path_buf()]);
     let (config, catalog) = load_workspace(&root)?;
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;
     let index = super::retrieval_index(&catalog, &config);
     let ws = workspace(&root, config, catalog, &index);
     let request = ChainRequest {

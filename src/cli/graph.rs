@@ -101,7 +101,7 @@ fn import_files(root: &Path, files: &[PathBuf]) -> Result<u8> {
     let mut failed = false;
     let mut changed = false;
     for file in files {
-        let text = match std::fs::read_to_string(file) {
+        let text = match crate::files::read_text(file, crate::files::MAX_READ) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("{}: cannot read: {e}", file.display());
@@ -155,8 +155,8 @@ fn evaluate(root: &Path, trajectories: &Path, folds: usize) -> Result<u8> {
         bail!("--folds must be at least 2");
     }
     let (_, catalog) = load_workspace(root)?;
-    let text =
-        std::fs::read_to_string(trajectories).with_context(|| format!("cannot read {}", trajectories.display()))?;
+    let text = crate::files::read_text(trajectories, crate::files::MAX_READ)
+        .with_context(|| format!("cannot read {}", trajectories.display()))?;
     let mut resolver = Resolver::new(&catalog);
     resolver.keep_unknown = true;
     let imported = import::read(&text, &resolver).map_err(|e| anyhow::anyhow!("{}: {e}", trajectories.display()))?;

@@ -110,7 +110,7 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
                     .texts
                     .get(&d.file)
                     .cloned()
-                    .or_else(|| std::fs::read_to_string(&d.file).ok().map(Into::into))
+                    .or_else(|| crate::files::read_text(&d.file, crate::files::MAX_READ).ok().map(Into::into))
                     .unwrap_or_else(|| "".into());
                 let index = LineIndex::new(&text);
                 std::sync::Arc::new((text, index))
@@ -121,7 +121,7 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
     let mut parser = parse::parser();
     for file in &files {
         // A file that cannot be read or decoded is reported on itself; the others are checked.
-        let decoded = std::fs::read(file).map_err(|e| e.to_string()).and_then(crate::files::decode_python);
+        let decoded = crate::files::read_python(file);
         let text = match decoded {
             Ok(text) => text,
             Err(why) => {

@@ -13,7 +13,8 @@ pub fn read_task_files(files: &[PathBuf], catalog: &crate::toolset::Catalog) -> 
     let mut queries = Vec::new();
     let mut unmapped = 0;
     for file in files {
-        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let text = crate::files::read_text(file, crate::files::MAX_READ)
+            .with_context(|| format!("cannot read {}", file.display()))?;
         let value: serde_json::Value =
             serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
         let (q, u) = retrieve::read_queries(&value, catalog);

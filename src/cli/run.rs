@@ -53,7 +53,8 @@ pub fn run(
     }
     let root = workspace_root(root, &[file.to_path_buf()]);
     let (config, catalog) = load_workspace(&root)?;
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;
     let refused = runtime::unrunnable_calls(file, &text, &config, &catalog);
     if !refused.is_empty() {
         print_diagnostics(&refused, &text);

@@ -11,7 +11,6 @@
 //! ToolNet store, is reported with its name and kept exactly as it is: it is never overwritten.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Number, Value};
@@ -95,9 +94,9 @@ impl Store {
     }
 
     pub fn load_file(file: &Path) -> Result<Store, StoreError> {
-        let text = match std::fs::read_to_string(file) {
+        let text = match crate::files::read_text(file, crate::files::MAX_READ) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Store::default()),
+            Err(e) if e.not_found() => return Ok(Store::default()),
             Err(e) => return Err(StoreError::Unreadable { file: file.to_path_buf(), message: e.to_string() }),
         };
         Store::parse(&text).map_err(|problem| problem.into_error(file))
@@ -201,33 +200,15 @@ impl Store {
 
     /// Writes the store atomically. Refuses (and leaves the file alone) when the file on disk is
     /// not a readable ToolNet store.
+    /// The file lies in the workspace, whose links may be planted: it is written only inside `root`.
     pub fn save(&self, root: &Path) -> Result<PathBuf, StoreError> {
         let file = Store::path(root);
-        self.save_file(&file)?;
-        Ok(file)
-    }
-
-    pub fn save_file(&self, file: &Path) -> Result<(), StoreError> {
         if file.exists() {
-            Store::load_file(file)?;
+            Store::load_file(&file)?;
         }
-        let unwritable =
-            |e: std::io::Error| StoreError::Unwritable { file: file.to_path_buf(), message: e.to_string() };
-        let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(unwritable)?;
-        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("toolnet.json");
-        let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-        let result = (|| {
-            let mut out = std::fs::File::create(&temp)?;
-            out.write_all(self.to_text().as_bytes())?;
-            out.sync_all()?;
-            std::fs::rename(&temp, file)
-        })();
-        if let Err(e) = result {
-            let _ = std::fs::remove_file(&temp);
-            return Err(unwritable(e));
-        }
-        Ok(())
+        crate::files::write_inside(root, &file, self.to_text().as_bytes())
+            .map_err(|e| StoreError::Unwritable { file: file.clone(), message: e.to_string() })?;
+        Ok(file)
     }
 }
 

@@ -50,7 +50,8 @@ pub fn run_record(trace: &TraceSummary, evaluator: &dyn Evaluator) -> RunRecord 
 
 /// Reads a trace file.
 pub fn read_trace(path: &Path) -> Result<TraceSummary, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the trace: {e}"))?;
+    let text =
+        crate::files::read_text(path, crate::files::MAX_READ).map_err(|e| format!("cannot read the trace: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("not a run trace: {e}"))
 }
 
@@ -147,7 +148,7 @@ impl WorkspaceGraph {
         self.programs.clear();
         let mut parser = parse::parser();
         for file in crate::analysis::python_files(&self.root) {
-            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            let Ok(text) = crate::files::read_python(&file) else { continue };
             let Some(tree) = parser.parse(&text, None) else { continue };
             let analysis = analysis::analyze(&file, &text, &tree, catalog, &self.diagnostics);
             // A program the checks reject (unknown tools, wrong arguments) teaches no transitions.

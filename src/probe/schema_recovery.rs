@@ -107,7 +107,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 /// (a): every OpenAPI operation with a response example: the schema inferred from its examples
 /// against the declared response schema.
 pub fn openapi_examples(file: &Path) -> anyhow::Result<(Agreement, usize)> {
-    let text = std::fs::read_to_string(file)?;
+    let text = crate::files::read_text(file, crate::files::MAX_READ)?;
     let node = doc::parse(&text, doc::Syntax::of_path(file))
         .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.message))?;
     let loaded = openapi::load(&node, &text, file, "eval");
@@ -133,7 +133,9 @@ pub fn recorded_responses(answers_dir: &Path) -> anyhow::Result<BTreeMap<String,
         .collect();
     files.sort();
     for file in files {
-        let Ok(value) = serde_json::from_str::<Value>(&std::fs::read_to_string(&file)?) else { continue };
+        let Ok(value) = serde_json::from_str::<Value>(&crate::files::read_text(&file, crate::files::MAX_READ)?) else {
+            continue;
+        };
         // The DFSDT tree holds every call of the search, pruned branches included: an `Action`
         // node names the function, its `Action Input` child has the arguments and the observation.
         let Some(root) = value.pointer("/tree/tree") else { continue };
@@ -182,7 +184,7 @@ pub fn toolbench_answers(answers_dir: &Path, query_files: &[&Path]) -> anyhow::R
     let recorded = recorded_responses(answers_dir)?;
     let mut declared: BTreeMap<String, Value> = BTreeMap::new();
     for file in query_files {
-        let text = std::fs::read_to_string(file)?;
+        let text = crate::files::read_text(file, crate::files::MAX_READ)?;
         let Ok(node) = doc::parse(&text, doc::Syntax::Json) else { continue };
         for mut tool in toolbench::load(&node, &text, file, "eval").tools {
             if let Some(r) = tool.response.take() {

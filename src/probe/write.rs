@@ -57,7 +57,8 @@ pub fn write_back(root: &Path, catalog: &Catalog, probed: &[&Probed]) -> Result<
     for (file, items) in natives {
         // The catalog names files relative to the root, not to the current directory.
         let path = if file.is_relative() { root.join(&file) } else { file.clone() };
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", file.display()))?;
+        let text = crate::files::read_text(&path, crate::files::MAX_READ)
+            .with_context(|| format!("cannot read {}", file.display()))?;
         let edits = native_edits(&text, &items)?;
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
             anyhow::bail!("refusing to write {}: it is a symbolic link", file.display());
@@ -81,7 +82,7 @@ pub fn is_native_json(tool: &Tool) -> bool {
 
 /// The overlay's new text: the existing overlay (when readable) with these entries set.
 pub fn overlay_text(path: &Path, items: &[&Probed]) -> Result<String> {
-    let mut root = std::fs::read_to_string(path)
+    let mut root = crate::files::read_text(path, crate::files::MAX_READ)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .filter(|v| v.get("tools").is_some_and(Value::is_object))

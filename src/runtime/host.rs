@@ -506,7 +506,12 @@ impl Host {
         if let Some(Ok(url)) = redirected.map(|u| reqwest::Url::parse(&u)) {
             prepared.url = url;
         }
-        match http::send(&self.http, &prepared, self.call_timeout()) {
+        match http::send(
+            &self.http,
+            &prepared,
+            self.call_timeout(),
+            self.config.runtime.max_response_mb.saturating_mul(1 << 20),
+        ) {
             Ok(answer) => {
                 let mut outcome = Outcome::from_http(answer);
                 if let Some(why) = missing_auth

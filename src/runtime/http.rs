@@ -313,8 +313,9 @@ fn forwardable(name: &str) -> bool {
     )
 }
 
-/// Sends `prepared` and follows its redirects (see the module's doc), all within `timeout`.
-pub fn send(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<Answer, String> {
+/// Sends `prepared` and follows its redirects (see the module's doc), all within `timeout`; an
+/// answer whose body is longer than `max_body` bytes is an error, read no further.
+pub fn send(client: &Client, prepared: &Prepared, timeout: Duration, max_body: u64) -> Result<Answer, String> {
     let deadline = std::time::Instant::now() + timeout;
     let mut request = prepared.clone();
     take_url_credentials(&mut request);
@@ -323,7 +324,7 @@ pub fn send(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<A
         if left.is_zero() {
             return Err(format!("the request timed out ({})", request.url));
         }
-        let answer = send_once(client, &request, left)?;
+        let answer = send_once(client, &request, left, max_body)?;
         match next_hop(&request, &answer) {
             Some(next) => request = next,
             None => return Ok(answer),
@@ -386,7 +387,7 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
     Some(next)
 }
 
-fn send_once(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<Answer, String> {
+fn send_once(client: &Client, prepared: &Prepared, timeout: Duration, max_body: u64) -> Result<Answer, String> {
     let method = reqwest::Method::from_bytes(prepared.method.as_bytes())
         .map_err(|_| format!("`{}` is not an HTTP method", prepared.method))?;
     let mut headers = HeaderMap::new();
@@ -403,7 +404,7 @@ fn send_once(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<
     if let Some(body) = &prepared.body {
         request = request.body(body.clone());
     }
-    let response = request.send().map_err(describe_transport_error)?;
+    let mut response = request.send().map_err(describe_transport_error)?;
     let status = response.status();
     let url = response.url().to_string();
     let headers = response
@@ -411,7 +412,29 @@ fn send_once(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
         .collect();
-    let body = response.bytes().map_err(describe_transport_error)?.to_vec();
+    let too_large = || {
+        format!(
+            "the answer of {} is larger than {} MiB ([runtime] max_response_mb); it was not read",
+            without_query(&prepared.url),
+            max_body >> 20
+        )
+    };
+    if response.content_length().is_some_and(|length| length > max_body) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    use std::io::Read;
+    (&mut response).take(max_body + 1).read_to_end(&mut body).map_err(|e| {
+        // reqwest hands its own error through `Read`; described as a failed send is.
+        match e.into_inner().map(|inner| inner.downcast::<reqwest::Error>()) {
+            Some(Ok(transport)) => describe_transport_error(*transport),
+            Some(Err(other)) => format!("the request failed: {other} ({})", without_query(&prepared.url)),
+            None => format!("the request failed ({})", without_query(&prepared.url)),
+        }
+    })?;
+    if body.len() as u64 > max_body {
+        return Err(too_large());
+    }
     Ok(Answer {
         status: status.as_u16(),
         reason: status.canonical_reason().unwrap_or("").to_string(),
@@ -419,6 +442,13 @@ fn send_once(client: &Client, prepared: &Prepared, timeout: Duration) -> Result<
         body,
         url,
     })
+}
+
+/// A URL as errors show it: its query may hold a key.
+fn without_query(url: &reqwest::Url) -> reqwest::Url {
+    let mut url = url.clone();
+    url.set_query(None);
+    url
 }
 
 fn describe_transport_error(e: reqwest::Error) -> String {
@@ -440,9 +470,7 @@ fn describe_transport_error(e: reqwest::Error) -> String {
         message.push_str(&format!(": {cause}"));
     }
     if let Some(url) = e.url() {
-        let mut url = url.clone();
-        url.set_query(None);
-        message.push_str(&format!(" ({url})"));
+        message.push_str(&format!(" ({})", without_query(url)));
     }
     message
 }

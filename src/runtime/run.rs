@@ -120,7 +120,7 @@ pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel)
     let label = program_label(&request.root, &request.program);
     let text = match &request.source {
         Some(text) => text.clone(),
-        None => std::fs::read_to_string(&request.program).unwrap_or_default(),
+        None => crate::files::read_python(&request.program).unwrap_or_default(),
     };
     let secrets = Secrets::of(&request.catalog, &request.config);
     let mut outcome = RunOutcome {
@@ -347,6 +347,9 @@ fn python_path(package: &Path) -> std::ffi::OsString {
     std::env::join_paths(paths).unwrap_or_else(|_| package.as_os_str().to_owned())
 }
 
+/// The largest stack dump read from the program's fault handler (a deep recursion's is ~100 KB).
+const MAX_FAULT_DUMP: u64 = 1 << 20;
+
 /// Where the program is: asks its fault handler for the main thread's stack and reads the
 /// innermost frame of the program file (a 1-based line).
 fn where_is(pid: i32, fault_file: &Path, program: &Path) -> Option<u32> {
@@ -357,12 +360,13 @@ fn where_is(pid: i32, fault_file: &Path, program: &Path) -> Option<u32> {
     let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     let until = Instant::now() + Duration::from_millis(500);
     while Instant::now() < until {
-        if let Ok(dump) = std::fs::read_to_string(fault_file)
+        // The program can replace the file (a link to /dev/zero, a FIFO): only a small regular one is read.
+        if let Ok(dump) = crate::files::read_text(fault_file, MAX_FAULT_DUMP)
             && dump.contains("File \"")
         {
             // Give the handler a moment to finish writing.
             std::thread::sleep(Duration::from_millis(20));
-            let dump = std::fs::read_to_string(fault_file).unwrap_or(dump);
+            let dump = crate::files::read_text(fault_file, MAX_FAULT_DUMP).unwrap_or(dump);
             return innermost_program_line(&dump, &program);
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -402,21 +402,26 @@ impl Replay {
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read the trace {}", path.display()))?;
+    let text = crate::files::read_text(path, crate::files::MAX_READ)
+        .with_context(|| format!("cannot read the trace {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not a chainsmith trace", path.display()))
 }
 
+/// Writes the trace to a file the user named (a link there is replaced, not followed).
 pub fn write(path: &Path, trace: &Trace) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    let text = serde_json::to_string_pretty(trace)?;
-    let staging = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    std::fs::write(&staging, text + "\n").with_context(|| format!("cannot write {}", staging.display()))?;
-    std::fs::rename(&staging, path).with_context(|| format!("cannot write the trace {}", path.display()))
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    write_inside(folder, path, trace)
 }
 
-/// Writes the trace to `<root>/.chainsmith/runs/<time>-<file stem>.json`.
+fn write_inside(boundary: &Path, path: &Path, trace: &Trace) -> Result<()> {
+    let text = serde_json::to_string_pretty(trace)? + "\n";
+    crate::files::write_inside(boundary, path, text.as_bytes())?;
+    Ok(())
+}
+
+/// Writes the trace to `<root>/.chainsmith/runs/<time>-<file stem>.json`, which must lie inside
+/// `root` (a planted `.chainsmith/runs` link to elsewhere is refused).
 pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Result<PathBuf> {
     let stem = program.file_stem().and_then(|s| s.to_str()).unwrap_or("program");
     let dir = root.join(RUNS_DIR);
@@ -426,7 +431,7 @@ pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Res
         path = dir.join(format!("{file_stamp}-{stem}-{n}.json"));
         n += 1;
     }
-    write(&path, trace)?;
+    write_inside(root, &path, trace)?;
     Ok(path)
 }
 

@@ -241,7 +241,7 @@ impl World {
         if let Some(text) = self.catalog.texts.get(&resolved) {
             return Some(text.clone());
         }
-        std::fs::read_to_string(&resolved).ok().map(Into::into)
+        crate::files::read_text(&resolved, crate::files::MAX_READ).ok().map(Into::into)
     }
 
     /// A core path made absolute against the workspace root.

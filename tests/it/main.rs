@@ -26,6 +26,7 @@ mod lsp_toolnet;
 mod mcp_servers;
 mod patterns;
 mod plan_cli;
+mod planted;
 mod probe_cli;
 mod probe_eval;
 mod probe_lsp;

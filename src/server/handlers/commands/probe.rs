@@ -349,7 +349,7 @@ pub(super) async fn write_probed(
         let path = if file.is_absolute() { file.clone() } else { root.join(&file) };
         // The catalog's copy is the text the editor holds, an earlier probe's unsaved edit included.
         let held = catalog.texts.get(&file).or_else(|| catalog.texts.get(&path)).map(|t| t.to_string());
-        let Some(text) = held.or_else(|| std::fs::read_to_string(&path).ok()) else { continue };
+        let Some(text) = held.or_else(|| crate::files::read_text(&path, crate::files::MAX_READ).ok()) else { continue };
         let Ok(edits) = write::native_edits(&text, &items) else { continue };
         let Some(uri) = convert::file_uri(&path) else { continue };
         edited.insert(path.clone(), write::apply_edits(&text, &edits));

@@ -1,0 +1,131 @@
+//! What a hostile folder or chain plants where chainsmith reads and writes: links to `/dev/zero`,
+//! FIFOs, links out of the workspace, an endless HTTP answer. Each is refused with a located
+//! reason; nothing hangs, nothing grows without bound, nothing is written outside.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::runtime::{TmdbServer, text, workspace};
+
+/// Runs chainsmith in `dir`; `None` when it has not ended after `limit` (then it is killed).
+fn ended_within(dir: &Path, args: &[&str], limit: Duration) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chainsmith starts");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
+fn mkfifo(path: &Path) {
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+}
+
+#[test]
+fn planted_state_files_neither_hang_nor_exhaust_memory() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let state = ws.path().join(".chainsmith");
+    std::fs::create_dir_all(state.join("probed")).unwrap();
+    std::fs::create_dir_all(state.join("runs")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", state.join("toolnet.json")).unwrap();
+    mkfifo(&state.join("probed/tmdb.json"));
+    std::os::unix::fs::symlink("/dev/zero", state.join("runs/20261126-000000-p.json")).unwrap();
+    std::fs::write(ws.path().join("p.py"), "from chainsmith.tools import tmdb\nprint(tmdb.search_person(query='x'))\n")
+        .unwrap();
+
+    let check = ended_within(ws.path(), &["check", "p.py"], Duration::from_secs(60)).expect("check ended");
+    let said = text(&check.stdout) + &text(&check.stderr);
+    assert!(
+        said.contains("probed/tmdb.json")
+            && said.contains("invalid-overlay")
+            && said.contains("not a regular file (a FIFO)"),
+        "the FIFO overlay is a diagnostic on itself:\n{said}"
+    );
+
+    let show = ended_within(ws.path(), &["graph", "show"], Duration::from_secs(60)).expect("graph show ended");
+    let said = text(&show.stdout) + &text(&show.stderr);
+    assert!(said.contains("toolnet.json") && said.contains("not a regular file (a device)"), "{said}");
+}
+
+#[test]
+fn a_trace_is_not_written_through_a_link_out_of_the_workspace() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join(".chainsmith")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join(".chainsmith/runs")).unwrap();
+    std::fs::write(
+        ws.path().join("p.py"),
+        "from chainsmith.tools import tmdb\nprint(tmdb.search_person(query='Sofia Coppola')['results'][0]['name'])\n",
+    )
+    .unwrap();
+
+    let run = ended_within(ws.path(), &["run", "p.py"], Duration::from_secs(120)).expect("run ended");
+    let said = text(&run.stdout) + &text(&run.stderr);
+    assert!(said.contains("Sofia Coppola"), "the run itself goes on:\n{said}");
+    assert!(said.contains("outside"), "the refused trace is reported:\n{said}");
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "a trace was written through the link");
+}
+
+#[test]
+fn a_chain_that_replaces_its_fault_file_still_times_out() {
+    let ws = workspace("http://127.0.0.1:9", false, "[runtime]\ntimeout_s = 2\n");
+    // The fault handler's file becomes a FIFO (reading it would wait for a writer forever) and
+    // then a link to /dev/zero (reading it would never end); the program then spins.
+    for plant in ["os.mkfifo(path)", "os.symlink('/dev/zero', path)"] {
+        std::fs::write(
+            ws.path().join("p.py"),
+            format!("import os\npath = os.environ['CHAINSMITH_FAULT_FILE']\nos.remove(path)\n{plant}\nwhile True:\n    pass\n"),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let run = ended_within(ws.path(), &["run", "p.py"], Duration::from_secs(60)).expect("the run ended");
+        let said = text(&run.stdout) + &text(&run.stderr);
+        assert!(said.contains("timed out") || said.contains("timeout"), "{plant}: {said}");
+        assert!(started.elapsed() < Duration::from_secs(60), "{plant}");
+    }
+}
+
+#[test]
+fn an_endless_answer_is_read_only_to_the_limit() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+                if stream.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                let chunk = format!("{:x}\r\n{}\r\n", 64 << 10, "[".repeat(64 << 10));
+                // Endless, until the reader hangs up.
+                while stream.write_all(chunk.as_bytes()).is_ok() {}
+            });
+        }
+    });
+    let ws = workspace(&format!("http://127.0.0.1:{port}"), false, "[runtime]\nmax_response_mb = 1\n");
+    std::fs::write(ws.path().join("p.py"), "from chainsmith.tools import tmdb\nprint(tmdb.search_person(query='x'))\n")
+        .unwrap();
+    let run = ended_within(ws.path(), &["run", "p.py"], Duration::from_secs(60)).expect("the run ended");
+    let said = text(&run.stdout) + &text(&run.stderr);
+    assert!(said.contains("larger than 1 MiB ([runtime] max_response_mb)"), "{said}");
+    assert_ne!(run.status.code(), Some(0));
+}
