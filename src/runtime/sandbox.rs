@@ -2,13 +2,14 @@
 //! only in its scratch folder (and the paths `[runtime] writable` names), and every process it
 //! starts dies with the run.
 //!
-//! Tools need none of that: each call travels to the host over a Unix socket whose path the
-//! program is given, and the host (outside the sandbox) reaches the network. On Linux, kernel
+//! Tools need none of that: each call travels to the host over the one descriptor the program
+//! inherits (see [`super::host`]), and the host (outside the sandbox) reaches the network. On Linux, kernel
 //! features do the confining:
-//! - user, network and PID namespaces (`unshare`): the new network namespace has no interface but
-//!   a downed loopback, so no connection leaves the program; the program is the init of its own
-//!   PID namespace, so when it ends or is killed the kernel kills every process it started, a
-//!   `setsid` daemon included. An intermediate process outside the namespace waits for it,
+//! - user, network, PID and mount namespaces (`unshare`): the new network namespace has no
+//!   interface but a downed loopback, so no connection leaves the program; the program is the init
+//!   of its own PID namespace, so when it ends or is killed the kernel kills every process it
+//!   started, a `setsid` daemon included; it mounts its own `/proc` (only its processes) and
+//!   `/dev/shm` (gone with the run). An intermediate process outside the namespace waits for it,
 //!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere, writes only beneath the allowed folders, no
 //!   TCP connect or bind (a second wall when namespaces are refused);
@@ -59,6 +60,9 @@ pub struct Sandbox {
     /// `RLIMIT_AS` in bytes.
     memory: Option<u64>,
     landlock: Option<OwnedFd>,
+    /// The Landlock rights the run's own `/dev/shm` is given once it is mounted: a rule made
+    /// before the fork names the host's `/dev/shm`, which the run's mount hides.
+    shm_access: Option<u64>,
     seccomp: Option<BpfProgram>,
     /// What the kernel refused, in words (best-effort mode runs without it).
     pub missing: Vec<String>,
@@ -69,10 +73,24 @@ pub struct Sandbox {
 }
 
 /// `uid_map`/`gid_map` lines mapping the user to itself inside the user namespace, so files keep
-/// their owners.
+/// their owners; and whether the run gets mounts of its own (see [`enter_namespaces`]).
+#[derive(Clone)]
 struct IdMaps {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
+    private_mounts: bool,
+}
+
+impl IdMaps {
+    fn of_this_user(private_mounts: bool) -> IdMaps {
+        // SAFETY: getuid/getgid cannot fail and touch no memory.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        IdMaps {
+            uid_map: format!("{uid} {uid} 1").into_bytes(),
+            gid_map: format!("{gid} {gid} 1").into_bytes(),
+            private_mounts,
+        }
+    }
 }
 
 impl Sandbox {
@@ -84,6 +102,7 @@ impl Sandbox {
                 namespaces: None,
                 memory: None,
                 landlock: None,
+                shm_access: None,
                 seccomp: None,
                 missing: Vec::new(),
                 summary: String::new(),
@@ -97,21 +116,24 @@ impl Sandbox {
         writable.extend(["/dev/null", "/dev/tty", "/dev/shm"].map(PathBuf::from));
         writable.retain(|p| p.exists());
         let mut missing = Vec::new();
-        let namespaces = match namespaces_refused() {
-            None => {
-                // SAFETY: getuid/getgid cannot fail and touch no memory.
-                let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-                Some(IdMaps {
-                    uid_map: format!("{uid} {uid} 1").into_bytes(),
-                    gid_map: format!("{gid} {gid} 1").into_bytes(),
-                })
-            }
-            Some(why) => {
+        let support = namespace_support();
+        let namespaces = match &support.namespaces {
+            Ok(()) => Some(IdMaps::of_this_user(support.private_mounts.is_ok())),
+            Err(why) => {
                 missing.push(format!("namespaces ({why}): the network and the program's processes are not isolated"));
                 None
             }
         };
-        let landlock = match landlock_ruleset(mode, &writable) {
+        if let (Ok(()), Err(why)) = (&support.namespaces, &support.private_mounts) {
+            missing.push(format!(
+                "a mount namespace ({why}): the program sees every process in /proc and shares /dev/shm"
+            ));
+        }
+        let private_mounts = namespaces.as_ref().is_some_and(|n| n.private_mounts);
+        let shm = std::path::Path::new("/dev/shm");
+        let ruled: Vec<PathBuf> =
+            writable.iter().filter(|p| !(private_mounts && p.as_path() == shm)).cloned().collect();
+        let landlock = match landlock_ruleset(mode, &ruled) {
             Ok(fd) => fd,
             Err(why) => {
                 missing.push(format!("Landlock ({why}): writes outside the scratch folder are not blocked"));
@@ -148,14 +170,19 @@ impl Sandbox {
         if namespaces.is_some() {
             applies.push("every process ends with the run");
         }
+        if namespaces.as_ref().is_some_and(|n| n.private_mounts) {
+            applies.push("its own /proc and /dev/shm");
+        }
         if seccomp.is_some() {
             applies.push("no Unix socket but chainsmith's, no typing into a terminal");
         }
         applies.push("memory capped");
+        let shm_access = (private_mounts && landlock.is_some()).then(handled_fs_access);
         Ok(Sandbox {
             namespaces,
             memory: Some(max_memory_mb.saturating_mul(1 << 20)),
             landlock,
+            shm_access,
             seccomp,
             missing,
             summary: applies.join("; "),
@@ -176,8 +203,9 @@ impl Sandbox {
     /// Makes `command` start in a session of its own, die with chainsmith, keep `door` (the host's
     /// channel, see [`super::host`]) open across `exec`, and run inside the sandbox.
     pub fn apply(&self, command: &mut Command, door: RawFd) {
-        let maps = self.namespaces.as_ref().map(|m| (m.uid_map.clone(), m.gid_map.clone()));
+        let maps = self.namespaces.clone();
         let landlock = self.landlock.as_ref().map(|fd| fd.as_raw_fd());
+        let shm_rule = landlock.zip(self.shm_access);
         let memory = self.memory;
         let seccomp = self.seccomp.clone();
         // SAFETY: getpid cannot fail.
@@ -202,8 +230,8 @@ impl Sandbox {
                 if libc::fcntl(door, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                if let Some((uid_map, gid_map)) = &maps {
-                    enter_namespaces(uid_map, gid_map)?;
+                if let Some(maps) = &maps {
+                    enter_namespaces(maps, shm_rule)?;
                 }
                 if let Some(bytes) = memory {
                     let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
@@ -294,29 +322,36 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
     BpfProgram::try_from(filter).map_err(|e| e.to_string())
 }
 
-/// Why namespaces cannot be used here, found once by starting `true` in them.
-fn namespaces_refused() -> Option<String> {
-    static REFUSED: OnceLock<Option<String>> = OnceLock::new();
-    REFUSED
-        .get_or_init(|| {
+/// What the kernel grants a run: namespaces, and mounts of its own inside them.
+struct NamespaceSupport {
+    namespaces: Result<(), String>,
+    private_mounts: Result<(), String>,
+}
+
+/// Found once, by starting `true` the way a run starts: with private mounts, else without.
+fn namespace_support() -> &'static NamespaceSupport {
+    static SUPPORT: OnceLock<NamespaceSupport> = OnceLock::new();
+    SUPPORT.get_or_init(|| {
+        let try_with = |maps: IdMaps| {
             let mut probe = Command::new("true");
             probe.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
-            // SAFETY: unshare is a plain system call.
+            // SAFETY: enter_namespaces makes plain system calls on the buffers moved in here.
             unsafe {
-                probe.pre_exec(|| {
-                    if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    Ok(())
-                });
+                probe.pre_exec(move || enter_namespaces(&maps, None));
             }
             match probe.status() {
-                Ok(status) if status.success() => None,
-                Ok(status) => Some(format!("a test process ended with {status}")),
-                Err(e) => Some(e.to_string()),
+                Ok(status) if status.success() => Ok(()),
+                Ok(status) => Err(format!("a test process ended with {status}")),
+                Err(e) => Err(e.to_string()),
             }
-        })
-        .clone()
+        };
+        match try_with(IdMaps::of_this_user(true)) {
+            Ok(()) => NamespaceSupport { namespaces: Ok(()), private_mounts: Ok(()) },
+            Err(why) => {
+                NamespaceSupport { namespaces: try_with(IdMaps::of_this_user(false)), private_mounts: Err(why) }
+            }
+        }
+    })
 }
 
 /// The Landlock ruleset of a run: read and execute anywhere, everything beneath `writable`, no TCP.
@@ -350,18 +385,29 @@ extern "C" fn forward_signal(signal: libc::c_int) {
     }
 }
 
-/// In the forked child: new user, network and PID namespaces; then a fork whose child is the
-/// namespace's init and goes on to exec the program, while this process waits for it and exits as
-/// it did (it never returns).
-fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()> {
+/// The size of a run's own `/dev/shm` (tmpfs pages are not counted in `RLIMIT_AS`).
+const SHM_OPTIONS: &CStr = c"size=64m,mode=1777";
+
+/// In the forked child: new user, network and PID namespaces (and a mount namespace when
+/// `maps.private_mounts`); then a fork whose child is the namespace's init and goes on to exec the
+/// program, while this process waits for it and exits as it did (it never returns).
+///
+/// With private mounts, the init mounts a fresh `/proc` (only the run's own processes: no other
+/// process' command line or environment) and a fresh, size-capped `/dev/shm` (gone with the run;
+/// nothing written there outlives it or reaches another process). Mount events do not propagate
+/// back: `/` is made private first.
+///
+/// `shm_rule` (a Landlock ruleset and rights) makes the run's own `/dev/shm` writable under it.
+fn enter_namespaces(maps: &IdMaps, shm_rule: Option<(RawFd, u64)>) -> std::io::Result<()> {
+    let mounts = if maps.private_mounts { libc::CLONE_NEWNS } else { 0 };
     // SAFETY: system calls on stack data and the buffers prepared before the fork.
     unsafe {
-        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID) != 0 {
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWPID | mounts) != 0 {
             return Err(std::io::Error::last_os_error());
         }
         write_proc(c"/proc/self/setgroups", b"deny")?;
-        write_proc(c"/proc/self/uid_map", uid_map)?;
-        write_proc(c"/proc/self/gid_map", gid_map)?;
+        write_proc(c"/proc/self/uid_map", &maps.uid_map)?;
+        write_proc(c"/proc/self/gid_map", &maps.gid_map)?;
         let child = libc::fork();
         if child < 0 {
             return Err(std::io::Error::last_os_error());
@@ -371,6 +417,9 @@ fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()> {
             // (its parent is outside the namespace, so `getppid` cannot tell; should the
             // intermediate die before this line, it died by the group kill that also reaches here).
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if maps.private_mounts {
+                mount_own_proc_and_shm(shm_rule)?;
+            }
             return Ok(());
         }
         // The intermediate process holds no descriptor but stdio, so the parent sees the exec
@@ -403,6 +452,60 @@ fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> std::io::Result<()> {
         libc::kill(libc::getpid(), signal);
         libc::_exit(128 + signal);
     }
+}
+
+/// The Landlock ABI's `struct landlock_path_beneath_attr` (packed).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// The filesystem rights the run's ruleset handles: those of [`LANDLOCK_ABI`] this kernel knows
+/// (a rule may grant no right the ruleset does not handle).
+fn handled_fs_access() -> u64 {
+    // SAFETY: asks for the ABI version; no pointer is read.
+    let version = unsafe {
+        libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<u8>(), 0usize, 1u32 /* VERSION */)
+    };
+    let kernel = AccessFs::from_all(ABI::from(version as i32));
+    (kernel & AccessFs::from_all(LANDLOCK_ABI)).bits()
+}
+
+/// In the init of a new PID and mount namespace: see [`enter_namespaces`].
+fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>) -> std::io::Result<()> {
+    let nothing = std::ptr::null();
+    // SAFETY: mount takes NUL-terminated constants and null pointers.
+    unsafe {
+        if libc::mount(nothing, c"/".as_ptr(), nothing, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let flags = libc::MS_NOSUID | libc::MS_NODEV;
+        if libc::mount(c"tmpfs".as_ptr(), c"/dev/shm".as_ptr(), c"tmpfs".as_ptr(), flags, SHM_OPTIONS.as_ptr().cast())
+            != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags | libc::MS_NOEXEC, std::ptr::null())
+            != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        if let Some((ruleset, allowed_access)) = shm_rule {
+            let dir = libc::open(c"/dev/shm".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+            if dir < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let rule = PathBeneathAttr { allowed_access, parent_fd: dir };
+            let added = libc::syscall(libc::SYS_landlock_add_rule, ruleset, 1u32 /* PATH_BENEATH */, &rule, 0u32);
+            let error = std::io::Error::last_os_error();
+            libc::close(dir);
+            if added != 0 {
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn write_proc(path: &CStr, data: &[u8]) -> std::io::Result<()> {

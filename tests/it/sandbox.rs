@@ -97,6 +97,36 @@ fn sandbox_off_runs_unconfined_memory_is_capped_and_strict_runs_here() {
     assert_eq!(text(&out.stdout), "ran\n", "{}", text(&out.stderr));
 }
 
+#[test]
+fn a_chain_sees_only_its_own_processes_and_shared_memory() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let marker = format!("chainsmith-shm-{}", std::process::id());
+    let program = format!(
+        r#"import multiprocessing, os
+with open("/dev/shm/{marker}", "w") as f:
+    f.write("left behind?")
+lock = multiprocessing.Lock()  # a POSIX semaphore, in /dev/shm
+with lock:
+    print("semaphore: ok")
+print("processes:", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
+try:
+    print("pid 1:", open("/proc/1/cmdline").read().split("\0")[0])
+except OSError as e:
+    print("pid 1:", e)
+"#
+    );
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("semaphore: ok"), "{stdout}");
+    // The program is the init of its own PID namespace, and /proc shows that namespace only: no
+    // other process' command line (the user's shell, editor, chainsmith itself).
+    assert!(stdout.contains("processes: [1]\n"), "{stdout}");
+    assert!(stdout.contains("pid 1: ") && stdout.contains("python"), "{stdout}");
+    assert!(!std::path::Path::new("/dev/shm").join(&marker).exists(), "the run's /dev/shm outlived it");
+}
+
 /// A pseudo-terminal: (the controlling side, the terminal a program is given).
 fn pseudo_terminal() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::FromRawFd;
