@@ -184,7 +184,7 @@ fn respond(state: &State, method: &str, url: &str) -> (u16, Value) {
     let seed =
         hash(&format!("{}|{}|{}", state.session.load(Ordering::SeqCst), tool.id(), Value::Object(arguments.clone())));
     let mut body = example_response(tool)
-        .or_else(|| tool.response.as_ref().map(|s| generate(tool, s, seed, 0)))
+        .or_else(|| tool.response.as_ref().map(|s| generate(tool, s, seed)))
         .unwrap_or_else(|| json!({}));
     echo_ids(&mut body, &matched.path_params, &segments);
     (200, body)
@@ -242,22 +242,39 @@ fn echo_ids(body: &mut Value, path_params: &[(String, usize)], segments: &[Segme
     }
 }
 
-/// Data fitting `schema`: the first enum value or example where the schema gives one, else a
-/// value of its type; arrays get two items; objects get every declared property. Deterministic
-/// in `seed`.
-pub fn generate(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize) -> Value {
-    if depth > 8 {
-        return Value::Null;
-    }
+/// How many values one generated answer may hold: a schema that refers to itself would otherwise
+/// grow as (properties × 2)^depth — megabytes from a 2 KB spec.
+const MAX_GENERATED_VALUES: usize = 5_000;
+
+/// How deep a generated answer nests before its arrays are empty and its objects hold only what
+/// they require.
+const MAX_GENERATED_DEPTH: usize = 8;
+
+/// Data fitting `schema`: the first enum value or fitting example where the schema gives one,
+/// else a value of its type; arrays get two items; objects get every declared property; ids
+/// (`id`, `…_id`) are numbers or digit strings, as declared. Deterministic in `seed`; bounded in
+/// size and depth (past either, arrays are empty and objects hold only their required keys), so
+/// an answer always fits the schema it came from.
+pub fn generate(refs: &dyn Refs, schema: &Value, seed: u64) -> Value {
+    let mut budget = MAX_GENERATED_VALUES;
+    generate_within(refs, schema, seed, 0, &mut budget)
+}
+
+fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, budget: &mut usize) -> Value {
+    *budget = budget.saturating_sub(1);
+    let spent = *budget == 0 || depth > MAX_GENERATED_DEPTH;
     if let Some(target) = schema::follow(refs, schema) {
-        return generate(refs, target, seed, depth + 1);
+        return generate_within(refs, target, seed, depth + 1, budget);
     }
     if let Some(values) = schema::enum_values(refs, schema)
         && let Some(first) = values.get((seed as usize) % values.len().max(1))
     {
         return first.clone();
     }
-    if let Some(example) = schema.get("example") {
+    // The spec's own example, unless it contradicts the schema beside it (a `"20"` for an integer).
+    if let Some(example) = schema.get("example")
+        && schema::contradictions(refs, schema, example, 1).is_empty()
+    {
         return example.clone();
     }
     for combinator in ["allOf", "anyOf", "oneOf"] {
@@ -265,14 +282,14 @@ pub fn generate(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize) -> Val
             if combinator == "allOf" {
                 let mut merged = Map::new();
                 for option in options {
-                    if let Value::Object(part) = generate(refs, option, seed, depth + 1) {
+                    if let Value::Object(part) = generate_within(refs, option, seed, depth + 1, budget) {
                         merged.extend(part);
                     }
                 }
                 return Value::Object(merged);
             }
             if let Some(first) = options.first() {
-                return generate(refs, first, seed, depth + 1);
+                return generate_within(refs, first, seed, depth + 1, budget);
             }
         }
     }
@@ -284,21 +301,35 @@ pub fn generate(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize) -> Val
     });
     match kind {
         "object" => {
+            let required = schema::required_keys(refs, schema);
             let mut object = Map::new();
             for (i, (key, property)) in schema::keys(refs, schema).into_iter().enumerate() {
-                let value = if key == "id" || key.ends_with("_id") {
-                    json!(1 + (hash(&format!("{seed}|{key}")) % 100_000) as i64)
+                if spent && !required.contains(&key) {
+                    continue;
+                }
+                let id_types = schema::types(refs, property);
+                let value = if (key == "id" || key.ends_with("_id"))
+                    && schema::enum_values(refs, property).is_none_or(|v| v.is_empty())
+                    && (id_types.is_empty() || id_types.contains(&"integer") || id_types.contains(&"string"))
+                {
+                    let id = 1 + (hash(&format!("{seed}|{key}")) % 100_000) as i64;
+                    if id_types.contains(&"integer") || id_types.is_empty() { json!(id) } else { json!(id.to_string()) }
                 } else {
-                    generate(refs, property, seed.wrapping_add(i as u64 + 1), depth + 1)
+                    generate_within(refs, property, seed.wrapping_add(i as u64 + 1), depth + 1, budget)
                 };
                 object.insert(key.to_string(), value);
             }
             Value::Object(object)
         }
+        "array" if spent => json!([]),
         "array" => {
             let any = json!({});
             let items = schema::items(refs, schema).unwrap_or(&any);
-            Value::Array((0..2).map(|i| generate(refs, items, seed.wrapping_add(31 * (i + 1)), depth + 1)).collect())
+            Value::Array(
+                (0..2)
+                    .map(|i| generate_within(refs, items, seed.wrapping_add(31 * (i + 1)), depth + 1, budget))
+                    .collect(),
+            )
         }
         "integer" => json!(1 + (seed % 1000) as i64),
         "number" => json!(((seed % 1000) as f64) / 10.0),
@@ -417,6 +448,82 @@ paths:
         // Deterministic within a session.
         assert_eq!(respond(&state, "GET", "/tmdb/movie/550").1, movie);
         assert_eq!(state.calls.lock().unwrap()["tmdb.movie"], 2, "{:?}", state.calls.lock().unwrap());
+    }
+
+    /// What the mock makes up must never raise `schema-drift` against the spec it came from: ids
+    /// as declared (a digit string where a string is), no example that contradicts its schema.
+    #[test]
+    fn generated_answers_fit_their_own_schemas_in_real_specs() {
+        let specs = [
+            ("tmdb", "tests/fixtures/datasets/restbench/tmdb_oas.json"),
+            ("github", "tests/fixtures/specs/api.github.com.pulls.json"),
+            ("netlify", "tests/fixtures/specs/netlify.swagger.json"),
+            ("stripe", "tests/fixtures/specs/stripe.com.json"),
+        ];
+        for (name, file) in specs {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let (catalog, _) = crate::toolset::test_support::openapi_catalog_and_diagnostics(name, &text, None);
+            let mut answered = 0;
+            for tool in catalog.toolsets.iter().flat_map(|t| t.tools.iter()) {
+                let Some(response) = tool.response.as_ref() else { continue };
+                for seed in [1, 2] {
+                    let value = generate(tool, response, seed);
+                    let wrong = schema::contradictions(tool, response, &value, 3);
+                    assert!(wrong.is_empty(), "{name} {}: {wrong:?}\n{value}", tool.id());
+                    assert!(
+                        value.to_string().len() < 4 << 20,
+                        "{name} {}: an answer of {} bytes",
+                        tool.id(),
+                        value.to_string().len()
+                    );
+                }
+                answered += 1;
+            }
+            assert!(answered > 10, "{name}: {answered} tools with a response schema");
+        }
+        let string_ids =
+            json!({"type": "object", "properties": {"id": {"type": "string"}, "owner_id": {"type": "integer"}}});
+        let small = catalog();
+        let tool = &small.toolsets[0].tools[0];
+        let value = generate(tool, &string_ids, 7);
+        assert!(value["id"].as_str().is_some_and(|id| id.parse::<u64>().is_ok()), "{value}");
+        assert!(value["owner_id"].is_i64(), "{value}");
+        let stale = json!({"type": "object", "properties": {"limit": {"type": "integer", "example": "20"}}});
+        assert!(generate(tool, &stale, 7)["limit"].is_i64());
+    }
+
+    /// A schema that refers to itself through several properties grows as (properties × 2)^depth
+    /// when followed to a fixed depth; the answer stays small and still fits.
+    #[test]
+    fn a_self_referencing_schema_gives_a_bounded_answer() {
+        let spec = r##"
+openapi: 3.0.0
+info: {title: t, version: "1"}
+paths:
+  /node:
+    get:
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Node"}}}}
+components:
+  schemas:
+    Node:
+      type: object
+      required: [name]
+      properties:
+        name: {type: string}
+        a: {type: array, items: {$ref: "#/components/schemas/Node"}}
+        b: {type: array, items: {$ref: "#/components/schemas/Node"}}
+        c: {$ref: "#/components/schemas/Node"}
+        d: {$ref: "#/components/schemas/Node"}
+"##;
+        let catalog = crate::toolset::test_support::openapi_catalog("tree", spec, None);
+        let tool = &catalog.toolsets[0].tools[0];
+        let value = generate(tool, tool.response.as_ref().unwrap(), 1);
+        let size = value.to_string().len();
+        assert!(size < 1 << 20, "{size} bytes");
+        assert!(value["a"][0]["name"].is_string(), "{value}");
+        assert!(schema::contradictions(tool, tool.response.as_ref().unwrap(), &value, 3).is_empty());
     }
 
     #[test]

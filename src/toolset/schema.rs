@@ -202,6 +202,19 @@ fn parts<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<&'a Value> {
     out
 }
 
+/// The keys an object schema requires (`required`, in any of its parts).
+pub fn required_keys<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<&'a str> {
+    let mut keys: Vec<&str> = Vec::new();
+    for part in parts(refs, schema) {
+        for key in part.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    keys
+}
+
 /// What looking up a key in an object schema yields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum KeyLookup<'a> {
@@ -366,16 +379,12 @@ fn contradictions_at(
     match value {
         Value::Object(map) => {
             let join = |key: &str| if path.is_empty() { key.to_string() } else { format!("{path}.{key}") };
-            for part in &parts {
-                for key in
-                    part.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str)
-                {
-                    // A write-only member is required in requests, never sent back.
-                    let write_only = matches!(property(refs, schema, key), KeyLookup::Declared(s)
-                        if self::parts(refs, s).iter().any(|p| p.get("writeOnly") == Some(&Value::Bool(true))));
-                    if !map.contains_key(key) && !write_only && out.len() < max {
-                        note(out, join(key), "required key missing".into());
-                    }
+            for key in required_keys(refs, schema) {
+                // A write-only member is required in requests, never sent back.
+                let write_only = matches!(property(refs, schema, key), KeyLookup::Declared(s)
+                    if self::parts(refs, s).iter().any(|p| p.get("writeOnly") == Some(&Value::Bool(true))));
+                if !map.contains_key(key) && !write_only && out.len() < max {
+                    note(out, join(key), "required key missing".into());
                 }
             }
             let closed = parts.iter().any(|p| p.get("additionalProperties") == Some(&Value::Bool(false)));
