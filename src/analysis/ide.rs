@@ -51,6 +51,9 @@ pub struct Completion {
     /// The other name the item answers to (a tool's `operationId` alias): shown beside the label,
     /// and what the client filters by when the typed word matched it.
     pub alias: Option<String>,
+    /// The item is offered because the typed word matched its alias, not its name: the alias is
+    /// shown beside it, or the user could not tell why it is there.
+    pub via_alias: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -410,6 +413,7 @@ fn toolset_completions(catalog: &Catalog, word: &str, replace: ByteRange) -> Com
             documentation: (!t.description.is_empty()).then(|| t.description.clone()),
             tool_id: None,
             alias: None,
+            via_alias: false,
         })
         .collect();
     Completions { items, is_incomplete: false, value_of: None }
@@ -453,7 +457,9 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
                 if i > 0 {
                     snippet.push_str(", ");
                 }
-                snippet.push_str(&format!("{}=${{{}}}", p.name, i + 1));
+                // A string argument is typed between the quotes it needs.
+                let quote = if schema::types(catalog, &p.schema) == ["string"] { "\"" } else { "" };
+                snippet.push_str(&format!("{}={quote}${{{}}}{quote}", p.name, i + 1));
             }
             snippet.push_str(")$0");
             Completion {
@@ -467,6 +473,7 @@ fn tool_completions(catalog: &Catalog, toolset: &str, word: &str, replace: ByteR
                 documentation: None,
                 tool_id: Some(tool.id()),
                 alias: catalog.alias_of(tool).map(str::to_string),
+                via_alias: rank == 2,
             }
         })
         .collect();
@@ -489,6 +496,7 @@ fn argument_completions(refs: &dyn Refs, tool: &Tool, given: &[&str], word: &str
             documentation: Some(param_markdown(refs, p)),
             tool_id: None,
             alias: None,
+            via_alias: false,
         })
         .collect();
     Completions { items, is_incomplete: false, value_of: None }
@@ -512,6 +520,7 @@ fn enum_completions(refs: &dyn Refs, param: &Param, replace: ByteRange) -> Compl
                 documentation: None,
                 tool_id: None,
                 alias: None,
+                via_alias: false,
             }
         })
         .collect();
@@ -548,6 +557,7 @@ fn key_completions(
             documentation: schema::description(refs, sub).map(str::to_string),
             tool_id: None,
             alias: None,
+            via_alias: false,
         })
         .collect();
     Completions { items, is_incomplete: false, value_of: None }
@@ -605,6 +615,7 @@ fn endpoint_completions(
             documentation: None,
             tool_id: Some(format!("{toolset}.{}", tools[0])),
             alias: None,
+            via_alias: false,
         })
         .collect();
     let is_incomplete = items.len() > MAX_COMPLETIONS;

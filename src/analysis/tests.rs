@@ -245,7 +245,7 @@ mod ide {
         assert_eq!(labels_at("from chainsmith.tools import fi|").0, vec!["films"]);
         let (labels, items) = labels_at("from chainsmith.tools import films\nfilms.sea|");
         assert_eq!(labels, vec!["search_person"]);
-        assert_eq!(items[0].insert_text, "search_person(query=${1})$0");
+        assert_eq!(items[0].insert_text, "search_person(query=\"${1}\")$0", "a string is typed inside quotes");
         assert!(items[0].is_snippet);
         assert_eq!(items[0].tool_id.as_deref(), Some("films.search_person"));
         let (labels, _) = labels_at("import chainsmith.tools.films as f\nx = f.|");

@@ -28,32 +28,78 @@ pub fn display_name<'a>(id: &'a str, beside: &str) -> &'a str {
     }
 }
 
-/// `person_movie_credits 62% · person 21%`: the share of the programs and runs in which each tool
-/// came next (a bare `62` read as a count or a score to the people who tried it).
-fn joined(items: &[(String, u32)], beside: &str) -> String {
-    items.iter().map(|(id, w)| format!("{} {w}%", display_name(id, beside))).collect::<Vec<_>>().join(" · ")
+/// How long an inlay hint's label may be: VS Code cuts a hint at 43 characters by default
+/// (`editor.inlayHints.maximumLength`), and a cut hint reads as one with the run mark beside it.
+const MAX_HINT_CHARS: usize = 40;
+
+/// A tool as a sentence names it: [`START`] and [`END`] are not tools but a program's ends.
+fn spoken(id: &str, beside: &str) -> String {
+    match id {
+        START => "nothing before it (a program's first call)".into(),
+        END => "nothing after it (a program's last call)".into(),
+        _ => display_name(id, beside).to_string(),
+    }
 }
 
-/// The inlay hint after a call of `tool`: `→ person_movie_credits 62% · person 21%`.
-/// `None` when the graph knows no successor.
+/// `person_movie_credits (62%), person (21%)`: the share of the times each came next, in words.
+fn listed(items: &[(String, u32)], beside: &str) -> String {
+    items.iter().map(|(id, w)| format!("{} ({w}%)", spoken(id, beside))).collect::<Vec<_>>().join(", ")
+}
+
+/// `→ person_movie_credits 62% · person 21%`, as many tools as fit [`MAX_HINT_CHARS`] (one at
+/// least); `None` when there are none.
+fn short_label(prefix: &str, items: &[(String, u32)], beside: &str) -> Option<String> {
+    let mut label = String::new();
+    for (id, w) in items {
+        let item = format!("{} {w}%", display_name(id, beside));
+        let next = if label.is_empty() { format!("{prefix}{item}") } else { format!("{label} · {item}") };
+        if !label.is_empty() && next.chars().count() > MAX_HINT_CHARS {
+            break;
+        }
+        label = next;
+    }
+    (!label.is_empty()).then_some(label)
+}
+
+/// The tools after `from` (a tool id, [`START`]) that are tools, heaviest first.
+fn next_tools(graph: &ToolGraph, from: &str, k: usize) -> Vec<(String, u32)> {
+    graph
+        .successors(from)
+        .into_iter()
+        .filter(|(to, _)| *to != END)
+        .take(k)
+        .map(|(to, w)| (to.to_string(), integer_weight(w)))
+        .collect()
+}
+
+/// The inlay hint after a call of `tool`: `→ person_movie_credits 62% · person 21%` (the share
+/// of the times each tool came next). `None` when no tool is known to follow; that programs
+/// often end there is said by the tooltip and the hover, not by the hint.
 pub fn hint_label(graph: &ToolGraph, tool: &str, k: usize) -> Option<String> {
-    let top = successors(graph, tool, k);
-    (!top.is_empty()).then(|| format!("→ {}", joined(&top, tool)))
+    short_label("→ ", &next_tools(graph, tool, k), tool)
 }
 
 /// The "what next" hint after a program's last call (`last`; [`START`] for a program without
 /// calls): `next → person 62% · movie 21%`. [`END`] is left out: the question is which tool to add.
 pub fn what_next_label(graph: &ToolGraph, last: Option<&str>, k: usize) -> Option<String> {
     let from = last.unwrap_or(START);
-    let top: Vec<(String, u32)> = graph
-        .successors(from)
-        .into_iter()
-        .filter(|(to, _)| *to != END)
-        .take(k)
-        .map(|(to, w)| (to.to_string(), integer_weight(w)))
-        .collect();
+    let top = next_tools(graph, from, k);
     let beside = if from == START { top.first().map_or(START, |(id, _)| id.as_str()) } else { from };
-    (!top.is_empty()).then(|| format!("next → {}", joined(&top, beside)))
+    short_label("next → ", &top, beside)
+}
+
+/// The hint's tooltip, a sentence: `After search_person, the workspace's programs and runs went
+/// on to person_movie_credits (62%), person (21%) or nothing after it (17%) — of 40 times seen.`
+pub fn hint_tooltip(graph: &ToolGraph, from: Option<&str>, k: usize) -> String {
+    let from = from.unwrap_or(START);
+    let top = successors(graph, from, k);
+    let seen = graph.out_count(from);
+    let times = if seen == 1 { "once".to_string() } else { format!("{seen} times") };
+    let after = if from == START { "As their first call".to_string() } else { format!("After {from}") };
+    format!(
+        "{after}, this workspace's programs, runs and imported trajectories called {} ({times} seen; ToolNet)",
+        listed(&top, from)
+    )
 }
 
 /// One tool of a toolset, ranked for completion after `toolset.`.
@@ -138,23 +184,23 @@ pub fn hover_markdown(graph: &ToolGraph, tool: &str, k: usize) -> Option<String>
     if before.is_empty() && after.is_empty() && score.is_none() {
         return None;
     }
-    let mut out = String::from("**ToolNet**\n");
+    let mut out = String::from("**In this workspace's programs and runs** (ToolNet)\n");
     if !before.is_empty() {
-        out.push_str(&format!("\n- comes after: {}", joined(&before, tool)));
+        out.push_str(&format!("\n- usually called after {}", listed(&before, tool)));
     }
     if !after.is_empty() {
-        out.push_str(&format!("\n- goes on to: {}", joined(&after, tool)));
+        let seen = graph.out_count(tool);
+        out.push_str(&format!("\n- usually followed by {} — of {seen} times seen", listed(&after, tool)));
     }
     if let Some(score) = score {
         let recent: Vec<String> = score.recent.iter().map(|s| signed(*s)).collect();
+        let runs = if score.runs == 1 { "1 run".to_string() } else { format!("{} runs", score.runs) };
         out.push_str(&format!(
-            "\n- recent runs: {} of the last {} scored below zero ({}, newest last); score {} over {} run{}",
+            "\n- {} of its last {} runs failed or answered badly (their scores, oldest first: {}; over {runs}: {})",
             score.recent_failures(),
             score.recent.len(),
             recent.join(" "),
             signed(score.total),
-            score.runs,
-            if score.runs == 1 { "" } else { "s" },
         ));
         if score.failing_lately() {
             out.push_str("\n\n⚠ failing lately");
@@ -170,7 +216,7 @@ pub fn failing_lately(graph: &ToolGraph, tool: &str) -> Option<String> {
     let score = graph.score(tool)?;
     score.failing_lately().then(|| {
         format!(
-            "`{tool}` has been failing lately: {} of its last {} runs scored below zero (ToolNet score {})",
+            "`{tool}` has been failing lately: {} of its last {} runs failed or answered badly (ToolNet score {})",
             score.recent_failures(),
             score.recent.len(),
             signed(score.total)
@@ -212,11 +258,21 @@ mod tests {
             successors(&g, "tmdb.search_person", 2),
             [("tmdb.person_movie_credits".to_string(), 60), ("other.lookup".to_string(), 20)]
         );
+        // As many as fit the 40 characters VS Code shows of a hint; the rest is in the tooltip.
+        assert_eq!(hint_label(&g, "tmdb.search_person", 3).unwrap(), "→ person_movie_credits 60%");
+        assert_eq!(hint_label(&g, "tmdb.person", 3), None);
+        assert_eq!(what_next_label(&g, Some("tmdb.search_person"), 3).unwrap(), "next → person_movie_credits 60%");
+        assert_eq!(hint_label(&g, "tmdb.person_movie_credits", 3), None, "only a program's end follows");
+        let tooltip = hint_tooltip(&g, Some("tmdb.search_person"), 3);
         assert_eq!(
-            hint_label(&g, "tmdb.search_person", 3).unwrap(),
-            "→ person_movie_credits 60% · other.lookup 20% · person 20%"
+            tooltip,
+            "After tmdb.search_person, this workspace's programs, runs and imported trajectories called \
+             person_movie_credits (60%), other.lookup (20%), person (20%) (5 times seen; ToolNet)"
         );
-        assert_eq!(hint_label(&g, "tmdb.person_movie_credits", 3).unwrap(), "→ end 100%");
+        assert!(
+            hint_tooltip(&g, Some("tmdb.person_movie_credits"), 3)
+                .contains("nothing after it (a program's last call) (100%)")
+        );
         assert_eq!(hint_label(&g, "tmdb.unknown", 3), None);
         assert_eq!(what_next_label(&g, Some("tmdb.person_movie_credits"), 3), None, "only `end` follows");
         assert_eq!(what_next_label(&g, None, 3).unwrap(), "next → search_person 100%");
@@ -237,8 +293,10 @@ mod tests {
         let message = failing_lately(&g, "tmdb.person").unwrap();
         assert!(message.contains("2 of its last 5 runs"), "{message}");
         let hover = hover_markdown(&g, "tmdb.person", 3).unwrap();
-        assert!(hover.contains("comes after: search_person 20"), "{hover}");
-        assert!(hover.contains("+1 +1 +1 -2 -2"), "{hover}");
+        assert!(hover.contains("usually called after search_person (20%)"), "{hover}");
+        assert!(hover.contains("2 of its last 5 runs failed"), "{hover}");
+        assert!(hover.contains("oldest first: +1 +1 +1 -2 -2"), "{hover}");
+        assert!(!hover.contains("start") && !hover.contains(" end "), "no graph jargon: {hover}");
         assert!(hover.contains("failing lately"), "{hover}");
         assert_eq!(failing_lately(&g, "tmdb.search_person"), None, "never scored");
     }

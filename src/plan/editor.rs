@@ -291,6 +291,7 @@ pub fn completions(feeds: &[Feed<'_>], replace: ByteRange) -> Vec<Completion> {
                 documentation: Some(evidence_markdown(edge)),
                 tool_id: None,
                 alias: None,
+                via_alias: false,
             }
         })
         .collect()

@@ -121,13 +121,28 @@ pub fn completion_item(
             new_text,
         })),
         data: item.tool_id.clone().map(serde_json::Value::String),
-        label_details: item
-            .alias
-            .as_ref()
-            .map(|alias| lsp::CompletionItemLabelDetails { detail: None, description: Some(alias.clone()) }),
+        label_details: label_details(item),
         filter_text: item.alias.as_ref().map(|alias| format!("{} {alias}", item.label)),
         ..Default::default()
     }
+}
+
+/// Beside a tool's name in the list: its parameters right after it (`(query, page?)`) and, at the
+/// right, what it answers (`→ object {page, results, …}`, as `ide::signature_line` says it) — or
+/// the `operationId` alias when that is what the typed word matched.
+fn label_details(item: &ide::Completion) -> Option<lsp::CompletionItemLabelDetails> {
+    if item.kind != ide::CompletionKind::Tool {
+        return None;
+    }
+    let (parameters, answer) = item.detail.split_once(" → ").unwrap_or((item.detail.as_str(), ""));
+    let description = match &item.alias {
+        Some(alias) if item.via_alias => Some(alias.clone()),
+        _ => (!answer.is_empty()).then(|| format!("→ {answer}")),
+    };
+    Some(lsp::CompletionItemLabelDetails {
+        detail: (!parameters.is_empty()).then(|| parameters.to_string()),
+        description,
+    })
 }
 
 /// The text a snippet inserts with every placeholder at its default: `${1:query}` → `query`,

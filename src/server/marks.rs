@@ -1,6 +1,8 @@
 //! What a run leaves on its document: per-call results as inlay hints (until the next edit) and
-//! failure diagnostics (until the next good run or an edit of their line; edits elsewhere move
-//! them).
+//! failure diagnostics (until the next good run or an edit of their lines; edits elsewhere move
+//! them). A run stops at its first failure, so its diagnostics — the failure and the call it is
+//! attributed to — describe one thing and go together: fixing the failing line also takes the
+//! `attributed-call` warning on the call away.
 
 use std::path::Path;
 
@@ -44,17 +46,19 @@ impl RunMarks {
         self.hints.is_empty() && self.diagnostics.is_empty()
     }
 
-    /// After a ranged edit (`range` of `before` replaced by `inserted`): hints go, a diagnostic
-    /// whose lines the edit touches goes, the others move with the text.
+    /// After a ranged edit (`range` of `before` replaced by `inserted`): hints go; when the edit
+    /// touches the lines of one of the failure's diagnostics, they all go; else they move with
+    /// the text.
     pub fn edited(&mut self, before: &str, range: ByteRange, inserted: &str) {
         self.hints.clear();
+        if self.diagnostics.iter().any(|marked| range.start <= marked.lines.end && range.end >= marked.lines.start) {
+            self.diagnostics.clear();
+            return;
+        }
         let delta = inserted.len() as isize - (range.end - range.start) as isize;
         let removed_lines = before.get(range.start..range.end).map_or(0, |r| r.matches('\n').count()) as isize;
         let line_delta = inserted.matches('\n').count() as isize - removed_lines;
         self.diagnostics.retain_mut(|marked| {
-            if range.start <= marked.lines.end && range.end >= marked.lines.start {
-                return false;
-            }
             if range.end < marked.lines.start {
                 let shift = |o: usize| (o as isize + delta).max(0) as usize;
                 marked.lines = ByteRange::new(shift(marked.lines.start), shift(marked.lines.end));
@@ -66,23 +70,27 @@ impl RunMarks {
         });
     }
 
-    /// After the whole text was replaced: a diagnostic stays when its lines are unchanged at the
-    /// same line number.
+    /// After the whole text was replaced: the diagnostics stay when all their lines are unchanged
+    /// at the same line numbers, else they all go.
     pub fn replaced(&mut self, after: &str) {
         self.hints.clear();
         let index = LineIndex::new(after);
-        self.diagnostics.retain_mut(|marked| {
-            let Some(start) = index.line_start(marked.line_number) else { return false };
+        let unchanged = |marked: &MarkedDiagnostic| {
+            let start = index.line_start(marked.line_number)?;
             let end = start + marked.line_text.len();
-            if after.get(start..end) != Some(marked.line_text.as_str()) {
-                return false;
-            }
+            (after.get(start..end) == Some(marked.line_text.as_str())).then_some(start)
+        };
+        let starts: Option<Vec<usize>> = self.diagnostics.iter().map(unchanged).collect();
+        let Some(starts) = starts else {
+            self.diagnostics.clear();
+            return;
+        };
+        for (marked, start) in self.diagnostics.iter_mut().zip(starts) {
             let offset = |o: usize| start + o.saturating_sub(marked.lines.start);
             let d = &mut marked.diagnostic;
             d.range = ByteRange::new(offset(d.range.start), offset(d.range.end));
-            marked.lines = ByteRange::new(start, end);
-            true
-        });
+            marked.lines = ByteRange::new(start, start + marked.line_text.len());
+        }
     }
 
     /// The marks of a finished run on the text it ran: the program at `path`, analysed against the
@@ -226,5 +234,32 @@ mod tests {
         let mut changed = marks;
         changed.replaced("a = 2\nb = y\n");
         assert!(changed.diagnostics.is_empty());
+    }
+
+    /// The failure and the call it is attributed to are one finding: fixing the failing line
+    /// takes the warning on the call away too, by a ranged edit or a whole-text replacement.
+    #[test]
+    fn a_failure_and_its_attribution_go_together() {
+        let text = "found = tmdb.search_person(query='x')\nname = found['nmae']\n";
+        let index = LineIndex::new(text);
+        let key = text.find("found['nmae']").unwrap();
+        let failure = Diagnostic::error("p.py", ByteRange::new(key, key + 13), "runtime-error", "KeyError: 'nmae'");
+        let call = Diagnostic::warning("p.py", ByteRange::new(8, 26), "attributed-call", "the KeyError came from here");
+        let marks = RunMarks {
+            version: 1,
+            hints: vec![],
+            diagnostics: vec![mark(failure, text, &index), mark(call, text, &index)],
+        };
+        let typo = text.find("nmae").unwrap();
+        let mut fixed = marks.clone();
+        fixed.edited(text, ByteRange::new(typo, typo + 4), "name");
+        assert!(fixed.diagnostics.is_empty(), "{:?}", fixed.diagnostics);
+        let mut replaced = marks.clone();
+        replaced.replaced(&text.replace("nmae", "name"));
+        assert!(replaced.diagnostics.is_empty(), "{:?}", replaced.diagnostics);
+        // An edit of neither line keeps both where they are.
+        let mut elsewhere = marks;
+        elsewhere.edited(text, ByteRange::new(text.len(), text.len()), "print(name)\n");
+        assert_eq!(elsewhere.diagnostics.len(), 2);
     }
 }

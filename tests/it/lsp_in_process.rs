@@ -468,7 +468,12 @@ fn completion_hover_definition_signature_and_symbols() {
     let Some(lsp::Documentation::MarkupContent(docs)) = &resolved.documentation else { panic!("{resolved:#?}") };
     assert!(docs.value.contains("query"), "{}", docs.value);
 
-    // The tool's `operationId` (`GET_search-person`) completes too, as a secondary label.
+    // Beside the name: its parameters, and what it answers.
+    let details = item.label_details.as_ref().unwrap_or_else(|| panic!("{item:#?}"));
+    assert_eq!(details.detail.as_deref(), Some("(query, page?, include_adult?, region?)"), "{item:#?}");
+    assert!(details.description.as_deref().is_some_and(|d| d.starts_with("→ object {")), "{item:#?}");
+
+    // The tool's `operationId` (`GET_search-person`) completes too, and then says so beside it.
     let items = client.completion_items(&uri, pos(5, 18));
     let item = items.iter().find(|i| i.label == "search_person").unwrap_or_else(|| panic!("{items:#?}"));
     assert_eq!(item.label_details.as_ref().and_then(|d| d.description.as_deref()), Some("get_search_person"));

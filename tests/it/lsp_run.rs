@@ -98,15 +98,18 @@ fn run_chain_from_the_editor() {
     assert_eq!(hints.len(), 1, "{hints:?}");
     assert!(hints[0].0 == 2 && hints[0].1.starts_with("✓ 200"), "{hints:?}");
 
-    // Editing the failing line clears its diagnostic; the attribution on the call stays.
+    // Editing the failing line clears its diagnostic and the attribution on the call with it:
+    // they describe one failure, which the edit meant to fix.
     client.change(&uri, 3, vec![edit(range(pos(4, 14), pos(4, 18)), "name")]);
     let published = client.diagnostics(&uri, |p| p.version == Some(3));
-    assert_eq!(codes(&published), [(2, "attributed-call".to_string())]);
+    assert_eq!(codes(&published), []);
 
-    // The next good run clears the rest.
+    // The next run is good and leaves none.
     client.execute_command("chainsmith.run", vec![json!(uri)], None).unwrap();
     let published = client.diagnostics(&uri, |p| p.diagnostics.is_empty());
     assert_eq!(published.version, Some(3));
+    let hints = run_hints(client.hints(&uri));
+    assert!(hints.len() == 1 && hints[0].1.starts_with("✓ 200"), "{hints:?}");
     client.shutdown();
 }
 

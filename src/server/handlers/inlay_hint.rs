@@ -1,6 +1,7 @@
 //! `textDocument/inlayHint`: the last run's result at each call (`✓ 200 · 84 ms`, `✗ 404`), shown
 //! until the document is edited; and ToolNet's likely successors after each call statement
-//! (`→ person_movie_credits 62% · person 21%`, once per tool) and "what next" after the last one;
+//! (`→ person_movie_credits 62% · person 21%`, once per tool, short enough not to be cut; the
+//! tooltip says it in a sentence) and "what next" after the last one;
 //! `[toolnet] hints = "last"` keeps only "what next", `"off"` none.
 
 use tower_lsp_server::lsp_types as lsp;
@@ -75,9 +76,11 @@ fn toolnet_hints(snap: &Snapshot, wanted: crate::text::ByteRange) -> Vec<lsp::In
             label: lsp::InlayHintLabel::String(label),
             kind: None,
             text_edits: None,
-            tooltip: Some(lsp::InlayHintTooltip::String(
-                "ToolNet: the tools that came next after this one in the workspace's programs, runs and imported trajectories, with the share of the times each did".into(),
-            )),
+            tooltip: Some(lsp::InlayHintTooltip::String(editor::hint_tooltip(
+                &graph,
+                Some(&tool.id()),
+                editor::DEFAULT_TOP,
+            ))),
             padding_left: Some(true),
             padding_right: None,
             data: None,
