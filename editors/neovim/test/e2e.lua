@@ -654,6 +654,29 @@ local main = function()
       return false
     end)
     check(output.type == 4, "program output is logged (type 4), got " .. vim.inspect(output))
+    -- The user sees it: in the output buffer, which :ChainsmithRun put in a window.
+    local output_buf = vim.fn.bufnr(chainsmith.output_name)
+    check(output_buf > 0, "no output buffer " .. chainsmith.output_name)
+    wait_for("the program's output in the output buffer", function()
+      local shown = table.concat(vim.api.nvim_buf_get_lines(output_buf, 0, -1, false), "\n")
+      return shown:find("Bradley Cooper directed", 1, true) ~= nil
+    end)
+    check(vim.fn.bufwinid(output_buf) ~= -1, "the output buffer is not in a window")
+    check(vim.api.nvim_get_current_buf() == chain_buf, "showing the output moved the cursor out of the chain")
+    -- The Run chain code lens at the top of the chain (the plugin turns lenses on).
+    if vim.lsp.codelens and vim.lsp.codelens.get then
+      local titles
+      local lensed = vim.wait(WAIT_MS, function()
+        titles = {}
+        for _, lens in ipairs(vim.lsp.codelens.get(chain_buf) or {}) do
+          if lens.command then
+            table.insert(titles, lens.range.start.line .. ":" .. lens.command.title)
+          end
+        end
+        return vim.tbl_contains(titles, "0:▶ Run chain")
+      end, 50)
+      check(lensed, "code lenses on the chain: " .. vim.inspect(titles))
+    end
     -- The hints come with the run's end (the server asks for a refresh); poll until both are there.
     local hints
     local ok = vim.wait(WAIT_MS, function()
@@ -749,6 +772,10 @@ local main = function()
       check(toolset_buf > 0, "the probed schema was not applied to vault.toolset.json")
       local edited = table.concat(vim.api.nvim_buf_get_lines(toolset_buf, 0, -1, false), "\n")
       check(edited:find('"response"', 1, true) and edited:find('"results"', 1, true), edited)
+      -- The file was not open, so the edit is saved: on disk, not in a hidden buffer lost on :qa!.
+      check(not vim.bo[toolset_buf].modified, "vault.toolset.json was left unsaved")
+      local on_disk = table.concat(vim.fn.readfile(run_ws .. "/vault.toolset.json"), "\n")
+      check(on_disk:find('"results"', 1, true) ~= nil, "the probed schema is not on disk: " .. on_disk)
       out(("     %s (%d LLM request(s))"):format(told.message, llm.requests))
 
       since = #messages

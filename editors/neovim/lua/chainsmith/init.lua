@@ -27,6 +27,8 @@ M.defaults = {
   root_markers = { "chainsmith.toml", "protocols" },
   -- Turn on inlay hints for attached buffers (Neovim 0.10+, when the server provides them).
   inlay_hints = true,
+  -- Show code lenses (▶ Run chain) and keep them fresh; :ChainsmithLens runs the one on the line.
+  code_lenses = true,
   -- Define :ChainsmithRun and friends.
   user_commands = true,
   -- Passed through to the client.
@@ -156,6 +158,133 @@ local function enable_inlay_hints(client, bufnr)
   end
 end
 
+--- The output buffer's name: what runs print, the server's log lines (a generated program it did
+--- not apply included), newest last. `:ChainsmithOutput` shows it.
+M.output_name = "chainsmith://output"
+--- Lines the output buffer keeps.
+local MAX_OUTPUT_LINES = 10000
+
+--- The output buffer (made on first use): a scratch buffer no one saves.
+function M.output_buffer()
+  local bufnr = vim.fn.bufnr(M.output_name)
+  if bufnr > 0 and vim.api.nvim_buf_is_valid(bufnr) then
+    return bufnr
+  end
+  bufnr = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(bufnr, M.output_name)
+  vim.bo[bufnr].buftype = "nofile"
+  vim.bo[bufnr].bufhidden = "hide"
+  vim.bo[bufnr].swapfile = false
+  vim.bo[bufnr].modifiable = false
+  return bufnr
+end
+
+--- Shows the output buffer in a window below (unless one shows it), keeping the cursor where it is.
+function M.show_output()
+  local bufnr = M.output_buffer()
+  if vim.fn.bufwinid(bufnr) ~= -1 then
+    return bufnr
+  end
+  local from = vim.api.nvim_get_current_win()
+  vim.cmd("botright 10split")
+  vim.api.nvim_win_set_buf(0, bufnr)
+  vim.api.nvim_set_current_win(from)
+  return bufnr
+end
+
+local function append_output(text)
+  local bufnr = M.output_buffer()
+  local lines = vim.split(text, "\n", { plain = true })
+  vim.bo[bufnr].modifiable = true
+  local count = vim.api.nvim_buf_line_count(bufnr)
+  local empty = count == 1 and vim.api.nvim_buf_get_lines(bufnr, 0, 1, false)[1] == ""
+  vim.api.nvim_buf_set_lines(bufnr, empty and 0 or -1, -1, false, lines)
+  count = vim.api.nvim_buf_line_count(bufnr)
+  if count > MAX_OUTPUT_LINES then
+    vim.api.nvim_buf_set_lines(bufnr, 0, count - MAX_OUTPUT_LINES, false, {})
+  end
+  vim.bo[bufnr].modifiable = false
+  local win = vim.fn.bufwinid(bufnr)
+  if win ~= -1 then
+    vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(bufnr), 0 })
+  end
+end
+
+--- `window/logMessage`: into the output buffer, and on to Neovim's own handler (the LSP log).
+local function on_log_message(err, result, ctx, cfg)
+  if type(result) == "table" and type(result.message) == "string" then
+    vim.schedule(function()
+      append_output(result.message)
+    end)
+  end
+  local default = vim.lsp.handlers["window/logMessage"]
+  if default then
+    return default(err, result, ctx, cfg)
+  end
+end
+
+--- The files an edit changes, as paths.
+local function edited_files(edit)
+  local files = {}
+  for uri, _ in pairs(edit.changes or {}) do
+    table.insert(files, vim.uri_to_fname(uri))
+  end
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.textDocument and change.textDocument.uri then
+      table.insert(files, vim.uri_to_fname(change.textDocument.uri))
+    end
+  end
+  return files
+end
+
+--- `workspace/applyEdit`: applied as Neovim does; a file that was not open in a buffer before
+--- (a probed schema written into a protocol file) is saved too, as VS Code's workspace edits of
+--- closed files are, instead of being left in a hidden unsaved buffer and lost on `:qa!`.
+local function on_apply_edit(err, result, ctx, cfg)
+  local closed = {}
+  if type(result) == "table" and type(result.edit) == "table" then
+    for _, file in ipairs(edited_files(result.edit)) do
+      local bufnr = vim.fn.bufnr(file)
+      if bufnr == -1 or not vim.api.nvim_buf_is_loaded(bufnr) then
+        table.insert(closed, file)
+      end
+    end
+  end
+  local answer = vim.lsp.handlers["workspace/applyEdit"](err, result, ctx, cfg)
+  if type(answer) == "table" and answer.applied then
+    for _, file in ipairs(closed) do
+      local bufnr = vim.fn.bufnr(file)
+      if bufnr ~= -1 and vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].modified then
+        vim.api.nvim_buf_call(bufnr, function()
+          vim.cmd("silent noautocmd write")
+        end)
+      end
+    end
+  end
+  return answer
+end
+
+--- Code lenses (Run chain) on `bufnr`, refreshed as the buffer changes, where the server offers them.
+local function enable_code_lenses(client, bufnr)
+  local caps = client.server_capabilities or client.resolved_capabilities or {}
+  if not (caps.codeLensProvider or caps.code_lens) or not vim.lsp.codelens then
+    return
+  end
+  local function refresh()
+    -- 0.10+: refresh({ bufnr = … }); before, refresh() for the current buffer.
+    if not pcall(vim.lsp.codelens.refresh, { bufnr = bufnr }) then
+      pcall(vim.lsp.codelens.refresh)
+    end
+  end
+  refresh()
+  vim.api.nvim_create_autocmd({ "BufEnter", "InsertLeave", "BufWritePost", "TextChanged" }, {
+    buffer = bufnr,
+    group = vim.api.nvim_create_augroup("chainsmith_codelens_" .. bufnr, { clear = true }),
+    callback = refresh,
+    desc = "chainsmith: refresh the code lenses",
+  })
+end
+
 local function notify_client(client, method, params)
   if has("0.11") then
     return client:notify(method, params)
@@ -271,9 +400,17 @@ local function client_config(root)
     init_options = settings,
     settings = { chainsmith = settings },
     capabilities = config.capabilities or vim.lsp.protocol.make_client_capabilities(),
-    handlers = { ["chainsmith/status"] = on_status, ["$/progress"] = on_progress },
+    handlers = {
+      ["chainsmith/status"] = on_status,
+      ["$/progress"] = on_progress,
+      ["window/logMessage"] = on_log_message,
+      ["workspace/applyEdit"] = on_apply_edit,
+    },
     on_attach = function(client, bufnr)
       enable_inlay_hints(client, bufnr)
+      if config.code_lenses then
+        enable_code_lenses(client, bufnr)
+      end
       if config.on_attach then
         config.on_attach(client, bufnr)
       end
@@ -413,9 +550,21 @@ end
 local function define_user_commands()
   for _, c in ipairs(M.commands) do
     vim.api.nvim_create_user_command(c.user, function()
+      if c.id == "chainsmith.run" then
+        -- What the chain prints is what a run is for: in view while it runs.
+        M.show_output()
+      end
       M.execute(c.id, 0, c.id == "chainsmith.graph" and show_graph or nil)
     end, { desc = "chainsmith: " .. c.title })
   end
+  vim.api.nvim_create_user_command("ChainsmithOutput", function()
+    M.show_output()
+  end, { desc = "chainsmith: show what runs printed and the server's log (a program not applied included)" })
+  vim.api.nvim_create_user_command("ChainsmithLens", function()
+    if vim.lsp.codelens then
+      vim.lsp.codelens.run()
+    end
+  end, { desc = "chainsmith: run the code lens on this line (Run chain)" })
   vim.api.nvim_create_user_command("ChainsmithCancel", function()
     if M.cancel(0) == 0 then
       notify("nothing to cancel")
