@@ -132,9 +132,9 @@ impl Context {
     /// After a (re)load: `chainsmith/status`, diagnostics of protocol files (clearing files whose
     /// problems are gone) and of every open program.
     pub async fn publish_everything(&self) {
-        let (world, snapshots, observed) = {
+        let (world, snapshots, observed, file_watching) = {
             let s = self.session();
-            (s.world(), s.snapshots(), s.drift_diagnostics())
+            (s.world(), s.snapshots(), s.drift_diagnostics(), s.file_watching)
         };
         let files =
             guarded("publish workspace diagnostics", || diagnostics::workspace(&world, &observed)).unwrap_or_default();
@@ -165,7 +165,7 @@ impl Context {
             s.published_workspace = now;
             cleared
         };
-        self.client.send_notification::<StatusNotification>(Status::of(&world.catalog)).await;
+        self.client.send_notification::<StatusNotification>(Status::of(&world.catalog, file_watching)).await;
         for (uri, diagnostics) in files {
             self.client.publish_diagnostics(uri, diagnostics, None).await;
         }

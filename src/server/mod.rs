@@ -23,6 +23,7 @@ pub mod marks;
 pub mod session;
 pub mod stream;
 pub mod task;
+pub mod watch;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,19 +41,38 @@ use guard::{guarded, guarded_async, off_loop};
 use handlers::notifications as notify;
 use session::{Snapshot, World};
 
-/// `chainsmith/status`: the catalog's size after every (re)load.
+/// `chainsmith/status`: the catalog's size after every (re)load, and who watches its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
     pub toolsets: usize,
     pub tools: usize,
     /// Tools whose response schema is unknown (probing would fill it).
     pub unprobed: usize,
+    /// Who notices changes on disk to the protocol files and chainsmith.toml.
+    #[serde(default)]
+    pub file_watching: FileWatching,
 }
 
 impl Status {
-    pub fn of(catalog: &Catalog) -> Self {
-        Status { toolsets: catalog.toolsets.len(), tools: catalog.tool_count(), unprobed: catalog.unprobed_count() }
+    pub fn of(catalog: &Catalog, file_watching: FileWatching) -> Self {
+        Status {
+            toolsets: catalog.toolsets.len(),
+            tools: catalog.tool_count(),
+            unprobed: catalog.unprobed_count(),
+            file_watching,
+        }
     }
+}
+
+/// Who notices changes on disk: the editor's file watchers (`workspace/didChangeWatchedFiles`),
+/// the server's own ([`watch`]), or nobody yet (before `initialized`, or the system refused).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileWatching {
+    Editor,
+    Server,
+    #[default]
+    None,
 }
 
 pub enum StatusNotification {}

@@ -322,6 +322,8 @@ fn earlier_analysis<'o, 'c>(earlier: &'o CachedAnalysis, catalog: &'c Catalog) -
 
 pub struct Session {
     pub root: Option<PathBuf>,
+    /// Who tells the server that a protocol file or chainsmith.toml changed on disk.
+    pub file_watching: crate::server::FileWatching,
     /// Editor settings: `initializationOptions` overlaid with `workspace/configuration`.
     pub init_settings: Option<serde_json::Value>,
     pub pulled_settings: Option<serde_json::Value>,
@@ -390,6 +392,7 @@ impl Default for Session {
             catalog: Arc::new(Catalog::default()),
             encoding: Encoding::Utf16,
             support: ClientSupport::default(),
+            file_watching: crate::server::FileWatching::None,
             generation: 0,
             loaded: 0,
             toolnet: Arc::new(Toolnet::empty()),

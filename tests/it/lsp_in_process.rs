@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chainsmith::server::{Status, StatusNotification};
+use chainsmith::server::{FileWatching, Status, StatusNotification};
 use serde_json::{Value, json};
 use tower_lsp_server::lsp_types::notification::{DidChangeConfiguration, LogMessage, ShowMessage};
 use tower_lsp_server::lsp_types::request::{
@@ -169,7 +169,7 @@ fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
     "#);
 
     let status = client.await_notification::<StatusNotification>(|_| true);
-    assert_eq!(status, Status { toolsets: 1, tools: 54, unprobed: 0 });
+    assert_eq!(status, Status { toolsets: 1, tools: 54, unprobed: 0, file_watching: FileWatching::Editor });
     let ServerRequest { params: registration, .. } = client.await_request::<RegisterCapability>(|_| true);
     let registered = &registration.registrations[0];
     assert_eq!(registered.method, "workspace/didChangeWatchedFiles");
@@ -290,6 +290,49 @@ fn settings_from_initialization_options_and_workspace_configuration() {
     );
     client.shutdown();
 }
+
+#[test]
+fn changes_on_disk_are_picked_up_without_the_editors_watchers() {
+    // Neovim 0.11 on Linux offers no dynamic registration of file watchers: no
+    // didChangeWatchedFiles will come, so the server watches the files itself.
+    let mut client = tmdb().capabilities(json!({"general": {"positionEncodings": ["utf-16"]}})).start();
+    let status = client.await_notification::<StatusNotification>(tools(54));
+    assert_eq!(status.file_watching, FileWatching::Server);
+    let uri = client.open("p.py", PROGRAM);
+    client.diagnostics(&uri, |p| p.version == Some(1));
+    let spec = client.path("specs/tmdb_oas.json");
+    let spec_uri = client.uri("specs/tmdb_oas.json");
+    let original = std::fs::read_to_string(&spec).unwrap();
+
+    std::fs::write(&spec, "{\n  \"openapi\": \"3.0.0\",\n  \"paths\": {\n").unwrap();
+    client.await_notification::<StatusNotification>(tools(0));
+    let broken = client.diagnostics(&spec_uri, |p| codes(p).iter().any(|c| c == "invalid-protocol"));
+    assert_eq!(codes(&broken), ["invalid-protocol"], "{broken:#?}");
+
+    // Written back the way editors save (a new file renamed over the old one).
+    let staging = client.path("specs/.tmdb_oas.json.swp");
+    std::fs::write(&staging, &original).unwrap();
+    std::fs::rename(&staging, &spec).unwrap();
+    client.await_notification::<StatusNotification>(tools(54));
+    client.diagnostics(&spec_uri, |p| !codes(p).iter().any(|c| c == "invalid-protocol"));
+
+    // chainsmith.toml itself: a second toolset appears.
+    let toml = client.path("chainsmith.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::create_dir_all(client.path("more")).unwrap();
+    std::fs::write(client.path("more/pets.yaml"), PETS).unwrap();
+    text.push_str("\n[[toolsets]]\nname = \"pets\"\nopenapi = \"more/pets.yaml\"\n");
+    std::fs::write(&toml, text).unwrap();
+    let grown = client.await_notification::<StatusNotification>(|s| s.toolsets == 2);
+    assert_eq!(grown.tools, 55);
+    // Its protocol's folder is watched from then on.
+    std::fs::write(client.path("more/pets.yaml"), PETS.replace("listPets", "listAllPets")).unwrap();
+    client.await_notification::<StatusNotification>(|s| s.toolsets == 2);
+    client.shutdown();
+}
+
+/// A one-operation OpenAPI document.
+const PETS: &str = "openapi: 3.0.0\ninfo: {title: pets, version: '1'}\nservers: [{url: 'https://pets.example.com'}]\npaths:\n  /pets:\n    get:\n      operationId: listPets\n      responses:\n        '200': {description: ok, content: {application/json: {schema: {type: array, items: {type: string}}}}}\n";
 
 #[test]
 fn protocol_and_config_changes_on_disk_are_picked_up() {

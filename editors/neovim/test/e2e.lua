@@ -385,6 +385,8 @@ local main = function()
     check(report:find("attached (client " .. client.id, 1, true) ~= nil, report)
     check(report:find("is in the chainsmith workspace", 1, true) ~= nil, report)
     check(report:find("no chainsmith server attached", 1, true) == nil, report)
+    -- Someone watches protocol files on disk: Neovim where it registers watchers, else the server.
+    check(report:find("watched by the server", 1, true) ~= nil or report:find("watched by Neovim", 1, true) ~= nil, report)
   end)
 
   step("diagnostics: every planted mistake is reported at its line, with its code", function()

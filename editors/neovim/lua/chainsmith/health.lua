@@ -42,6 +42,16 @@ function M.check()
   if #clients > 0 then
     local status = chainsmith.statusline(bufnr)
     ok(("attached (client %d)%s"):format(clients[1].id, status ~= "" and (": " .. status) or ""))
+    local watching = (chainsmith.status[clients[1].id] or {}).file_watching
+    if watching == "editor" then
+      ok("changes on disk to chainsmith.toml and protocol files: watched by Neovim for the server")
+    elseif watching == "server" then
+      ok("changes on disk to chainsmith.toml and protocol files: watched by the server (this Neovim registers no file watchers)")
+    else
+      warn("changes on disk to chainsmith.toml and protocol files are not watched: save them from Neovim, or restart the server", {
+        "the server could not watch the files itself; see its log",
+      })
+    end
   else
     warn(("no chainsmith server attached to %s"):format(vim.fn.fnamemodify(name, ":t")))
   end

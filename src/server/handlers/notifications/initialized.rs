@@ -1,6 +1,6 @@
-//! `initialized`: the first diagnostics are published, protocol files are watched (when the
-//! client can register watchers), and the editor's settings are pulled; settings that differ from
-//! the initialization options reload the workspace.
+//! `initialized`: the first diagnostics are published, protocol files are watched (by the client
+//! when it can register watchers, else by the server), and the editor's settings are pulled;
+//! settings that differ from the initialization options reload the workspace.
 
 use std::collections::HashMap;
 
@@ -9,9 +9,18 @@ use tower_lsp_server::lsp_types as lsp;
 use super::did_change_configuration::pull_settings;
 use crate::server::context::Context;
 use crate::server::task::CLIENT_REQUEST_TIMEOUT;
+use crate::server::{FileWatching, watch};
 
 pub async fn initialized(ctx: &Context, _: lsp::InitializedParams) {
     let support = ctx.session().support;
+    // An editor that cannot watch files for the server (no dynamic registration) would never say
+    // that one changed: the server watches them itself.
+    let watching = match support.watch_files {
+        true => FileWatching::Editor,
+        false if watch::start(ctx.clone()) => FileWatching::Server,
+        false => FileWatching::None,
+    };
+    ctx.session().file_watching = watching;
     ctx.publish_everything().await;
     if support.watch_files {
         register_watchers(ctx).await;
