@@ -18,6 +18,10 @@ use crate::toolset::Catalog;
 pub struct CallHint {
     /// Byte offset of the end of the call's statement.
     pub offset: usize,
+    /// Byte offset of the start of the call's statement (where a "Re-run from here" lens goes).
+    pub statement_start: usize,
+    /// The trace id of the first call made there.
+    pub first_call: u32,
     pub label: String,
     pub tooltip: String,
 }
@@ -108,7 +112,7 @@ impl RunMarks {
         let diagnostics = outcome.diagnostics.iter().map(|d| mark(d.clone(), text, &index)).collect();
         let tree = analysis::parse::parse(text);
         let result = analysis::analyze(path, text, &tree, catalog, &config.diagnostics);
-        let mut by_offset: Vec<(usize, Vec<&TraceCall>)> = Vec::new();
+        let mut by_offset: Vec<(usize, usize, Vec<&TraceCall>)> = Vec::new();
         for call in &outcome.trace.calls {
             let Some(line) = call.line else { continue };
             let line0 = line.saturating_sub(1) as usize;
@@ -117,22 +121,24 @@ impl RunMarks {
                 .iter()
                 .filter(|c| index.line_of(c.range.start) <= line0 && line0 <= index.line_of(c.range.end))
                 .min_by_key(|c| (c.tool.is_none_or(|t| t.id() != call.tool), c.range.end - c.range.start));
-            let offset = match analysed {
-                Some(c) => c.statement_range.end,
+            let (start, offset) = match analysed {
+                Some(c) => (c.statement_range.start, c.statement_range.end),
                 None => match index.line_start(line0) {
-                    Some(start) => text[start..].find('\n').map(|i| start + i).unwrap_or(text.len()),
+                    Some(start) => (start, text[start..].find('\n').map(|i| start + i).unwrap_or(text.len())),
                     None => continue,
                 },
             };
-            match by_offset.iter_mut().find(|(o, _)| *o == offset) {
-                Some((_, calls)) => calls.push(call),
-                None => by_offset.push((offset, vec![call])),
+            match by_offset.iter_mut().find(|(o, _, _)| *o == offset) {
+                Some((_, _, calls)) => calls.push(call),
+                None => by_offset.push((offset, start, vec![call])),
             }
         }
         let hints = by_offset
             .into_iter()
-            .map(|(offset, calls)| CallHint {
+            .map(|(offset, statement_start, calls)| CallHint {
                 offset,
+                statement_start,
+                first_call: calls.iter().map(|c| c.id).min().unwrap_or(0),
                 label: hint_label(&calls),
                 tooltip: calls.iter().map(|c| c.summary()).collect::<Vec<_>>().join("\n"),
             })

@@ -46,6 +46,8 @@ pub struct ClientSupport {
     pub work_done_progress: bool,
     /// `workspace/inlayHint/refresh`.
     pub inlay_hint_refresh: bool,
+    /// `workspace/codeLens/refresh`.
+    pub code_lens_refresh: bool,
     /// Workspace edits that name the document version they were made for (`documentChanges`).
     pub versioned_edits: bool,
 }
@@ -80,6 +82,10 @@ impl ClientSupport {
                 .and_then(|w| w.inlay_hint.as_ref())
                 .and_then(|i| i.refresh_support)
                 .unwrap_or(false),
+            code_lens_refresh: workspace
+                .and_then(|w| w.code_lens.as_ref())
+                .and_then(|c| c.refresh_support)
+                .unwrap_or(false),
             versioned_edits: workspace
                 .and_then(|w| w.workspace_edit.as_ref())
                 .and_then(|e| e.document_changes)
@@ -99,6 +105,9 @@ pub struct Document {
     /// What the last run left on the program: per-call inlay hints (until the next edit) and
     /// failure diagnostics (until the next good run or an edit of their line).
     pub run: Option<Arc<RunMarks>>,
+    /// The trace of the document's last finished run, kept across edits: a re-run answers the
+    /// calls it recorded from it (the "Re-run" code lenses).
+    pub last_trace: Option<Arc<crate::runtime::Trace>>,
     /// The analysis of this version against the installed catalog, once a request needed it.
     analysis: AnalysisSlot,
     /// The latest analysis of an earlier version against the installed catalog: the next one
@@ -129,6 +138,7 @@ impl Document {
             parsed: Arc::new(ParsedText::new(text)),
             line_index,
             run: None,
+            last_trace: None,
             analysis: AnalysisSlot::default(),
             previous: None,
         }
@@ -268,6 +278,8 @@ pub struct Snapshot {
     pub world: World,
     /// The marks of the document's last run.
     pub run: Option<Arc<RunMarks>>,
+    /// The trace of the document's last finished run (see [`Document::last_trace`]).
+    pub last_trace: Option<Arc<crate::runtime::Trace>>,
     analysis: AnalysisSlot,
     previous: Option<AnalysisSlot>,
 }
@@ -445,6 +457,7 @@ impl Session {
             line_index: doc.line_index.clone(),
             world: self.world(),
             run: doc.run.clone(),
+            last_trace: doc.last_trace.clone(),
             analysis: doc.analysis.clone(),
             previous: doc.previous.clone(),
         })

@@ -82,6 +82,31 @@ fn run_chain_from_the_editor() {
         assert!(label.starts_with("✓ 200 · ") && label.ends_with(" ms"), "{label}");
     }
 
+    // After the run: re-run lenses, with the last run's answers for every call or for the calls
+    // before one. Re-running from the second call calls only it (and what follows) again.
+    let lenses = client.code_lenses(&uri).expect("code lenses");
+    let titled: Vec<(u32, String)> =
+        lenses.iter().map(|l| (l.range.start.line, l.command.as_ref().unwrap().title.clone())).collect();
+    assert_eq!(
+        titled,
+        [(0, "▶ Run chain".into()), (0, "↻ Re-run with recorded answers".into()), (4, "↻ Re-run from here".into())]
+    );
+    let asked_before = server.requests().as_array().unwrap().len();
+    let from_here = lenses[2].command.clone().unwrap();
+    assert_eq!(from_here.arguments.as_ref().unwrap()[0]["replay"], json!(2));
+    client.execute_command(&from_here.command, from_here.arguments.unwrap_or_default(), None).unwrap();
+    let (token, _) = client.progress_begin(None);
+    client.await_notification::<LogMessage>(|p| p.message == "Bradley Cooper 38");
+    assert_eq!(client.progress_end(Some(&token)).message.as_deref(), Some("✓ 2 calls"));
+    let asked: Vec<String> = server.requests().as_array().unwrap()[asked_before..]
+        .iter()
+        .map(|r| r["path"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(asked.len(), 1, "only the call from here on reaches the API: {asked:?}");
+    assert!(asked[0].contains("/movie_credits"), "{asked:?}");
+    let hints = run_hints(client.hints(&uri));
+    assert!(hints[0].1.contains("replayed") && !hints[1].1.contains("replayed"), "{hints:?}");
+
     // An edit: the hints go.
     client.change(&uri, 2, vec![full_text(BAD)]);
     client.diagnostics(&uri, |p| p.version == Some(2));

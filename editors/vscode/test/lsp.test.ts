@@ -82,7 +82,7 @@ describe("chainsmith lsp over stdio, as VS Code speaks to it", () => {
   let settings: ServerSettings = toServerSettings(userSettings).settings;
   const configurationRequests: ConfigurationItem[][] = [];
   const diagnostics = new Map<string, PublishDiagnosticsParams[]>();
-  const statuses: Array<{ toolsets: number; tools: number; unprobed: number }> = [];
+  const statuses: Array<{ toolsets: number; tools: number; unprobed: number; file_watching: string }> = [];
   const messages: Array<{ type: number; message: string }> = [];
   let exited: { code: number | null; signal: string | null } | undefined;
 
@@ -221,7 +221,9 @@ describe("chainsmith lsp over stdio, as VS Code speaks to it", () => {
 
   it("sends chainsmith/status and pulls the chainsmith configuration section", async () => {
     const status = await until("chainsmith/status", () => statuses.at(-1));
-    assert.deepEqual(Object.keys(status).sort(), ["tools", "toolsets", "unprobed"]);
+    assert.deepEqual(Object.keys(status).sort(), ["file_watching", "tools", "toolsets", "unprobed"]);
+    // This client registers file watchers for the server, as VS Code does.
+    assert.equal(status.file_watching, "editor");
     assert.equal(status.toolsets, 1);
     assert.equal(status.tools, 54);
     assert.ok(status.unprobed >= 0 && status.unprobed <= status.tools);

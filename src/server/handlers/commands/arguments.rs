@@ -5,7 +5,7 @@
 //!
 //! | command | arguments |
 //! |---|---|
-//! | `chainsmith.run` | `[document]` |
+//! | `chainsmith.run` | `[document]` or `[{uri, replay?}]`: `replay` `"all"` answers every call identical to one the document's last run recorded from its trace; a number `n` answers so only the calls before the one with trace id `n` (re-running from that call) |
 //! | `chainsmith.generate` | `[document]` or `[{uri, version?, task?, tools?, allowWrites?}]` |
 //! | `chainsmith.fix` | `[document]` or `[{uri, version?, allowWrites?}]` |
 //! | `chainsmith.plan` | `[document]` or `[{uri, version?, task?}]` (the task defaults to the document's) |
@@ -44,6 +44,23 @@ pub fn argument(value: &Value) -> Option<Argument> {
     Some(Argument::Tool(text.to_string()))
 }
 
+/// Which answers of the document's last run a re-run takes from its trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replay {
+    /// Every call identical to a recorded one (as `chainsmith run --replay`).
+    All,
+    /// Only those before the call with this trace id: the run goes live from that call on.
+    Before(u32),
+}
+
+/// The `replay` of a `chainsmith.run`'s first argument (`{uri, replay}`), when it has one.
+pub fn replay(arguments: &[Value]) -> Option<Replay> {
+    match arguments.first()?.get("replay")? {
+        Value::String(all) if all == "all" => Some(Replay::All),
+        value => value.as_u64().and_then(|n| u32::try_from(n).ok()).map(Replay::Before),
+    }
+}
+
 /// The document a command's first argument names.
 pub fn document(arguments: &[Value]) -> Option<lsp::Uri> {
     match argument(arguments.first()?)? {
@@ -76,5 +93,9 @@ mod tests {
         assert_eq!(document(&[json!("tmdb.person")]), None);
         assert_eq!(tool(&[json!("file:///w/fail.py")]), None);
         assert_eq!(tool(&[json!("search_person")]).as_deref(), Some("search_person"));
+        assert_eq!(replay(&[json!({"uri": "file:///w/p.py", "replay": 3})]), Some(Replay::Before(3)));
+        assert_eq!(replay(&[json!({"uri": "file:///w/p.py", "replay": "all"})]), Some(Replay::All));
+        assert_eq!(replay(&[json!("file:///w/p.py")]), None);
+        assert_eq!(replay(&[json!({"uri": "file:///w/p.py", "replay": -1})]), None);
     }
 }

@@ -83,6 +83,23 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
         }
         return Ok(None);
     }
+    // A re-run takes answers from the document's last run: all identical calls, or those before one.
+    let replay = match arguments::replay(&params.arguments) {
+        None => None,
+        Some(replay) => {
+            let Some(last) = snapshot.as_ref().and_then(|s| s.last_trace.clone()) else {
+                let message =
+                    format!("chainsmith: {} has no earlier run to take answers from; run it first", file_name(&path));
+                ctx.client.show_message(lsp::MessageType::WARNING, message).await;
+                return Ok(None);
+            };
+            let mut trace = (*last).clone();
+            if let arguments::Replay::Before(first_live) = replay {
+                trace.calls.retain(|call| call.id < first_live);
+            }
+            Some(trace)
+        }
+    };
     let showing = Showing {
         client_token: params.work_done_progress_params.work_done_token.clone(),
         server_initiated: world.support.work_done_progress,
@@ -94,6 +111,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
+    request.replay = replay;
     request.mcp = Some(ctx.mcp.clone());
     let context = ctx.clone();
     let generation = world.generation;
@@ -187,6 +205,14 @@ async fn background(
         ctx.session().observe_drift(&path, &outcome.drift, generation);
         ctx.publish_everything().await;
     }
+    // The trace stays with the document across edits: a re-run takes answers from it.
+    if let Some(snap) = &snapshot
+        && outcome.start_error.is_none()
+        && !cancelled
+        && let Some(doc) = ctx.session().document_mut(&snap.uri)
+    {
+        doc.last_trace = Some(Arc::new(outcome.trace.clone()));
+    }
     // The results go on the document before the progress ends: a client that asks for hints or
     // diagnostics as soon as the run is over must see this run's.
     if let Some(snap) = snapshot
@@ -238,5 +264,9 @@ async fn apply(ctx: &Context, snap: &Snapshot, marks: RunMarks) {
     ctx.refresh_toolnet().await;
     if fresh.world.support.inlay_hint_refresh {
         let _ = tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, ctx.client.inlay_hint_refresh()).await;
+    }
+    // The re-run lenses follow the run.
+    if fresh.world.support.code_lens_refresh {
+        let _ = tokio::time::timeout(CLIENT_REQUEST_TIMEOUT, ctx.client.code_lens_refresh()).await;
     }
 }
