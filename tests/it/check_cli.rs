@@ -143,6 +143,34 @@ fn every_planted_mistake_is_reported_on_its_line() {
         .collect();
     got.sort();
     assert_eq!(got, expected);
+
+    // EXPECTED.md's table says where each one is and how severe: held to what `check` prints.
+    let table = std::fs::read_to_string("examples/tmdb/mistakes/EXPECTED.md").unwrap();
+    let mut documented: Vec<(String, u64, u64, String, String)> = table
+        .lines()
+        .filter(|l| l.starts_with("| `mistakes/"))
+        .map(|row| {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(|c| c.trim().trim_matches('`')).collect();
+            let file = Path::new(cells[0]).file_name().unwrap().to_string_lossy().to_string();
+            (file, cells[1].parse().unwrap(), cells[2].parse().unwrap(), cells[3].to_string(), cells[4].to_string())
+        })
+        .collect();
+    documented.sort();
+    let mut printed: Vec<(String, u64, u64, String, String)> = items
+        .iter()
+        .map(|d| {
+            let file = Path::new(d["file"].as_str().unwrap()).file_name().unwrap().to_string_lossy().to_string();
+            let start = &d["range"]["start"];
+            let (line, col) = (start["line"].as_u64().unwrap() + 1, start["character"].as_u64().unwrap() + 1);
+            (file, line, col, d["severity"].as_str().unwrap().to_string(), d["code"].as_str().unwrap().to_string())
+        })
+        .collect();
+    printed.sort();
+    assert_eq!(documented, printed, "examples/tmdb/mistakes/EXPECTED.md no longer says what `check` prints");
+    let errors = printed.iter().filter(|d| d.3 == "error").count();
+    let summary = format!("{} diagnostics — {errors} errors and {} warnings", printed.len(), printed.len() - errors);
+    let prose = table.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(prose.contains(&summary), "EXPECTED.md's count: {summary}");
     for d in &items {
         assert!(["error", "warning"].contains(&d["severity"].as_str().unwrap()));
         assert!(!d["message"].as_str().unwrap().is_empty());
