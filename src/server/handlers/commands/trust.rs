@@ -49,9 +49,14 @@ pub async fn execute(ctx: &Context) -> Result<Option<Value>> {
     };
     ctx.reload(HashMap::new()).await;
     ctx.publish_everything().await;
+    // Trust covers commands, secrets sent to the workspace's addresses and a loosened sandbox:
+    // the message names what was granted, by where the workspace declares it.
     let said = match commands.len() {
-        0 => format!("chainsmith: {canonical} names no command to run: there is nothing to trust"),
-        n => format!("chainsmith: trusted {canonical} to run {n} command{}", if n == 1 { "" } else { "s" }),
+        0 => format!("chainsmith: {canonical} asks for nothing that needs trust: there is nothing to trust"),
+        _ => {
+            let granted: Vec<&str> = commands.iter().map(|c| c.from.as_str()).collect();
+            format!("chainsmith: trusted {canonical}: {}", granted.join(", "))
+        }
     };
     ctx.client.show_message(lsp::MessageType::INFO, said).await;
     Ok(Some(json!({"root": canonical, "commands": commands})))
