@@ -54,12 +54,20 @@ fn run_chain_from_the_editor() {
     let uri = client.open("p.py", GOOD);
     client.diagnostics(&uri, |_| true);
 
-    // The code lens runs the chain.
+    // The code lenses run the chain, against the real API or against chainsmith's mock of it.
     let lenses = client.code_lenses(&uri).expect("code lenses");
-    assert_eq!(lenses.len(), 1, "{lenses:#?}");
+    let titles: Vec<String> = lenses.iter().map(|l| l.command.as_ref().unwrap().title.clone()).collect();
+    assert_eq!(titles, ["▶ Run chain", "▶ Run against the mock"], "{lenses:#?}");
+
+    // The mock: no request reaches the API, the chain runs on answers made from the protocol.
+    let mock = lenses[1].command.clone().unwrap();
+    client.execute_command(&mock.command, mock.arguments.unwrap_or_default(), None).unwrap();
+    let (token, _) = client.progress_begin(None);
+    assert_eq!(client.progress_end(Some(&token)).message.as_deref(), Some("✓ 2 calls"));
+    assert_eq!(server.requests().as_array().unwrap().len(), 0, "the mock run reached the API");
+
     let command = lenses[0].command.clone().unwrap();
     assert_eq!(command.command, "chainsmith.run");
-    assert_eq!(command.title, "▶ Run chain");
 
     let answer = client.execute_command(&command.command, command.arguments.unwrap_or_default(), None);
     assert_eq!(answer, Ok(None));
@@ -89,10 +97,15 @@ fn run_chain_from_the_editor() {
         lenses.iter().map(|l| (l.range.start.line, l.command.as_ref().unwrap().title.clone())).collect();
     assert_eq!(
         titled,
-        [(0, "▶ Run chain".into()), (0, "↻ Re-run with recorded answers".into()), (4, "↻ Re-run from here".into())]
+        [
+            (0, "▶ Run chain".into()),
+            (0, "▶ Run against the mock".into()),
+            (0, "↻ Re-run with recorded answers".into()),
+            (4, "↻ Re-run from here".into())
+        ]
     );
     let asked_before = server.requests().as_array().unwrap().len();
-    let from_here = lenses[2].command.clone().unwrap();
+    let from_here = lenses[3].command.clone().unwrap();
     assert_eq!(from_here.arguments.as_ref().unwrap()[0]["replay"], json!(2));
     client.execute_command(&from_here.command, from_here.arguments.unwrap_or_default(), None).unwrap();
     let (token, _) = client.progress_begin(None);

@@ -336,6 +336,9 @@ fn the_trust_command_records_and_reloads() {
     assert!(recorded.contains(&ws.root().canonicalize().unwrap().display().to_string()), "{recorded}");
     let shown = client.await_notification_json("window/showMessage", |_| true);
     assert_eq!(shown["type"], 3, "information: {shown}");
-    assert!(shown["message"].as_str().unwrap().ends_with(": toolset `tiny` (mcp)"), "what was trusted, by name: {shown}");
+    assert!(
+        shown["message"].as_str().unwrap().ends_with(": toolset `tiny` (mcp)"),
+        "what was trusted, by name: {shown}"
+    );
     client.shutdown();
 }

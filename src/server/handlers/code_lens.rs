@@ -1,4 +1,5 @@
-//! `textDocument/codeLens`: "Run chain" at the top of a program that calls tools; after a run,
+//! `textDocument/codeLens`: "Run chain" at the top of a program that calls tools, and "Run
+//! against the mock" where it calls HTTP tools (no keys, no network: `chainsmith run --mock`); after a run,
 //! "Re-run with recorded answers" beside it (every call identical to one the last run made is
 //! answered from its trace, the rest go live — after fixing a line, nothing before it is called
 //! again) and, while the document is as it ran, "Re-run from here" above each call the run made
@@ -11,8 +12,10 @@ use serde_json::json;
 use crate::server::convert;
 use crate::server::handlers::commands::names;
 use crate::server::session::Snapshot;
+use crate::toolset::Transport;
 
 pub const RUN_TITLE: &str = "▶ Run chain";
+pub const MOCK_TITLE: &str = "▶ Run against the mock";
 pub const RERUN_TITLE: &str = "↻ Re-run with recorded answers";
 pub const RERUN_FROM_TITLE: &str = "↻ Re-run from here";
 
@@ -32,6 +35,12 @@ pub fn code_lens(snap: &Snapshot, _params: lsp::CodeLensParams) -> Option<Vec<ls
     };
     let top = lsp::Range::new(lsp::Position::new(0, 0), lsp::Position::new(0, 0));
     let mut lenses = vec![lens(top, RUN_TITLE, json!(uri))];
+    // Offline, without keys: the HTTP tools answered by chainsmith's mock of their protocols.
+    let http =
+        snap.analysis().calls.iter().filter_map(|c| c.tool).any(|t| matches!(t.transport, Transport::Http { .. }));
+    if http {
+        lenses.push(lens(top, MOCK_TITLE, json!({"uri": uri, "mock": true})));
+    }
     if snap.last_trace.as_ref().is_some_and(|t| !t.calls.is_empty()) {
         lenses.push(lens(top, RERUN_TITLE, json!({"uri": uri, "replay": "all"})));
     }

@@ -5,7 +5,7 @@
 //!
 //! | command | arguments |
 //! |---|---|
-//! | `chainsmith.run` | `[document]` or `[{uri, replay?}]`: `replay` `"all"` answers every call identical to one the document's last run recorded from its trace; a number `n` answers so only the calls before the one with trace id `n` (re-running from that call) |
+//! | `chainsmith.run` | `[document]` or `[{uri, replay?, mock?}]`: `replay` `"all"` answers every call identical to one the document's last run recorded from its trace; a number `n` answers so only the calls before the one with trace id `n` (re-running from that call); `mock: true` sends the HTTP tools' calls to chainsmith's mock of the APIs (`chainsmith run --mock`) |
 //! | `chainsmith.generate` | `[document]` or `[{uri, version?, task?, tools?, allowWrites?}]` |
 //! | `chainsmith.fix` | `[document]` or `[{uri, version?, allowWrites?}]` |
 //! | `chainsmith.plan` | `[document]` or `[{uri, version?, task?}]` (the task defaults to the document's) |
@@ -59,6 +59,11 @@ pub fn replay(arguments: &[Value]) -> Option<Replay> {
         Value::String(all) if all == "all" => Some(Replay::All),
         value => value.as_u64().and_then(|n| u32::try_from(n).ok()).map(Replay::Before),
     }
+}
+
+/// Whether a `chainsmith.run`'s first argument (`{uri, mock: true}`) asks for the mock of the APIs.
+pub fn mock(arguments: &[Value]) -> bool {
+    arguments.first().and_then(|a| a.get("mock")).and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// The document a command's first argument names.

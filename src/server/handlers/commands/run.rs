@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
+use crate::mock::MockServer;
 use crate::runtime::{self, RunObserver, RunRequest, Stream, TraceCall};
 use crate::server::context::Context;
 use crate::server::guard::guarded;
@@ -112,11 +113,26 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
     request.replay = replay;
+    // The mock lives as long as the run: started here, moved into the run's task.
+    let mock = match arguments::mock(&params.arguments) {
+        false => None,
+        true => match MockServer::start(world.catalog.clone(), ([127, 0, 0, 1], 0).into()) {
+            Ok(mock) => {
+                request.upstream = mock.upstream();
+                Some(mock)
+            }
+            Err(e) => {
+                progress.end(format!("✗ the mock did not start: {e}")).await;
+                return Ok(None);
+            }
+        },
+    };
     request.mcp = Some(ctx.mcp.clone());
     let context = ctx.clone();
     let generation = world.generation;
     spawn_guarded(&ctx.client, names::RUN, async move {
         background(&context, request, task, progress, snapshot, text, generation).await;
+        drop(mock);
     });
     Ok(None)
 }
