@@ -1,7 +1,7 @@
 //! `chainsmith run` and `chainsmith stubs`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -142,12 +142,18 @@ pub fn mock(root: Option<&Path>, port: u16) -> Result<u8> {
 }
 
 /// `chainsmith stubs [--out DIR]`: `.pyi` stubs of every toolset module (default: `typings/` under
-/// the workspace root, where pyright and basedpyright look for stubs).
+/// the workspace root, where pyright and basedpyright look for stubs, and only inside the root).
 pub fn stubs(root: Option<&Path>, out: Option<&Path>) -> Result<u8> {
     let root = workspace_root(root, &[]);
     let (_, catalog) = load_workspace(&root)?;
-    let out: PathBuf = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("typings"));
-    let written = runtime::stubs::write(&catalog, &out)?;
+    let (out, boundary) = match out {
+        Some(out) => {
+            std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+            (out.to_path_buf(), out.to_path_buf())
+        }
+        None => (root.join(runtime::stubs::STUB_DIR), root.clone()),
+    };
+    let written = runtime::stubs::write(&catalog, &out, &boundary)?;
     eprintln!(
         "wrote stubs for {} toolset{} ({} files) to {}",
         catalog.toolsets.len(),

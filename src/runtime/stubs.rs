@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::Value;
 
 use crate::names::is_identifier;
@@ -41,15 +41,19 @@ class ToolError(Exception):
 def call(tool: str, **arguments: Any) -> Any: ...
 "#;
 
+/// The folder under a workspace's root where pyright, basedpyright and Pylance look for stubs.
+pub const STUB_DIR: &str = "typings";
+
 /// Writes `chainsmith/__init__.pyi`, `chainsmith/tools/__init__.pyi` and one
-/// `chainsmith/tools/<toolset>.pyi` per toolset under `out`; returns the files written.
-pub fn write(catalog: &Catalog, out: &Path) -> Result<Vec<PathBuf>> {
+/// `chainsmith/tools/<toolset>.pyi` per toolset under `out`, which must lie inside `boundary`
+/// (the workspace for its own `typings/`, `out` itself for a folder the user named); returns the
+/// files written.
+pub fn write(catalog: &Catalog, out: &Path, boundary: &Path) -> Result<Vec<PathBuf>> {
     let tools_dir = out.join("chainsmith").join("tools");
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut written = Vec::new();
-    // Only under `out`, whatever links a workspace planted in it.
+    // Only under `boundary`, whatever links a workspace planted (`typings` itself included).
     let mut put = |path: PathBuf, text: String| -> Result<()> {
-        crate::files::write_inside(out, &path, text.as_bytes())?;
+        crate::files::write_inside(boundary, &path, text.as_bytes())?;
         written.push(path);
         Ok(())
     };

@@ -13,9 +13,11 @@ pub const PROBE_ALL: &str = "chainsmith.probeAll";
 pub const GRAPH: &str = "chainsmith.graph";
 pub const TRUST_WORKSPACE: &str = "chainsmith.trustWorkspace";
 pub const ACCEPT_OBSERVED: &str = "chainsmith.acceptObserved";
+pub const WRITE_STUBS: &str = "chainsmith.writeStubs";
 
 /// Every command, as `initialize` advertises them.
-pub const COMMANDS: [&str; 9] = [RUN, GENERATE, FIX, PLAN, PROBE, PROBE_ALL, GRAPH, TRUST_WORKSPACE, ACCEPT_OBSERVED];
+pub const COMMANDS: [&str; 10] =
+    [RUN, GENERATE, FIX, PLAN, PROBE, PROBE_ALL, GRAPH, TRUST_WORKSPACE, ACCEPT_OBSERVED, WRITE_STUBS];
 
 #[cfg(test)]
 mod tests {

@@ -156,7 +156,8 @@ fn utf16_diagnostics_incremental_edits_and_quick_fixes() {
             "chainsmith.probeAll",
             "chainsmith.graph",
             "chainsmith.trustWorkspace",
-            "chainsmith.acceptObserved"
+            "chainsmith.acceptObserved",
+            "chainsmith.writeStubs"
           ]
         },
         "inlayHintProvider": true
@@ -288,6 +289,44 @@ fn settings_from_initialization_options_and_workspace_configuration() {
         summary(&published),
         ["3:18-3:30 severity 2 unknown-tool (chainsmith)", "4:16-4:29 severity 1 missing-argument (chainsmith)"]
     );
+    client.shutdown();
+}
+
+/// Python language servers flag `from chainsmith.tools import tmdb` until stubs are in `typings/`:
+/// the import offers to write them, once.
+#[test]
+fn the_import_offers_type_stubs_for_python_language_servers() {
+    let mut client = tmdb().start();
+    client.await_notification::<StatusNotification>(tools(54));
+    let uri = client.open("p.py", PROGRAM);
+    client.diagnostics(&uri, |p| p.version == Some(1));
+    let on_import = |client: &mut TestClient| -> Vec<lsp::Command> {
+        client
+            .code_actions(&uri, range(pos(0, 0), pos(0, 0)), vec![])
+            .into_iter()
+            .filter_map(|a| match a {
+                lsp::CodeActionOrCommand::CodeAction(a) => a.command,
+                lsp::CodeActionOrCommand::Command(c) => Some(c),
+            })
+            .filter(|c| c.command == "chainsmith.writeStubs")
+            .collect()
+    };
+    let offered = on_import(&mut client);
+    assert_eq!(offered.len(), 1, "{offered:#?}");
+    assert!(
+        client
+            .code_actions(&uri, range(pos(2, 0), pos(2, 0)), vec![])
+            .iter()
+            .all(|a| !format!("{a:?}").contains("writeStubs")),
+        "offered on the import only"
+    );
+    let answer = client.execute_command(&offered[0].command, vec![], None).unwrap().unwrap();
+    assert_eq!(answer["written"], 3, "{answer}");
+    let stub = std::fs::read_to_string(client.path("typings/chainsmith/tools/tmdb.pyi")).unwrap();
+    assert!(stub.contains("def search_person(*, query: str"), "{}", &stub[..500.min(stub.len())]);
+    let said = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(said.message, "chainsmith: wrote 3 stub files to typings/");
+    assert!(on_import(&mut client).is_empty(), "offered again once the stubs are there");
     client.shutdown();
 }
 

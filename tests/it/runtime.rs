@@ -580,6 +580,16 @@ fn stubs_never_write_through_a_planted_link() {
     assert!(text(&out.stderr).contains("refusing to write"), "{}", text(&out.stderr));
     let left: Vec<_> = std::fs::read_dir(outside.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, ["precious.pyi"], "nothing written outside the workspace");
+
+    // `typings` itself leading out of the workspace: refused too.
+    std::fs::remove_file(ws.path().join("typings/chainsmith")).unwrap();
+    std::fs::remove_dir(ws.path().join("typings")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("typings")).unwrap();
+    let out = chainsmith(ws.path(), &["stubs"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("refusing to write"), "{}", text(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(outside.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["precious.pyi"], "nothing written through a linked typings/");
 }
 
 #[test]

@@ -17,6 +17,7 @@ export const SERVER_COMMANDS: readonly ServerCommand[] = [
   { id: "chainsmith.graph", title: "Show tool graph" },
   { id: "chainsmith.trustWorkspace", title: "Trust this workspace" },
   { id: "chainsmith.acceptObserved", title: "Take the observed response as the tool's schema" },
+  { id: "chainsmith.writeStubs", title: "Write type stubs for Python language servers" },
 ];
 
 /**

@@ -54,7 +54,7 @@ describe("commands", () => {
     assert.equal(isTaskCommand("chainsmith.graph"), false, "the graph answers at once");
   });
 
-  it("names the design's six commands, plan, trustWorkspace and acceptObserved", () => {
+  it("names the design's six commands, plan, trustWorkspace, acceptObserved and writeStubs", () => {
     assert.deepEqual(
       SERVER_COMMANDS.map((c) => c.id),
       [
@@ -67,6 +67,7 @@ describe("commands", () => {
         "chainsmith.graph",
         "chainsmith.trustWorkspace",
         "chainsmith.acceptObserved",
+        "chainsmith.writeStubs",
       ],
     );
     assert.equal(commandTitle("chainsmith.run"), "Run chain");

@@ -30,6 +30,10 @@ pub fn code_action(snap: &Snapshot, params: &lsp::CodeActionParams) -> Option<ls
     out.extend(super::commands::generate::code_actions(snap, params));
     // Probing: "Probe tool" on a call whose response schema is unknown.
     out.extend(super::commands::probe::code_actions(snap, params));
+    // Stubs: on a `chainsmith.tools` import while Python language servers cannot resolve it.
+    if wants_quickfix(params) {
+        out.extend(super::commands::stubs::code_actions(snap, params));
+    }
     Some(out)
 }
 

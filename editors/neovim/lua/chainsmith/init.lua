@@ -50,6 +50,8 @@ M.commands = {
   -- Records trust for the workspace (as `chainsmith trust` does), so its MCP servers, command
   -- tools and interpreter run; the server reloads it.
   { id = "chainsmith.trustWorkspace", user = "ChainsmithTrust", title = "Trust this workspace" },
+  -- typings/*.pyi, so pyright/basedpyright resolve `chainsmith.tools` (Python servers beside this one).
+  { id = "chainsmith.writeStubs", user = "ChainsmithStubs", title = "Write type stubs" },
 }
 
 --- The last `chainsmith/status` ({toolsets, tools, unprobed}) per client id.

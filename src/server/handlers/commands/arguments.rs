@@ -14,6 +14,7 @@
 //! | `chainsmith.graph` | nothing, `[tool id]` (the graph from that tool) or `[document]` (around its tools) |
 //! | `chainsmith.trustWorkspace` | nothing (a document is ignored) |
 //! | `chainsmith.acceptObserved` | `[tool id]` |
+//! | `chainsmith.writeStubs` | nothing (a document is ignored) |
 //!
 //! A document is its URI, as a string or as `{uri}`; a tool id never holds a `:`, a URI always does.
 

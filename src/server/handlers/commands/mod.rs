@@ -4,7 +4,8 @@
 //! chain for a task ([`plan`]), `chainsmith.probe`/`probeAll` probe
 //! tools ([`probe`]), `chainsmith.graph` answers with ToolNet's graph ([`graph`]),
 //! `chainsmith.trustWorkspace` trusts the workspace and reloads it ([`trust`]),
-//! `chainsmith.acceptObserved` takes a response a run observed as the tool's schema ([`observed`]). The long ones
+//! `chainsmith.acceptObserved` takes a response a run observed as the tool's schema ([`observed`]),
+//! `chainsmith.writeStubs` writes `.pyi` stubs for Python language servers ([`stubs`]). The long ones
 //! answer at once and go on as tasks (`server::task`). What each command takes as arguments is
 //! written once, in [`arguments`].
 
@@ -15,6 +16,7 @@ pub mod observed;
 pub mod plan;
 pub mod probe;
 pub mod run;
+pub mod stubs;
 pub mod trust;
 
 use serde_json::Value;
@@ -43,6 +45,8 @@ pub enum Outcome {
     TrustWorkspace,
     /// `chainsmith.acceptObserved`: take the response a run observed as the tool's schema.
     AcceptObserved,
+    /// `chainsmith.writeStubs`: `.pyi` stubs of the toolset modules in `typings/`.
+    WriteStubs,
     /// A chainsmith command this build cannot carry out: tell the user, answer `null`.
     Unavailable { message: String },
     /// Not a chainsmith command: an `InvalidParams` error.
@@ -59,6 +63,7 @@ pub async fn execute_command(ctx: &Context, params: lsp::ExecuteCommandParams) -
         Outcome::Graph { from, document } => graph::execute(ctx, from, document).await,
         Outcome::TrustWorkspace => trust::execute(ctx).await,
         Outcome::AcceptObserved => observed::execute(ctx, params).await,
+        Outcome::WriteStubs => stubs::execute(ctx).await,
         Outcome::Unavailable { message } => {
             ctx.client.show_message(lsp::MessageType::WARNING, message).await;
             Ok(None)
@@ -84,6 +89,7 @@ pub fn outcome(params: &lsp::ExecuteCommandParams) -> Outcome {
         }
         names::TRUST_WORKSPACE => Outcome::TrustWorkspace,
         names::ACCEPT_OBSERVED => Outcome::AcceptObserved,
+        names::WRITE_STUBS => Outcome::WriteStubs,
         _ if COMMANDS.contains(&command) => Outcome::Unavailable {
             message: format!("chainsmith: the command `{command}` is not available in this build"),
         },
