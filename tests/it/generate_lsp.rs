@@ -143,6 +143,13 @@ fn generation_can_be_cancelled_and_a_model_without_code_changes_nothing() {
     let message = client.await_notification::<ShowMessage>(|_| true);
     assert!(message.message.contains("the document is unchanged"), "{message:?}");
     assert!(llm.count() <= 2, "nothing after the cancel (the plan choice is answered at once)");
+    // Once it said how it ended, the user can start it again at once: it is not "already running".
+    execute(&mut client, &action);
+    let (token, _) = client.progress_begin(None);
+    client.notify::<WorkDoneProgressCancel>(lsp::WorkDoneProgressCancelParams { token: token.clone() });
+    assert!(client.progress_end(Some(&token)).message.unwrap_or_default().contains("cancelled"));
+    let message = client.await_notification::<ShowMessage>(|_| true);
+    assert!(!message.message.contains("already running"), "{message:?}");
     client.shutdown();
 
     // A model that never writes code: three such replies in a row end the job, which says why

@@ -194,8 +194,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, fix: bool
     };
     let context = ctx.clone();
     spawn_guarded(&ctx.client, command, async move {
-        background(&context, &snap, root, request, progress).await;
-        drop(task);
+        background(&context, &snap, root, request, task, progress).await;
     });
     Ok(None)
 }
@@ -220,7 +219,16 @@ impl Sink for Editor<'_> {
     }
 }
 
-async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: ChainRequest, progress: Progress) {
+/// Carries out the job; `task` is released as its progress ends, before the last message, so the
+/// user who reads "done" can start the next one on this document at once.
+async fn background(
+    ctx: &Context,
+    snap: &Snapshot,
+    root: PathBuf,
+    request: ChainRequest,
+    task: task::Task,
+    progress: Progress,
+) {
     let name = file_name(snap);
     let world = &snap.world;
     let fix = matches!(request.goal, Goal::Fix { .. });
@@ -237,6 +245,7 @@ async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: Chai
     let finished = match chain::prepare(&ws, request, Options::of(&world.config.generate)) {
         Ok(prepared) => prepared.run(&Editor { ctx, progress: &progress }).await,
         Err(refusal) => {
+            drop(task);
             progress.end(format!("not started: {refusal}")).await;
             ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {refusal}")).await;
             return;
@@ -244,6 +253,7 @@ async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: Chai
     };
     let searched = match finished {
         Finished::AlreadyRuns => {
+            drop(task);
             progress.end("done: it runs without error").await;
             ctx.client.show_message(lsp::MessageType::INFO, format!("chainsmith: {name} runs as it is")).await;
             return;
@@ -254,6 +264,7 @@ async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: Chai
     ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {name}: {usage}")).await;
     let Some(program) = searched.program.clone() else {
         let why = searched.why();
+        drop(task);
         progress.end(format!("no change: {why}")).await;
         let kind = if matches!(searched.outcome.stop, Some(search::Stop::Cancelled)) {
             lsp::MessageType::INFO
@@ -265,6 +276,7 @@ async fn background(ctx: &Context, snap: &Snapshot, root: PathBuf, request: Chai
         ctx.client.show_message(kind, message).await;
         return;
     };
+    drop(task);
     progress.end(format!("done: {usage}")).await;
     let text = snap.text();
     if fix && program == text {
