@@ -80,7 +80,14 @@ pub struct Tasks {
     active: Mutex<HashMap<TaskKey, Entry>>,
     next: AtomicU64,
     shut_down: AtomicBool,
+    /// Client tokens cancelled before a task showed progress on them: the editor shows its Cancel
+    /// as soon as it sends the command, so a quick click can overtake the task's start.
+    cancelled_early: Mutex<std::collections::VecDeque<String>>,
 }
+
+/// How many early cancels are remembered (a client that cancels tokens it never used cannot grow
+/// the list).
+const EARLY_CANCELS_KEPT: usize = 64;
 
 impl Tasks {
     fn active(&self) -> MutexGuard<'_, HashMap<TaskKey, Entry>> {
@@ -113,7 +120,23 @@ impl Tasks {
                 found = true;
             }
         }
+        if !found {
+            let mut early = self.cancelled_early.lock().unwrap_or_else(PoisonError::into_inner);
+            if !early.contains(&token) {
+                early.push_back(token);
+            }
+            while early.len() > EARLY_CANCELS_KEPT {
+                early.pop_front();
+            }
+        }
         found
+    }
+
+    /// Whether `token` was cancelled before any task took it (and forgets that it was).
+    fn take_early_cancel(&self, token: &str) -> bool {
+        let mut early = self.cancelled_early.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = early.iter().position(|t| t == token);
+        at.map(|i| early.remove(i)).is_some()
     }
 
     /// Cancels the task under `key`, if one runs.
@@ -191,6 +214,11 @@ impl Task {
             && let Some(entry) = self.tasks.active().get_mut(&self.key).filter(|e| e.id == self.id)
         {
             entry.token = Some(token_text(token));
+        }
+        if let Some(token) = &token
+            && self.tasks.take_early_cancel(&token_text(token))
+        {
+            self.cancel.cancel();
         }
         let progress = Progress { client: client.clone(), token, ended: false };
         progress

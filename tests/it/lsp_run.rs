@@ -166,6 +166,16 @@ fn a_run_is_cancelled_from_its_progress() {
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     let told = client.await_notification::<ShowMessage>(|_| true);
     assert_eq!(told.message, "chainsmith: the run of slow.py was cancelled");
+
+    // A Cancel clicked at once, before the run has shown its progress: VS Code shows the button
+    // as it sends the command, so the cancel can reach the server first. It still cancels.
+    client.notify::<WorkDoneProgressCancel>(lsp::WorkDoneProgressCancelParams { token: token("run-2") });
+    let answer = client.execute_command("chainsmith.run", vec![json!({"uri": uri})], Some("run-2"));
+    assert_eq!(answer, Ok(None));
+    let end = client.progress_end(Some(&token("run-2")));
+    assert_eq!(end.message.as_deref(), Some("cancelled"));
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert_eq!(told.message, "chainsmith: the run of slow.py was cancelled");
     client.shutdown();
 }
 
