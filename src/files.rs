@@ -1,12 +1,15 @@
-//! Files a workspace may have booby-trapped. Reading: a protocol file or chainsmith.toml is read
-//! only when it is a regular file of bounded size ([`read_text`]): a path naming `/dev/zero` or a
-//! FIFO is an error, not an endless read or a hang. Writing: stubs, probed schemas and overlays go
-//! only where they are meant to, whatever symbolic links the folder holds.
+//! Files a workspace may have booby-trapped: the one door chainsmith reads through and the one it
+//! writes through. Reading: every file — protocol files, chainsmith.toml, `.chainsmith/` state,
+//! files the user names, Python sources — is read only when it is a regular file of bounded size
+//! ([`read_text`], [`read_bytes`], [`read_python`]): a path naming `/dev/zero` or a FIFO is an
+//! error, not an endless read or a hang. Writing: stubs, probed schemas, overlays, traces and
+//! ToolNet's store go only where they are meant to, whatever symbolic links the folder holds.
 //!
 //! [`write_inside`] creates the folders it needs, refuses a destination whose folder resolves
 //! outside `boundary` (a planted `typings/chainsmith -> /home/me/.config` link), and replaces the
 //! file by renaming a fresh temporary file over it — so a planted link at the file itself is
-//! replaced, never followed, and a reader never sees half a file.
+//! replaced, never followed, and a reader never sees half a file. [`append_line`] appends the
+//! same way (eval results), never through a link at the file.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
