@@ -17,7 +17,8 @@ export function graphPage(answer: unknown): string | undefined {
     "<!DOCTYPE html>",
     '<html lang="en"><head><meta charset="utf-8">',
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline';">`,
-    "<style>body{background:#fff;color:#263238;font-family:sans-serif;margin:8px} svg{max-width:100%;height:auto}</style>",
+    // Drawn at its own size and scrolled, never shrunk to the panel: labels stay readable.
+    "<style>body{background:#fff;color:#263238;font-family:sans-serif;margin:8px;overflow:auto} svg{display:block;max-width:none}</style>",
     "</head><body>",
     `<p>${escapeHtml(caption)}</p>`,
     picture,

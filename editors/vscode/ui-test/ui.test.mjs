@@ -327,7 +327,15 @@ try {
       const found = await frame
         .evaluate(() => {
           const svg = document.querySelector("svg");
-          return svg ? { text: svg.textContent ?? "", fills: [...svg.querySelectorAll("[fill]")].map((e) => e.getAttribute("fill")) } : null;
+          if (!svg) return null;
+          // The size a label is drawn at on the screen: its font size times the picture's scale.
+          const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+          const sizes = [...svg.querySelectorAll("text")].map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+          return {
+            text: svg.textContent ?? "",
+            fills: [...svg.querySelectorAll("[fill]")].map((e) => e.getAttribute("fill")),
+            smallest: Math.min(...sizes),
+          };
         })
         .catch(() => null);
       if (found?.text.includes("tmdb.person_movie_credits")) return found;
@@ -335,6 +343,8 @@ try {
     return null;
   });
   if (!drawn.fills.includes("#bbdefbff")) throw new Error(`the program's tools are not filled: ${drawn.fills.join(" ")}`);
+  if (!(drawn.smallest >= 11)) throw new Error(`graph labels drawn at ${drawn.smallest.toFixed(1)} px, under 11 px`);
+  console.log(`# graph labels at ${drawn.smallest.toFixed(1)} px or more`);
   await page.screenshot({ path: join(artifacts, "tool-graph.png") });
 
   // Notifications' text, the toasts VS Code shows bottom right.
