@@ -25,7 +25,8 @@ pub fn inlay_hint(snap: &Snapshot, params: lsp::InlayHintParams) -> Option<Vec<l
                 text_edits: None,
                 tooltip: Some(lsp::InlayHintTooltip::String(hint.tooltip.clone())),
                 padding_left: Some(true),
-                padding_right: None,
+                // A space after the run's mark, so ToolNet's hint at the same place reads apart.
+                padding_right: Some(true),
                 data: None,
             });
         }
