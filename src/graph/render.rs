@@ -53,12 +53,14 @@ pub fn render(inputs: &WorkspaceGraph, catalog: &Catalog, dot: bool, from: Optio
         return Ok(out);
     }
     let (imported, programs, runs) = inputs.counts();
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     writeln!(
         out,
-        "ToolNet: {} edges from {imported} imported trajectories, {programs} programs and {runs} runs (alpha {}, beta {})",
-        graph.edge_count(),
-        graph.alpha,
-        graph.beta
+        "ToolNet: {} between tools, learnt from {}, {} and {}; each line: a tool, then the tools that came next and the share of the times each did (start: a program's first call, end: its last)",
+        plural(graph.edge_count(), "transition", "transitions"),
+        plural(programs, "program", "programs"),
+        plural(runs, "run", "runs"),
+        plural(imported, "imported trajectory", "imported trajectories"),
     )?;
     for node in &nodes {
         let successors = graph.successors(node);
