@@ -619,7 +619,7 @@ fn commands_unknown_methods_and_lifecycle() {
     let answer = client.execute_command("chainsmith.graph", vec![json!("tmdb.search_person")], None);
     let answer = answer.unwrap().expect("the graph");
     let text = answer["text"].as_str().unwrap();
-    assert!(text.starts_with("ToolNet: 0 edges"), "{text}");
+    assert!(text.starts_with("ToolNet: 0 transitions between tools"), "{text}");
     assert!(text.contains("\ntmdb.search_person → (no successor yet)"), "{text}");
     assert!(answer["dot"].as_str().unwrap().starts_with("digraph toolnet {"), "{answer}");
     let logged = client.await_notification::<LogMessage>(|p| p.message.contains("ToolNet"));
