@@ -256,13 +256,24 @@ const MAX_GENERATED_DEPTH: usize = 8;
 /// size and depth (past either, arrays are empty and objects hold only their required keys), so
 /// an answer always fits the schema it came from.
 pub fn generate(refs: &dyn Refs, schema: &Value, seed: u64) -> Value {
-    let mut budget = MAX_GENERATED_VALUES;
+    let mut budget = MAX_GENERATED_VALUES + REQUIRED_VALUES;
     generate_within(refs, schema, seed, 0, &mut budget)
 }
 
+/// Values still made, past the budget, for keys a schema requires — and then no more: a schema
+/// that requires itself (`next: {$ref: Node}` among `required`, `anyOf: [{$ref: Node}]`) has no
+/// finite answer, and following it would overflow the stack (and take the server down).
+const REQUIRED_VALUES: usize = 20_000;
+
+/// How deep required keys are followed at most (Stripe's deepest required chains are ~20).
+const MAX_REQUIRED_DEPTH: usize = 64;
+
 fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, budget: &mut usize) -> Value {
-    *budget = budget.saturating_sub(1);
-    let spent = *budget == 0 || depth > MAX_GENERATED_DEPTH;
+    if *budget == 0 || depth > MAX_REQUIRED_DEPTH {
+        return Value::Null;
+    }
+    *budget -= 1;
+    let spent = *budget <= REQUIRED_VALUES || depth > MAX_GENERATED_DEPTH;
     if let Some(target) = schema::follow(refs, schema) {
         return generate_within(refs, target, seed, depth + 1, budget);
     }
@@ -491,6 +502,39 @@ paths:
         assert!(value["owner_id"].is_i64(), "{value}");
         let stale = json!({"type": "object", "properties": {"limit": {"type": "integer", "example": "20"}}});
         assert!(generate(tool, &stale, 7)["limit"].is_i64());
+    }
+
+    /// A schema that requires itself has no finite answer: generation stops instead of recursing
+    /// until the stack overflows (which would take the whole server down).
+    #[test]
+    fn a_schema_that_requires_itself_ends() {
+        let spec = r##"
+openapi: 3.0.0
+info: {title: t, version: "1"}
+paths:
+  /node:
+    get:
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Node"}}}}
+  /loop:
+    get:
+      responses:
+        "200": {description: ok, content: {application/json: {schema: {$ref: "#/components/schemas/Loop"}}}}
+components:
+  schemas:
+    Node:
+      type: object
+      required: [next]
+      properties:
+        next: {$ref: "#/components/schemas/Node"}
+    Loop:
+      anyOf: [{$ref: "#/components/schemas/Loop"}]
+"##;
+        let catalog = crate::toolset::test_support::openapi_catalog("tree", spec, None);
+        for tool in &catalog.toolsets[0].tools {
+            let value = generate(tool, tool.response.as_ref().unwrap(), 1);
+            assert!(value.to_string().len() < 10_000, "{value}");
+        }
     }
 
     /// A schema that refers to itself through several properties grows as (properties × 2)^depth

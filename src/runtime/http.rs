@@ -424,7 +424,7 @@ fn send_once(client: &Client, prepared: &Prepared, timeout: Duration, max_body: 
     }
     let mut body = Vec::new();
     use std::io::Read;
-    (&mut response).take(max_body + 1).read_to_end(&mut body).map_err(|e| {
+    (&mut response).take(max_body.saturating_add(1)).read_to_end(&mut body).map_err(|e| {
         // reqwest hands its own error through `Read`; described as a failed send is.
         match e.into_inner().map(|inner| inner.downcast::<reqwest::Error>()) {
             Some(Ok(transport)) => describe_transport_error(*transport),

@@ -143,6 +143,8 @@ pub struct RunRequest {
     pub catalog: Arc<Catalog>,
     /// A recorded trace whose identical calls are answered from it.
     pub replay: Option<Trace>,
+    /// With `replay`: answer only its calls before the one with this id, and no call after them.
+    pub replay_before: Option<u32>,
     pub limits: Limits,
     /// Give the program this process's standard input (else none).
     pub inherit_stdin: bool,
@@ -170,6 +172,7 @@ impl RunRequest {
             config,
             catalog,
             replay: None,
+            replay_before: None,
             limits,
             inherit_stdin: false,
             save_trace: true,

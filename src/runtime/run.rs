@@ -175,7 +175,10 @@ fn execute(
         config: request.config.clone(),
         root: request.root.clone(),
         secrets: secrets.clone(),
-        replay: request.replay.as_ref().map(Replay::new),
+        replay: request.replay.as_ref().map(|trace| match request.replay_before {
+            Some(first_live) => Replay::before(trace, first_live),
+            None => Replay::new(trace),
+        }),
         mcp: request.mcp.clone().unwrap_or_else(|| Arc::new(McpPool::new())),
         upstream: request.upstream.clone(),
         max_calls: request.limits.max_tool_calls,

@@ -117,8 +117,16 @@ impl Sandbox {
         writable.retain(|p| p.exists());
         let mut missing = Vec::new();
         let support = namespace_support();
+        // A run whose scratch folder (or a writable folder) lies in /dev/shm (`TMPDIR=/dev/shm`)
+        // needs the host's: a /dev/shm of its own would hide it.
+        let shm = std::path::Path::new("/dev/shm");
+        let needs_hosts_shm = writable
+            .iter()
+            .filter(|p| p.as_path() != shm)
+            .filter_map(|p| p.canonicalize().ok())
+            .any(|p| p.starts_with(shm));
         let namespaces = match &support.namespaces {
-            Ok(()) => Some(IdMaps::of_this_user(support.private_mounts.is_ok())),
+            Ok(()) => Some(IdMaps::of_this_user(support.private_mounts.is_ok() && !needs_hosts_shm)),
             Err(why) => {
                 missing.push(format!("namespaces ({why}): the network and the program's processes are not isolated"));
                 None
@@ -130,7 +138,6 @@ impl Sandbox {
             ));
         }
         let private_mounts = namespaces.as_ref().is_some_and(|n| n.private_mounts);
-        let shm = std::path::Path::new("/dev/shm");
         let ruled: Vec<PathBuf> =
             writable.iter().filter(|p| !(private_mounts && p.as_path() == shm)).cloned().collect();
         let landlock = match landlock_ruleset(mode, &ruled) {

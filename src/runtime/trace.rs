@@ -367,6 +367,9 @@ pub fn canonical(value: &Value) -> String {
 #[derive(Debug, Default)]
 pub struct Replay {
     answers: Mutex<HashMap<(String, String), Answers>>,
+    /// How many answers it may still give (`None`: any number): a re-run "from a call" answers the
+    /// calls before it and no later one, even one identical to an earlier call.
+    left: Mutex<Option<usize>>,
 }
 
 /// The recorded answers of one (tool, arguments) still to give, and the last one given.
@@ -384,11 +387,27 @@ impl Replay {
             }
             answers.entry((call.tool.clone(), canonical(&call.arguments))).or_default().0.push_back(call.clone());
         }
-        Replay { answers: Mutex::new(answers) }
+        Replay { answers: Mutex::new(answers), left: Mutex::new(None) }
+    }
+
+    /// Answers only the trace's calls before the one with id `first_live`, and only that many.
+    pub fn before(trace: &Trace, first_live: u32) -> Replay {
+        let mut earlier = trace.clone();
+        earlier.calls.retain(|call| call.id < first_live);
+        let replay = Replay::new(&earlier);
+        *replay.left.lock().unwrap_or_else(|e| e.into_inner()) = Some(first_live.saturating_sub(1) as usize);
+        replay
     }
 
     /// The recorded answer for a call (its arguments already redacted as a trace keeps them).
     pub fn answer(&self, tool: &str, arguments: &Value) -> Option<TraceCall> {
+        let mut left = self.left.lock().unwrap_or_else(|e| e.into_inner());
+        match left.as_mut() {
+            Some(0) => return None,
+            Some(n) => *n -= 1,
+            None => {}
+        }
+        drop(left);
         let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
         let (queue, last) = answers.get_mut(&(tool.to_string(), canonical(arguments)))?;
         match queue.pop_front() {
@@ -523,6 +542,13 @@ mod tests {
         assert_eq!(replay.answer("t.a", &same).unwrap().response, json!(2), "the last answer repeats");
         assert!(replay.answer("t.a", &json!({"b": 2})).is_none());
         assert!(replay.answer("t.b", &same).is_none());
+
+        // Re-run from call 2 (a poll of the same call): call 1 is answered, call 2 and every
+        // call after it go live, identical or not.
+        let from_two = Replay::before(&trace, 2);
+        assert_eq!(from_two.answer("t.a", &same).unwrap().response, json!(1));
+        assert!(from_two.answer("t.a", &same).is_none(), "the chosen call is live");
+        assert!(from_two.answer("t.a", &same).is_none(), "and so is every later one");
     }
 
     #[test]

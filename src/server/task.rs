@@ -114,7 +114,9 @@ impl Tasks {
     pub fn cancel_token(&self, token: &lsp::ProgressToken) -> bool {
         let token = token_text(token);
         let mut found = false;
-        for entry in self.active().values() {
+        // Held while the token is remembered: a task taking it meanwhile would miss the cancel.
+        let active = self.active();
+        for entry in active.values() {
             if entry.token.as_deref() == Some(token.as_str()) {
                 entry.cancel.cancel();
                 found = true;
@@ -210,15 +212,15 @@ impl Task {
             }
             None => None,
         };
-        if let Some(token) = &token
-            && let Some(entry) = self.tasks.active().get_mut(&self.key).filter(|e| e.id == self.id)
-        {
-            entry.token = Some(token_text(token));
-        }
-        if let Some(token) = &token
-            && self.tasks.take_early_cancel(&token_text(token))
-        {
-            self.cancel.cancel();
+        if let Some(token) = &token {
+            // Under the registry's lock, as `cancel_token` remembers early cancels under it.
+            let mut active = self.tasks.active();
+            if let Some(entry) = active.get_mut(&self.key).filter(|e| e.id == self.id) {
+                entry.token = Some(token_text(token));
+            }
+            if self.tasks.take_early_cancel(&token_text(token)) {
+                self.cancel.cancel();
+            }
         }
         let progress = Progress { client: client.clone(), token, ended: false };
         progress

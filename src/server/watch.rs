@@ -5,8 +5,9 @@
 //!
 //! Only folders are watched, not trees: the workspace root (chainsmith.toml), `protocols/`, and
 //! the folder of every file the catalog was read from — a few inotify watches, whatever the size
-//! of the workspace. They are worked out again after each reload, so a toolset added to
-//! chainsmith.toml is watched from then on.
+//! of the workspace. They are worked out again after each reload the watcher starts, so a toolset
+//! added to chainsmith.toml on disk is watched from then on (one added through other reloads — the
+//! editor's settings, trust — is watched after the next change the watcher sees).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -78,10 +79,19 @@ fn rewatch(ctx: &Context, watcher: &mut notify::RecommendedWatcher, watched: &mu
     for gone in watched.difference(&wanted) {
         let _ = watcher.unwatch(gone);
     }
-    for new in wanted.difference(watched) {
-        if let Err(e) = watcher.watch(new, RecursiveMode::NonRecursive) {
-            tracing::warn!("cannot watch {}: {e}", new.display());
+    let mut now = BTreeSet::new();
+    for folder in wanted {
+        if watched.contains(&folder) {
+            now.insert(folder);
+            continue;
+        }
+        // A folder that cannot be watched now is tried again after the next reload.
+        match watcher.watch(&folder, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                now.insert(folder);
+            }
+            Err(e) => tracing::warn!("cannot watch {}: {e}", folder.display()),
         }
     }
-    *watched = wanted;
+    *watched = now;
 }

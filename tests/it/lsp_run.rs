@@ -65,6 +65,10 @@ fn run_chain_from_the_editor() {
     let (token, _) = client.progress_begin(None);
     assert_eq!(client.progress_end(Some(&token)).message.as_deref(), Some("✓ 2 calls"));
     assert_eq!(server.requests().as_array().unwrap().len(), 0, "the mock run reached the API");
+    // Its made-up answers are no record of the API: nothing offers to re-run with them.
+    let after_mock: Vec<String> =
+        client.code_lenses(&uri).unwrap().iter().map(|l| l.command.as_ref().unwrap().title.clone()).collect();
+    assert_eq!(after_mock, ["▶ Run chain", "▶ Run against the mock"]);
 
     let command = lenses[0].command.clone().unwrap();
     assert_eq!(command.command, "chainsmith.run");

@@ -41,10 +41,12 @@ pub fn code_lens(snap: &Snapshot, _params: lsp::CodeLensParams) -> Option<Vec<ls
     if http {
         lenses.push(lens(top, MOCK_TITLE, json!({"uri": uri, "mock": true})));
     }
-    if snap.last_trace.as_ref().is_some_and(|t| !t.calls.is_empty()) {
+    let recorded = snap.last_trace.as_ref().is_some_and(|t| !t.calls.is_empty());
+    if recorded {
         lenses.push(lens(top, RERUN_TITLE, json!({"uri": uri, "replay": "all"})));
     }
-    if let Some(run) = snap.run.as_ref().filter(|r| r.version == snap.version) {
+    // Only with a record of the APIs' answers to take them from (a mock run leaves none).
+    if let Some(run) = snap.run.as_ref().filter(|r| recorded && r.version == snap.version) {
         // The first call is where a plain run starts anyway.
         for hint in run.hints.iter().filter(|h| h.first_call > 1) {
             let at = convert::position(&snap.line_index, snap.text(), hint.statement_start, snap.world.encoding);

@@ -239,15 +239,26 @@ local function edited_files(edit)
   return files
 end
 
+--- The loaded buffer holding exactly `file`, if any (`bufnr()` would match names as patterns).
+local function loaded_buffer(file)
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and vim.api.nvim_buf_get_name(bufnr) == file then
+      return bufnr
+    end
+  end
+  return nil
+end
+
 --- `workspace/applyEdit`: applied as Neovim does; a file that was not open in a buffer before
 --- (a probed schema written into a protocol file) is saved too, as VS Code's workspace edits of
---- closed files are, instead of being left in a hidden unsaved buffer and lost on `:qa!`.
+--- closed files are, instead of being left in a hidden unsaved buffer and lost on `:qa!` — unless
+--- it is a symbolic link, which a save would write through (the server never writes through one).
 local function on_apply_edit(err, result, ctx, cfg)
   local closed = {}
   if type(result) == "table" and type(result.edit) == "table" then
     for _, file in ipairs(edited_files(result.edit)) do
-      local bufnr = vim.fn.bufnr(file)
-      if bufnr == -1 or not vim.api.nvim_buf_is_loaded(bufnr) then
+      local stat = uv.fs_lstat(file)
+      if not loaded_buffer(file) and not (stat and stat.type == "link") then
         table.insert(closed, file)
       end
     end
@@ -255,8 +266,8 @@ local function on_apply_edit(err, result, ctx, cfg)
   local answer = vim.lsp.handlers["workspace/applyEdit"](err, result, ctx, cfg)
   if type(answer) == "table" and answer.applied then
     for _, file in ipairs(closed) do
-      local bufnr = vim.fn.bufnr(file)
-      if bufnr ~= -1 and vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].modified then
+      local bufnr = loaded_buffer(file)
+      if bufnr and vim.bo[bufnr].modified then
         vim.api.nvim_buf_call(bufnr, function()
           vim.cmd("silent noautocmd write")
         end)

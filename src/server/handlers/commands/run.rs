@@ -94,11 +94,11 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
                 ctx.client.show_message(lsp::MessageType::WARNING, message).await;
                 return Ok(None);
             };
-            let mut trace = (*last).clone();
-            if let arguments::Replay::Before(first_live) = replay {
-                trace.calls.retain(|call| call.id < first_live);
-            }
-            Some(trace)
+            let first_live = match replay {
+                arguments::Replay::Before(first_live) => Some(first_live),
+                arguments::Replay::All => None,
+            };
+            Some(((*last).clone(), first_live))
         }
     };
     let showing = Showing {
@@ -112,7 +112,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
-    request.replay = replay;
+    (request.replay, request.replay_before) = replay.map_or((None, None), |(trace, first)| (Some(trace), first));
     // The mock lives as long as the run: started here, moved into the run's task.
     let mock = match arguments::mock(&params.arguments) {
         false => None,
@@ -151,6 +151,8 @@ async fn background(
     generation: u64,
 ) {
     let client = &ctx.client;
+    // A run against the mock is no record of the APIs: a later re-run takes no answers from it.
+    let against_the_apis = request.upstream.is_empty();
     let name = file_name(&request.program);
     let path: PathBuf = request.program.clone();
     client.log_message(lsp::MessageType::INFO, format!("chainsmith: running {}", path.display())).await;
@@ -223,6 +225,7 @@ async fn background(
     }
     // The trace stays with the document across edits: a re-run takes answers from it.
     if let Some(snap) = &snapshot
+        && against_the_apis
         && outcome.start_error.is_none()
         && !cancelled
         && let Some(doc) = ctx.session().document_mut(&snap.uri)
