@@ -34,6 +34,12 @@ const FINAL_CANDIDATES: usize = 30;
 const CHAINS_PER_TOOL: usize = 64;
 /// Producers tried for one parameter, strongest edge first.
 const PRODUCERS_PER_PARAM: usize = 16;
+/// Chains tried for one producer of one parameter, shortest first.
+const CHAINS_PER_PRODUCER: usize = 8;
+/// Ways tried to fill one parameter: task values and defaults, then the shortest producers'
+/// chains. Without a cap a call with three id parameters multiplies thousands of options and
+/// spends the whole budget before its one-call plan from the task's own values is kept.
+const OPTIONS_PER_PARAM: usize = 48;
 
 /// Where one argument's value comes from.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +75,18 @@ pub struct Plan {
     pub score: f64,
     /// Why it ranks where it does, term by term.
     pub reasons: Vec<String>,
+    /// Names that pick one item of a call's list instead of being passed to a call.
+    pub picks: Vec<Pick>,
+}
+
+/// "my site 'blog'": the items of the list call `call` answers (at its top, or under `list`)
+/// narrowed to those whose `key` is `name`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pick {
+    pub call: usize,
+    pub list: Option<String>,
+    pub key: String,
+    pub name: String,
 }
 
 /// Why a task got no plan.
@@ -114,6 +132,8 @@ struct Search<'p, 'a> {
     spent: usize,
     /// The chains already built, by (last tool, room): a producer is reached from many consumers.
     memo: HashMap<(String, usize), Vec<Partial>>,
+    /// The task values some parameter could take (their places, as in [`Partial::used`]).
+    offered: BTreeSet<usize>,
 }
 
 impl<'a> Planner<'a> {
@@ -123,7 +143,10 @@ impl<'a> Planner<'a> {
         if relevance.is_empty() {
             return Err(NoPlan::NothingRelevant);
         }
-        let words = TaskWords::of(task);
+        let mut words = TaskWords::of(task);
+        // "my Netlify sites", "on GitHub": the API's own name says which tools, not a value.
+        let toolsets: BTreeSet<String> = self.catalog.tools().map(|t| t.toolset.to_lowercase()).collect();
+        words.values.forget_names(|name| toolsets.contains(&name.to_lowercase()));
         let mut search = Search {
             planner: self,
             relevance: relevance.iter().cloned().collect(),
@@ -131,9 +154,13 @@ impl<'a> Planner<'a> {
             task_words: crate::textsearch::tokens(task, true),
             spent: 0,
             memo: HashMap::new(),
+            offered: BTreeSet::new(),
         };
         let mut finals: Vec<(&str, f64)> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
         finals.truncate(FINAL_CANDIDATES);
+        if std::env::var("PLANDBG").is_ok() {
+            eprintln!("finals {:?}", finals);
+        }
         let mut found: Vec<Partial> = Vec::new();
         for (id, _) in &finals {
             let Ok(tool) = self.catalog.find(id) else { continue };
@@ -144,7 +171,9 @@ impl<'a> Planner<'a> {
         }
         let relevance: HashMap<&str, f64> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
         let mut vocab = Vocabularies::default();
-        let mut plans: Vec<Plan> = found.into_iter().map(|p| self.score(p, &relevance, &words, &mut vocab)).collect();
+        let offered = std::mem::take(&mut search.offered);
+        let mut plans: Vec<Plan> =
+            found.into_iter().map(|p| self.score(p, &relevance, &words, &offered, &mut vocab)).collect();
         plans.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.calls.len().cmp(&b.calls.len())));
         // One plan per path: the same calls fed differently are one choice for the reader.
         let mut seen = BTreeSet::new();
@@ -158,10 +187,40 @@ impl<'a> Planner<'a> {
     }
 
     /// Each tool's relevance to the task, scaled so the most relevant is 1, best first.
+    ///
+    /// An operation shares in the relevance of the others on its path: the one that reads a
+    /// site's TLS certificate often has no description, and the one beside it that provisions
+    /// it says what the resource is.
     fn relevance(&self, task: &str) -> Vec<(String, f64)> {
         let hits = self.index.search_task(task, self.index.len());
         let top = hits.first().map(|(_, s)| *s).unwrap_or(0.0).max(1e-9);
-        hits.into_iter().map(|(id, s)| (id.to_string(), s / top)).collect()
+        let mut scores: Vec<(String, f64)> = hits.into_iter().map(|(id, s)| (id.to_string(), s / top)).collect();
+        let resource = |tool: &'a Tool| match &tool.transport {
+            Transport::Http { path, .. } => Some((tool.toolset.as_str(), path.as_str())),
+            _ => None,
+        };
+        let mut best: HashMap<(&str, &str), f64> = HashMap::new();
+        for (id, score) in &scores {
+            if let Some(key) = self.catalog.find(id).ok().and_then(resource) {
+                let best = best.entry(key).or_default();
+                *best = best.max(*score);
+            }
+        }
+        let mut shared: BTreeMap<String, f64> = BTreeMap::new();
+        for tool in self.catalog.tools() {
+            if let Some(best) = resource(tool).and_then(|key| best.get(&key)) {
+                shared.insert(tool.id(), SIBLING_SHARE * best);
+            }
+        }
+        for (id, score) in &mut scores {
+            if let Some(shared) = shared.remove(id.as_str()) {
+                *score = score.max(shared);
+            }
+        }
+        // Operations the words alone did not reach at all.
+        scores.extend(shared.into_iter().filter(|(_, s)| *s > 0.0));
+        scores.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scores
     }
 
     fn score(
@@ -169,6 +228,7 @@ impl<'a> Planner<'a> {
         partial: Partial,
         relevance: &HashMap<&str, f64>,
         task: &TaskWords,
+        offered: &BTreeSet<usize>,
         vocab: &mut Vocabularies,
     ) -> Plan {
         let mut reasons = Vec::new();
@@ -208,16 +268,62 @@ impl<'a> Planner<'a> {
                 / task.ask.len() as f64;
             score += asked;
             reasons.push(format!("its last call says {:.0} % of what the task asks for", 100.0 * asked));
+            // Said by what the last call is about (its path), not by a key among dozens in its
+            // response: "the reviews on the newest pull request" are `…/pulls/{n}/reviews`,
+            // not the pull requests' `review_comments_url`.
+            let nouns = vocab.nouns(self.catalog, last);
+            let named = task.ask.iter().filter(|w| nouns.contains(*w)).count() as f64 / task.ask.len() as f64;
+            if named > 0.0 {
+                score += ASKED_BY_PATH * named;
+                reasons.push(format!("its path names {:.0} % of what the task asks for", 100.0 * named));
+            }
         }
         let flow = if partial.flow.is_empty() { 1.0 } else { partial.flow.iter().product::<f64>() };
         score += flow;
         reasons.push(format!("data flow {flow:.2}"));
         let values = &task.values;
-        let unused =
-            values.names.len().saturating_sub(partial.used.iter().filter(|&&i| i < values.names.len()).count());
+        // A name of one of the user's own things that the chain passes to no call may pick one
+        // item of a list of them ("my site 'blog'": the site in `GET /sites` whose `name` is
+        // "blog"). Any other name is meant for a search: a list of popular movies holds titles too.
+        let mut unused = 0;
+        let mut picks = Vec::new();
+        for (i, name) in values.names.iter().enumerate().filter(|(i, _)| !partial.used.contains(i)) {
+            let owned = values.contexts[i].before.iter().any(|w| w == "my" || w == "our");
+            let picker = calls.iter().enumerate().filter(|_| owned).find_map(|(at, call)| {
+                let nouns = vocab.nouns(self.catalog, &call.tool);
+                let about = values.contexts[i].before.iter().any(|w| nouns.contains(w));
+                let (list, key) = self.catalog.find(&call.tool).ok().and_then(named_items)?;
+                about.then(|| Pick {
+                    call: at,
+                    list: list.map(str::to_string),
+                    key: key.to_string(),
+                    name: name.clone(),
+                })
+            });
+            match picker {
+                Some(pick) => {
+                    reasons.push(format!(
+                        "{name:?} picks the item of `{}` whose `{}` it is",
+                        calls[pick.call].tool, pick.key
+                    ));
+                    picks.push(pick);
+                }
+                None => unused += 1,
+            }
+        }
         if unused > 0 {
             score -= 0.9 * unused as f64;
             reasons.push(format!("{unused} name{} of the task unused", if unused == 1 { "" } else { "s" }));
+        }
+        // A number that names what a parameter takes (`pull request 1347`, `season 2`) is meant
+        // to be passed: a chain that leaves it out answers something else.
+        let unused_numbers = offered.iter().filter(|&&i| i >= values.names.len() && !partial.used.contains(&i)).count();
+        if unused_numbers > 0 {
+            score -= UNUSED_NUMBER_PENALTY * unused_numbers as f64;
+            reasons.push(format!(
+                "{unused_numbers} number{} of the task unused",
+                if unused_numbers == 1 { "" } else { "s" }
+            ));
         }
         // A name goes to the search for what the task calls it (`the movie Titanic`), an agent's
         // name (`directed by …`, `…'s latest movie`) to a search for persons or users.
@@ -249,7 +355,7 @@ impl<'a> Planner<'a> {
                 call.endpoint.as_deref().map(|e| e.split(' ').next().unwrap_or("")).is_some_and(|method| {
                     WRITE_VERBS
                         .iter()
-                        .any(|(m, verbs)| *m == method && verbs.iter().any(|v| task.content.iter().any(|w| w == v)))
+                        .any(|(m, verbs)| *m == method && verbs.iter().any(|v| task.commands.iter().any(|w| w == v)))
                 });
             if !(asked && verb_asked) {
                 score -= 1.0;
@@ -270,9 +376,16 @@ impl<'a> Planner<'a> {
             score += transitions;
             reasons.push(format!("ToolNet transitions {transitions:.2}"));
         }
-        Plan { calls, score, reasons }
+        Plan { calls, score, reasons, picks }
     }
 }
+
+const UNUSED_NUMBER_PENALTY: f64 = 0.9;
+
+const ASKED_BY_PATH: f64 = 0.5;
+
+/// How much of the most relevant operation on a path the others on it share.
+const SIBLING_SHARE: f64 = 0.8;
 
 /// About how many words a tool about one thing has (name, path, description, response keys and
 /// categories); more make its matches less telling.
@@ -320,6 +433,10 @@ struct TaskWords {
     /// The roots of the task's head: its content words before the first name or preposition
     /// that starts describing which thing is meant.
     ask: Vec<String>,
+    /// The roots of the words that may command a change: a sentence's first word and a word
+    /// after "please" or "to" (`Close the oldest pull request`, `ask hubot to review …`). A verb
+    /// elsewhere describes (`the reviews submitted on …`, `the newest open pull request`).
+    commands: Vec<String>,
 }
 
 impl TaskWords {
@@ -371,7 +488,17 @@ impl TaskWords {
                 ask.push(root);
             }
         }
-        TaskWords { values, content, ask }
+        let raw: Vec<&str> = task.split_whitespace().collect();
+        let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        let commands = raw
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                *i == 0 || raw[i - 1].ends_with(['.', '?', '!']) || matches!(bare(raw[i - 1]).as_str(), "please" | "to")
+            })
+            .map(|(_, w)| crate::textsearch::root(&bare(w)))
+            .collect();
+        TaskWords { values, content, ask, commands }
     }
 }
 
@@ -399,6 +526,17 @@ impl Vocabularies {
                 add(&endpoint);
             }
             add(&tool.description.chars().take(400).collect::<String>());
+            // An operation without a description is about what the others on its path say
+            // (the provisioning of a TLS certificate beside the one that reads it).
+            if tool.description.trim().is_empty()
+                && let Transport::Http { path, .. } = &tool.transport
+            {
+                for sibling in catalog.tools_by_name(&tool.toolset) {
+                    if matches!(&sibling.transport, Transport::Http { path: p, .. } if p == path) {
+                        add(&sibling.description.chars().take(400).collect::<String>());
+                    }
+                }
+            }
             let mut keys = Vec::new();
             if let Some(response) = &*tool.response {
                 response_keys(tool, response, 0, &mut keys);
@@ -432,6 +570,25 @@ impl Vocabularies {
                 .collect()
         })
     }
+}
+
+/// The key by which a name picks one item of the list a tool answers with (`name`, `title`, …),
+/// if it answers with such a list (at the top or in one of its top-level keys).
+fn named_items(tool: &Tool) -> Option<(Option<&str>, &'static str)> {
+    const NAME_KEYS: &[&str] = &["name", "title", "login", "slug", "full_name", "display_name"];
+    let response = (*tool.response).as_ref()?;
+    let lists = schema::items(tool, response).map(|items| (None, items)).into_iter().chain(
+        schema::keys(tool, response)
+            .into_iter()
+            .filter_map(|(list, value)| schema::items(tool, value).map(|items| (Some(list), items))),
+    );
+    for (list, items) in lists {
+        let keys = schema::keys(tool, items);
+        if let Some(key) = NAME_KEYS.iter().find(|k| keys.iter().any(|(name, _)| name == *k)) {
+            return Some((list, key));
+        }
+    }
+    None
 }
 
 /// Property names of a response schema, a few levels deep.
@@ -573,6 +730,7 @@ impl Search<'_, '_> {
                     endpoint: tool.endpoint(),
                     writes: tool.read_only() != Some(true),
                 });
+                partial.calls = merge_repeated(std::mem::take(&mut partial.calls));
                 partial
             })
             .collect()
@@ -590,9 +748,16 @@ impl Search<'_, '_> {
             return out;
         }
         for (value, index) in self.values.for_param(param, &schema::types(tool, &param.schema)) {
+            self.offered.extend(index);
             out.push((argument(Source::Task(value)), None, index));
         }
-        if room > 1 {
+        // A value the task gives for the parameter by its kind (`owner/repo`, `pull request
+        // 1347`) is what it means; fetching one from a response instead (a pull request's own
+        // repository for `owner`) answers another task. A name may fit any text parameter, so
+        // it does not rule the producers out.
+        let names = self.values.names.len();
+        let given = out.iter().any(|(_, _, index)| index.is_none_or(|i| i >= names));
+        if room > 1 && !given {
             // The producers most relevant to the task first: an entity has many (every list of
             // movies yields movie ids), and the task says which way to it is meant.
             let mut edges: Vec<_> = self.planner.flow.producers(&tool.id(), &param.name).cloned().collect();
@@ -604,7 +769,7 @@ impl Search<'_, '_> {
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
                 let why = edge.evidence.iter().map(|e| e.why.as_str()).collect::<Vec<_>>().join("; ");
-                for chain in self.chains_ending_in(producer, room - 1) {
+                for chain in self.chains_ending_in(producer, room - 1).into_iter().take(CHAINS_PER_PRODUCER) {
                     let call = chain.calls.len() - 1;
                     let source =
                         Source::Field { call, field: edge.field.clone(), weight: edge.weight, why: why.clone() };
@@ -612,6 +777,9 @@ impl Search<'_, '_> {
                 }
             }
         }
+        // Task values first (they carry no chain), then the shortest chains.
+        out.sort_by_key(|(_, chain, _)| chain.as_ref().map_or(0, |c| c.calls.len()));
+        out.truncate(OPTIONS_PER_PARAM);
         if out.is_empty()
             && let Some(default) = &param.default
         {
@@ -619,6 +787,29 @@ impl Search<'_, '_> {
         }
         out
     }
+}
+
+/// The calls with any call that repeats an earlier one (same tool, same arguments) taken out and
+/// its readers pointed at the earlier one: two arguments reached through different producers'
+/// chains (`pull_number` and a review's id, both from one list of pull requests) run it once.
+fn merge_repeated(calls: Vec<Call>) -> Vec<Call> {
+    let mut kept: Vec<Call> = Vec::with_capacity(calls.len());
+    let mut moved_to = Vec::with_capacity(calls.len());
+    for mut call in calls {
+        for argument in &mut call.arguments {
+            if let Source::Field { call, .. } = &mut argument.source {
+                *call = moved_to[*call];
+            }
+        }
+        match kept.iter().position(|earlier| *earlier == call) {
+            Some(at) => moved_to.push(at),
+            None => {
+                moved_to.push(kept.len());
+                kept.push(call);
+            }
+        }
+    }
+    kept
 }
 
 /// A call moved `offset` places later in a plan: its field sources point there too.
@@ -666,6 +857,18 @@ impl Plan {
             }
             let written = catalog.find(&call.tool).map(|t| t.name.clone()).unwrap_or_else(|_| name.to_string());
             out.push_str(&format!("{var} = {toolset}.{written}({})\n", arguments.join(", ")));
+            let at = names.len();
+            for pick in self.picks.iter().filter(|p| p.call == at) {
+                let list = match &pick.list {
+                    Some(key) => format!("{var}[{}]", python_literal(&Value::String(key.clone()))),
+                    None => var.clone(),
+                };
+                let (key, name) = (
+                    python_literal(&Value::String(pick.key.clone())),
+                    python_literal(&Value::String(pick.name.clone())),
+                );
+                out.push_str(&format!("{list} = [item for item in {list} if item[{key}] == {name}]\n"));
+            }
             names.push(var);
         }
         if let Some(last) = names.last() {
@@ -764,6 +967,41 @@ mod tests {
         assert_eq!(first.path().last().map(String::as_str), Some("POST /repos/{owner}/{repo}/pulls"), "{plans:#?}");
         assert!(first.calls.last().unwrap().writes);
         assert!(first.skeleton(&catalog).contains("# may change data: chainsmith asks before running this call\n"));
+    }
+
+    #[test]
+    fn a_change_only_described_is_not_asked() {
+        let (_, plans) = plan_for("list the pull requests created in the most starred \"rust\" repository");
+        assert!(plans[0].calls.iter().all(|c| !c.writes), "{plans:#?}");
+        for plan in plans.iter().filter(|p| p.calls.iter().any(|c| c.writes)) {
+            assert!(plan.reasons.iter().any(|r| r.contains("which the task does not ask")), "{plan:#?}");
+        }
+    }
+
+    /// Sites with names, and a site's TLS certificate: read (no description) and provisioned.
+    const SITES: &str = r#"{"openapi": "3.0.0", "info": {"title": "host", "version": "1"}, "paths": {
+      "/sites": {"get": {"summary": "List sites", "responses": {"200": {"description": "ok", "content": {"application/json": {"schema":
+        {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}}}}}}}},
+      "/sites/{site_id}/ssl": {
+        "get": {"parameters": [{"name": "site_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"expires_at": {"type": "string"}}}}}}}},
+        "post": {"summary": "Provision a TLS certificate for the site", "parameters": [{"name": "site_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+          "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"expires_at": {"type": "string"}}}}}}}}}
+    }}"#;
+
+    /// "my site 'blog'" is found in the list of sites by its name, and the operation that reads
+    /// the certificate answers although only the one beside it describes what it is about.
+    #[test]
+    fn a_name_of_the_users_own_thing_picks_it_from_their_list() {
+        let catalog = openapi_catalog("host", SITES, None);
+        let flow = DataFlow::build(&catalog);
+        let index = CatalogIndex::new(&catalog);
+        let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
+        let plans = planner.plans("When does the TLS certificate of my site 'blog' expire?", 3).unwrap();
+        assert_eq!(plans[0].path(), ["GET /sites", "GET /sites/{site_id}/ssl"], "{plans:#?}");
+        let skeleton = plans[0].skeleton(&catalog);
+        assert!(skeleton.contains("sites = [item for item in sites if item[\"name\"] == \"blog\"]\n"), "{skeleton}");
+        assert!(skeleton.contains("site_id=sites[0][\"id\"]"), "{skeleton}");
     }
 
     /// The task's words as the scorer reads them: the verb of "directed by NAME" relates the name

@@ -24,6 +24,8 @@ pub struct TaskValues {
     pub contexts: Vec<NameContext>,
     /// Numbers and ordinals, each with the word after (or before) it that it counts.
     pub numbers: Vec<(i64, Vec<String>)>,
+    /// Which of `numbers` are ordinals (`first`, `top-1`): a place in a list, never an id.
+    pub ordinal: Vec<bool>,
     /// `owner/repo` pairs.
     pub pairs: Vec<(String, String)>,
     /// The task speaks of the user ("my repositories", "show me").
@@ -71,6 +73,10 @@ const NOT_NAMES: &[&str] = &[
     "what's",
     "who's",
 ];
+
+/// Nouns whose next word, written in lower case, is a handle: `the user octocat`.
+const HANDLE_NOUNS: &[&str] =
+    &["user", "username", "login", "account", "org", "organization", "organisation", "team", "branch", "tag", "site"];
 
 /// Small words that may join a name's capitalised words (`Lord of the Rings`).
 const JOINERS: &[&str] = &["of", "the", "and", "de", "la", "van", "von", "&"];
@@ -124,9 +130,15 @@ pub fn of(task: &str) -> TaskValues {
         w.strip_suffix("'s").or_else(|| w.strip_suffix("’s")).unwrap_or(w).to_string()
     };
     let mut run: Vec<String> = Vec::new();
-    let flush = |run: &mut Vec<String>, names: &mut Vec<String>| {
+    // Whether the run of capitalised words began a sentence: one such word alone is the
+    // sentence's verb (`Close the oldest …`, `Lock the deploy …`), not a name.
+    let mut run_starts_sentence = false;
+    let flush = |run: &mut Vec<String>, names: &mut Vec<String>, starts_sentence: bool| {
         while run.last().is_some_and(|w| JOINERS.contains(&w.to_lowercase().as_str())) {
             run.pop();
+        }
+        if starts_sentence && run.len() == 1 {
+            run.clear();
         }
         while run.first().is_some_and(|w| NOT_NAMES.contains(&w.to_lowercase().as_str())) {
             run.remove(0);
@@ -152,29 +164,60 @@ pub fn of(task: &str) -> TaskValues {
             && word.chars().all(|c| c.is_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
         {
             values.pairs.push((owner.to_string(), repo.to_string()));
-            flush(&mut run, &mut values.names);
+            flush(&mut run, &mut values.names, run_starts_sentence);
             continue;
         }
         if let Some(n) = number(&lower) {
             let after: Vec<String> = words[i + 1..].iter().take(2).map(|w| clean(w).to_lowercase()).collect();
             let before: Vec<String> = words[..i].iter().rev().take(2).map(|w| clean(w).to_lowercase()).collect();
             values.numbers.push((n, after.into_iter().chain(before).collect()));
-            flush(&mut run, &mut values.names);
+            values.ordinal.push(!lower.trim_start_matches('#').chars().all(|c| c.is_ascii_digit()));
+            flush(&mut run, &mut values.names, run_starts_sentence);
+            continue;
+        }
+        // "the user octocat", "a branch new-feature": a handle is lower case, and the noun
+        // before it says what it names.
+        let handle_noun = i >= 2
+            && HANDLE_NOUNS.contains(&clean(words[i - 1]).to_lowercase().as_str())
+            && {
+                // `the user octocat`, `the GitHub user octocat`
+                let article = |w: &str| {
+                    ["the", "a", "an", "my", "our", "their", "his", "her", "its"]
+                        .contains(&clean(w).to_lowercase().as_str())
+                };
+                article(words[i - 2])
+                    || (i >= 3
+                        && article(words[i - 3])
+                        && clean(words[i - 2]).chars().next().is_some_and(char::is_uppercase))
+            }
+            && !words[i - 1].ends_with([',', '?', '.', '!', ';', ':']);
+        if handle_noun
+            && !word.is_empty()
+            && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
+            && !crate::textsearch::tokens(&word, false).is_empty()
+            && !NOT_NAMES.contains(&lower.as_str())
+            && !JOINERS.contains(&lower.as_str())
+        {
+            flush(&mut run, &mut values.names, run_starts_sentence);
+            values.names.push(word);
             continue;
         }
         let capitalised = word.chars().next().is_some_and(char::is_uppercase);
         let shouting = word.len() <= 3 && word.chars().all(|c| c.is_uppercase());
         let ends_clause = raw.ends_with([',', '?', '.', '!', ';', ':']);
         if (capitalised && !shouting) || (!run.is_empty() && JOINERS.contains(&lower.as_str())) {
+            if run.is_empty() {
+                run_starts_sentence = i == 0 || words[i - 1].ends_with(['.', '?', '!']);
+            }
             run.push(word);
         } else {
-            flush(&mut run, &mut values.names);
+            flush(&mut run, &mut values.names, run_starts_sentence);
         }
         if ends_clause {
-            flush(&mut run, &mut values.names);
+            flush(&mut run, &mut values.names, run_starts_sentence);
         }
     }
-    flush(&mut run, &mut values.names);
+    flush(&mut run, &mut values.names, run_starts_sentence);
     values.names.dedup();
     values.contexts = values.names.iter().map(|name| context_of(task, name)).collect();
     values
@@ -206,6 +249,15 @@ fn number(word: &str) -> Option<i64> {
 }
 
 impl TaskValues {
+    /// The values without the names `forget` picks.
+    pub fn forget_names(&mut self, forget: impl Fn(&str) -> bool) {
+        let keep: Vec<bool> = self.names.iter().map(|n| !forget(n)).collect();
+        let mut kept = keep.iter();
+        self.names.retain(|_| *kept.next().unwrap_or(&true));
+        let mut kept = keep.iter();
+        self.contexts.retain(|_| *kept.next().unwrap_or(&true));
+    }
+
     /// The task's values that fit `param` (its name and types), best first, each with its
     /// place among the task's values (names first, then numbers) so one value feeds one
     /// argument only — two equal numbers ("the first episode of the first season") are two values.
@@ -221,7 +273,11 @@ impl TaskValues {
         if numeric {
             // A number counting the parameter's own word: `season_number` ← "the first season".
             let word = name.trim_end_matches("_number").trim_end_matches("_id").trim_end_matches("_count");
+            let identifies = name == "id" || name.ends_with("_id");
             for (i, (n, near)) in self.numbers.iter().enumerate() {
+                if identifies && self.ordinal.get(i).copied().unwrap_or(false) {
+                    continue;
+                }
                 if near.iter().any(|w| crate::textsearch::fold(w) == crate::textsearch::fold(word)) {
                     out.push((Value::from(*n), Some(self.names.len() + i)));
                 }
@@ -296,6 +352,12 @@ mod tests {
         let v = of("List the open pull requests of octocat/Hello-World");
         assert_eq!(v.pairs, vec![("octocat".to_string(), "Hello-World".to_string())]);
         assert!(of("show me my repositories").me);
+        assert_eq!(of("List the repositories of the user octocat").names, vec!["octocat"]);
+        assert!(of("the user of the month").names.is_empty());
+        let v = of("reviews of the first movie similar to pull request 1347");
+        assert_eq!(v.numbers.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![1, 1347]);
+        assert_eq!(v.ordinal, vec![true, false], "an ordinal is a place in a list, never an id");
+        assert!(of("Close the oldest open pull request").names.is_empty(), "a sentence's verb is no name");
     }
 
     #[test]
