@@ -158,9 +158,6 @@ impl<'a> Planner<'a> {
         };
         let mut finals: Vec<(&str, f64)> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
         finals.truncate(FINAL_CANDIDATES);
-        if std::env::var("PLANDBG").is_ok() {
-            eprintln!("finals {:?}", finals);
-        }
         let mut found: Vec<Partial> = Vec::new();
         for (id, _) in &finals {
             let Ok(tool) = self.catalog.find(id) else { continue };
