@@ -101,7 +101,7 @@ pub fn feeds<'c>(
             }
         }
     }
-    let task_values = task.map(values::of);
+    let task_values = task.map(|task| values::of(task, &super::api_names(catalog)));
     let mut calls: Vec<(f64, ProducingCall, &Edge)> = Vec::new();
     for edge in edges {
         if calls.len() == CALLS_CONSIDERED {

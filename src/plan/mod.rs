@@ -143,10 +143,7 @@ impl<'a> Planner<'a> {
         if relevance.is_empty() {
             return Err(NoPlan::NothingRelevant);
         }
-        let mut words = TaskWords::of(task);
-        // "my Netlify sites", "on GitHub": the API's own name says which tools, not a value.
-        let toolsets: BTreeSet<String> = self.catalog.tools().map(|t| t.toolset.to_lowercase()).collect();
-        words.values.forget_names(|name| toolsets.contains(&name.to_lowercase()));
+        let words = TaskWords::of(task, &api_names(self.catalog));
         let mut search = Search {
             planner: self,
             relevance: relevance.iter().cloned().collect(),
@@ -423,6 +420,12 @@ const COUNTS: &[&str] = &["number", "count", "total", "amount"];
 /// Words that name agents: a name used as "by X" or "X's" is one of these.
 const AGENTS: &[&str] = &["person", "people", "user", "author", "artist", "creator", "member", "owner", "actor"];
 
+/// The workspace's API names, lower case: in a task (`my Netlify sites`, `on GitHub`) they say
+/// which tools, not a value.
+pub(crate) fn api_names(catalog: &Catalog) -> BTreeSet<String> {
+    catalog.toolsets.iter().map(|t| t.name.to_lowercase()).collect()
+}
+
 /// The task as the scorer reads it: its values, and the roots of its other content words.
 struct TaskWords {
     values: TaskValues,
@@ -430,15 +433,16 @@ struct TaskWords {
     /// The roots of the task's head: its content words before the first name or preposition
     /// that starts describing which thing is meant.
     ask: Vec<String>,
-    /// The roots of the words that may command a change: a sentence's first word and a word
-    /// after "please" or "to" (`Close the oldest pull request`, `ask hubot to review …`). A verb
-    /// elsewhere describes (`the reviews submitted on …`, `the newest open pull request`).
+    /// The roots of the words that may command a change: a sentence's or clause's first word
+    /// and a word after "please", "to", "you", "then" or "and" (`Close the oldest pull request`,
+    /// `ask hubot to review …`, `Can you close …`, `… and then delete it`). A verb elsewhere
+    /// describes (`the reviews submitted on …`, `the newest open pull request`).
     commands: Vec<String>,
 }
 
 impl TaskWords {
-    fn of(task: &str) -> TaskWords {
-        let values = values::of(task);
+    fn of(task: &str, api_names: &BTreeSet<String>) -> TaskWords {
+        let values = values::of(task, api_names);
         let in_values: BTreeSet<String> = values
             .names
             .iter()
@@ -470,7 +474,15 @@ impl TaskWords {
             .filter(|pair| COUNTS.contains(&pair[0].as_str()) && pair[1] == "of")
             .map(|pair| crate::textsearch::root(&pair[0]))
             .collect();
-        content.retain(|w| !relations.contains(w) && !counted.contains(w));
+        // The API's own name is in every one of its tools' words: it tells no tool from another.
+        // Read as the task spells it: `GitHub` is the words `git` and `hub`.
+        let apis: BTreeSet<String> = task
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| api_names.contains(&w.to_lowercase()))
+            .flat_map(|w| crate::textsearch::tokens(w, true))
+            .map(|w| crate::textsearch::root(&w))
+            .collect();
+        content.retain(|w| !relations.contains(w) && !counted.contains(w) && !apis.contains(w));
         content.sort();
         content.dedup();
         let mut ask = Vec::new();
@@ -491,7 +503,9 @@ impl TaskWords {
             .iter()
             .enumerate()
             .filter(|(i, _)| {
-                *i == 0 || raw[i - 1].ends_with(['.', '?', '!']) || matches!(bare(raw[i - 1]).as_str(), "please" | "to")
+                *i == 0
+                    || raw[i - 1].ends_with(['.', '?', '!', ',', ';', ':'])
+                    || matches!(bare(raw[i - 1]).as_str(), "please" | "to" | "you" | "then" | "and")
             })
             .map(|(_, w)| crate::textsearch::root(&bare(w)))
             .collect();
@@ -744,16 +758,20 @@ impl Search<'_, '_> {
             }
             return out;
         }
+        let names = self.values.names.len();
+        // An ordinal (`the first pull request`) may be a place in a list as well as a number.
+        let ordinal = |i: usize| i >= names && self.values.ordinal.get(i - names).copied().unwrap_or(false);
         for (value, index) in self.values.for_param(param, &schema::types(tool, &param.schema)) {
-            self.offered.extend(index);
+            // A plan that picks from the list instead has not left the ordinal unused.
+            self.offered.extend(index.filter(|&i| !ordinal(i)));
             out.push((argument(Source::Task(value)), None, index));
         }
         // A value the task gives for the parameter by its kind (`owner/repo`, `pull request
         // 1347`) is what it means; fetching one from a response instead (a pull request's own
         // repository for `owner`) answers another task. A name may fit any text parameter, so
         // it does not rule the producers out.
-        let names = self.values.names.len();
-        let given = out.iter().any(|(_, _, index)| index.is_none_or(|i| i >= names));
+        // The list an ordinal would pick from stays an option.
+        let given = out.iter().any(|(_, _, index)| index.is_none_or(|i| i >= names && !ordinal(i)));
         if room > 1 && !given {
             // The producers most relevant to the task first: an entity has many (every list of
             // movies yields movie ids), and the task says which way to it is meant.
@@ -1005,14 +1023,50 @@ mod tests {
     /// and "the number of" asks to count; neither is what the answer holds.
     #[test]
     fn relations_to_a_name_and_counting_are_not_what_is_asked() {
-        let words = TaskWords::of("give me the number of movies directed by Sofia Coppola");
+        let words = TaskWords::of("give me the number of movies directed by Sofia Coppola", &BTreeSet::new());
         let root = |w: &str| crate::textsearch::root(w);
         assert!(words.content.contains(&root("movies")), "{:?}", words.content);
         assert!(!words.content.contains(&root("directed")), "{:?}", words.content);
         assert!(!words.content.contains(&root("number")), "{:?}", words.content);
         assert_eq!(words.ask, [root("movies")], "the head goes on past the count to what is counted");
-        let kept = TaskWords::of("Who is the director of the movie \"Twilight\"?");
+        let kept = TaskWords::of("Who is the director of the movie \"Twilight\"?", &BTreeSet::new());
         assert!(kept.content.contains(&root("director")), "asked, not a relation: {:?}", kept.content);
+    }
+
+    /// A change is asked by a sentence's verb, also in a question or a later clause; the API's
+    /// name does not end what is asked.
+    #[test]
+    fn a_change_is_asked_in_questions_and_later_clauses() {
+        let none = BTreeSet::new();
+        let root = |w: &str| crate::textsearch::root(w);
+        assert!(TaskWords::of("Can you close the oldest pull request?", &none).commands.contains(&root("close")));
+        let words = TaskWords::of("Find the stale branch and then delete it", &none);
+        assert!(words.commands.contains(&root("delete")), "{:?}", words.commands);
+        let netlify = BTreeSet::from(["netlify".to_string()]);
+        let words = TaskWords::of("List the Netlify sites with forms", &netlify);
+        assert!(words.ask.contains(&root("sites")), "{:?}", words.ask);
+    }
+
+    /// "the first pull request" may be pull request number 1 or the first of a list: the list
+    /// stays among the plans.
+    #[test]
+    fn an_ordinal_keeps_the_list_it_may_pick_from() {
+        let spec = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/specs/api.github.com.pulls.json"
+        ))
+        .unwrap();
+        let catalog = openapi_catalog("github", &spec, None);
+        let flow = DataFlow::build(&catalog);
+        let index = CatalogIndex::new(&catalog);
+        let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
+        let plans = planner.plans("List the reviews of the first pull request of octocat/Hello-World", 5).unwrap();
+        assert!(
+            plans.iter().any(|p| p.path()
+                == ["GET /repos/{owner}/{repo}/pulls", "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews"]),
+            "{:?}",
+            plans.iter().map(Plan::path).collect::<Vec<_>>()
+        );
     }
 
     /// On the real TMDB spec: movies directed by someone are that person's movie credits, not

@@ -3,6 +3,8 @@
 //! with the word they count (`the second episode` → episode 2), and whether the task speaks of
 //! the user themself ("my", "me").
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 
 use crate::toolset::Param;
@@ -97,7 +99,16 @@ const ORDINALS: &[(&str, i64)] = &[
     ("3rd", 3),
 ];
 
-pub fn of(task: &str) -> TaskValues {
+/// Words that may follow a handle (`the user octocat and …`, `the branch main of …`): after
+/// anything else the lower-case word is the noun of a compound (`my team accounts`), not a handle.
+const AFTER_HANDLE: &[&str] = &[
+    "of", "in", "on", "for", "from", "to", "at", "and", "or", "but", "then", "has", "have", "is", "was", "are", "were",
+    "own", "owns",
+];
+
+/// The values `task` states. A capitalised name that is one of `api_names` (`my Netlify sites`,
+/// `on GitHub`) says which tools, not a value, and is left out; a quoted one is always kept.
+pub fn of(task: &str, api_names: &BTreeSet<String>) -> TaskValues {
     let mut values = TaskValues::default();
     let mut rest = task.to_string();
     // Quoted strings first; they are taken out so their words are not read again.
@@ -140,14 +151,18 @@ pub fn of(task: &str) -> TaskValues {
         if starts_sentence && run.len() == 1 {
             run.clear();
         }
-        while run.first().is_some_and(|w| NOT_NAMES.contains(&w.to_lowercase().as_str())) {
+        // A name starts with a capital: `List the Netlify sites` names `Netlify`, not `the Netlify`.
+        while run.first().is_some_and(|w| {
+            NOT_NAMES.contains(&w.to_lowercase().as_str()) || w.chars().next().is_some_and(char::is_lowercase)
+        }) {
             run.remove(0);
         }
         // An article alone ("The" opening a sentence) is no name; before a name it is part of
         // the title (`The Dark Knight`).
         let only_articles = run.iter().all(|w| matches!(w.to_lowercase().as_str(), "the" | "a" | "an"));
-        if !run.is_empty() && !only_articles {
-            names.push(run.join(" "));
+        let name = run.join(" ");
+        if !run.is_empty() && !only_articles && !api_names.contains(&name.to_lowercase()) {
+            names.push(name);
         }
         run.clear();
     };
@@ -175,23 +190,37 @@ pub fn of(task: &str) -> TaskValues {
             flush(&mut run, &mut values.names, run_starts_sentence);
             continue;
         }
-        // "the user octocat", "a branch new-feature": a handle is lower case, and the noun
-        // before it says what it names.
-        let handle_noun = i >= 2
-            && HANDLE_NOUNS.contains(&clean(words[i - 1]).to_lowercase().as_str())
-            && {
-                // `the user octocat`, `the GitHub user octocat`
-                let article = |w: &str| {
-                    ["the", "a", "an", "my", "our", "their", "his", "her", "its"]
-                        .contains(&clean(w).to_lowercase().as_str())
-                };
-                article(words[i - 2])
-                    || (i >= 3
-                        && article(words[i - 3])
-                        && clean(words[i - 2]).chars().next().is_some_and(char::is_uppercase))
-            }
-            && !words[i - 1].ends_with([',', '?', '.', '!', ';', ':']);
-        if handle_noun
+        // "the user octocat", "a branch new-feature", "a user named octocat": a handle is lower
+        // case, and the noun before it says what it names. Not after a possessive (`the user's
+        // repositories`) nor inside a compound (`the branch protection rules`).
+        let article = |w: &str| {
+            ["the", "a", "an", "my", "our", "their", "his", "her", "its"].contains(&clean(w).to_lowercase().as_str())
+        };
+        let plain_noun = |w: &str| {
+            HANDLE_NOUNS.contains(&w.to_lowercase().as_str())
+                && !w.ends_with("'s")
+                && !w.ends_with("’s")
+                && !w.ends_with([',', '?', '.', '!', ';', ':'])
+        };
+        let named = i >= 1 && matches!(words[i - 1], "named" | "called");
+        let after_noun = i >= 2
+            && plain_noun(words[i - 1])
+            && (article(words[i - 2])
+                // `the GitHub user octocat`
+                || (i >= 3 && article(words[i - 3]) && clean(words[i - 2]).chars().next().is_some_and(char::is_uppercase)));
+        // `When does my site expire?`: a question opened by an auxiliary ends with its verb.
+        let question_verb = raw.ends_with('?')
+            && words.iter().take(2).any(|w| {
+                matches!(
+                    clean(w).to_lowercase().as_str(),
+                    "do" | "does" | "did" | "will" | "would" | "can" | "could" | "should" | "has" | "have"
+                )
+            });
+        let ends_there = !question_verb
+            && (raw.ends_with([',', '?', '.', '!', ';', ':', '\'', '’'])
+                || raw.ends_with("'s")
+                || words.get(i + 1).is_none_or(|next| AFTER_HANDLE.contains(&clean(next).to_lowercase().as_str())));
+        if (named || (after_noun && ends_there))
             && !word.is_empty()
             && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
             && !crate::textsearch::tokens(&word, false).is_empty()
@@ -249,15 +278,6 @@ fn number(word: &str) -> Option<i64> {
 }
 
 impl TaskValues {
-    /// The values without the names `forget` picks.
-    pub fn forget_names(&mut self, forget: impl Fn(&str) -> bool) {
-        let keep: Vec<bool> = self.names.iter().map(|n| !forget(n)).collect();
-        let mut kept = keep.iter();
-        self.names.retain(|_| *kept.next().unwrap_or(&true));
-        let mut kept = keep.iter();
-        self.contexts.retain(|_| *kept.next().unwrap_or(&true));
-    }
-
     /// The task's values that fit `param` (its name and types), best first, each with its
     /// place among the task's values (names first, then numbers) so one value feeds one
     /// argument only — two equal numbers ("the first episode of the first season") are two values.
@@ -329,35 +349,57 @@ pub fn pick_enum(values: &[Value], task_words: &[String]) -> Option<Value> {
 mod tests {
     use super::*;
 
+    fn of_task(task: &str) -> TaskValues {
+        of(task, &BTreeSet::new())
+    }
+
     #[test]
     fn names_quotes_numbers_and_ordinals() {
-        let v = of("give me the number of movies directed by Sofia Coppola");
+        let v = of_task("give me the number of movies directed by Sofia Coppola");
         assert_eq!(v.names, vec!["Sofia Coppola"]);
-        let v = of("Who is the director of the movie \"Twilight\"?");
+        let v = of_task("Who is the director of the movie \"Twilight\"?");
         assert_eq!(v.names, vec!["Twilight"]);
-        let v = of("Who was the lead actor in the movie The Dark Knight?");
+        let v = of_task("Who was the lead actor in the movie The Dark Knight?");
         assert_eq!(v.names, vec!["The Dark Knight"]);
-        let v = of("Who is the director of Leonardo DiCaprio's latest movie?");
+        let v = of_task("Who is the director of Leonardo DiCaprio's latest movie?");
         assert_eq!(v.names, vec!["Leonardo DiCaprio"]);
         // Apostrophes inside words are no quotes.
-        let v = of("Who's the director of Christopher Nolan's latest movie?");
+        let v = of_task("Who's the director of Christopher Nolan's latest movie?");
         assert_eq!(v.names, vec!["Christopher Nolan"]);
-        assert_eq!(of("the reviews of 'Heat', please").names, vec!["Heat"]);
-        let v = of("give me a photo belong to the second episode of the first season of the Witcher");
+        assert_eq!(of_task("the reviews of 'Heat', please").names, vec!["Heat"]);
+        let v = of_task("give me a photo belong to the second episode of the first season of the Witcher");
         assert_eq!(v.names, vec!["Witcher"]);
         assert_eq!(v.numbers.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![2, 1]);
         assert!(v.numbers[0].1.contains(&"episode".to_string()), "{:?}", v.numbers);
-        let v = of("Who directed the top-1 rated movie?");
+        let v = of_task("Who directed the top-1 rated movie?");
         assert!(v.names.is_empty(), "{:?}", v.names);
-        let v = of("List the open pull requests of octocat/Hello-World");
+        let v = of_task("List the open pull requests of octocat/Hello-World");
         assert_eq!(v.pairs, vec![("octocat".to_string(), "Hello-World".to_string())]);
-        assert!(of("show me my repositories").me);
-        assert_eq!(of("List the repositories of the user octocat").names, vec!["octocat"]);
-        assert!(of("the user of the month").names.is_empty());
-        let v = of("reviews of the first movie similar to pull request 1347");
+        assert!(of_task("show me my repositories").me);
+        assert_eq!(of_task("List the repositories of the user octocat").names, vec!["octocat"]);
+        assert!(of_task("the user of the month").names.is_empty());
+        let v = of_task("reviews of the first movie similar to pull request 1347");
         assert_eq!(v.numbers.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![1, 1347]);
         assert_eq!(v.ordinal, vec![true, false], "an ordinal is a place in a list, never an id");
-        assert!(of("Close the oldest open pull request").names.is_empty(), "a sentence's verb is no name");
+        assert!(of_task("Close the oldest open pull request").names.is_empty(), "a sentence's verb is no name");
+    }
+
+    #[test]
+    fn a_handle_follows_its_noun_and_ends_there() {
+        assert_eq!(of_task("Show the repositories of a user named octocat").names, vec!["octocat"]);
+        assert_eq!(of_task("Is the branch main of octocat/linguist protected?").names, vec!["main"]);
+        assert_eq!(of_task("the user octocat and their followers").names, vec!["octocat"]);
+        assert!(of_task("List the user's repositories").names.is_empty(), "a possessive's noun is no handle");
+        assert!(of_task("list my team accounts with admin rights").names.is_empty(), "a compound's noun is no handle");
+        assert!(of_task("show the branch protection rules of octocat/linguist").names.is_empty());
+    }
+
+    #[test]
+    fn an_api_named_in_the_task_is_no_value_unless_quoted() {
+        let apis = BTreeSet::from(["netlify".to_string()]);
+        let v = of("When does the certificate of my Netlify site expire?", &apis);
+        assert!(v.names.is_empty(), "{:?}", v.names);
+        assert_eq!(of("the site called \"Netlify\"", &apis).names, vec!["Netlify"]);
     }
 
     #[test]
