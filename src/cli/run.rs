@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{load_workspace, workspace_root};
 use crate::diagnostic::Diagnostic;
+use crate::jobs::{self, run::Refused};
 use crate::mock::MockServer;
 use crate::runtime::{self, Cancel, RunObserver, RunRequest, Stream, trace};
 use crate::text::LineIndex;
@@ -55,33 +56,29 @@ pub fn run(
     let (config, catalog) = load_workspace(&root)?;
     let text =
         crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;
-    let refused = runtime::unrunnable_calls(file, &text, &config, &catalog);
-    if !refused.is_empty() {
-        print_diagnostics(&refused, &text);
-        let why = if refused.iter().any(|d| d.code == crate::trust::UNTRUSTED) {
-            "the workspace is not trusted to run what it needs (`chainsmith trust` records trust, `chainsmith --trust run` trusts it this once)"
-        } else {
-            "it calls tools that cannot run"
-        };
-        eprintln!("chainsmith: not running {}: {why}", file.display());
-        return Ok(1);
-    }
     let replay = match replay {
         Some(path) => Some(trace::load(path)?),
         None => None,
     };
     let catalog = Arc::new(catalog);
-    let mock = match mock {
-        true => Some(MockServer::start(catalog.clone(), ([127, 0, 0, 1], 0).into()).context("cannot start the mock")?),
-        false => None,
-    };
     let mut request = RunRequest::new(file, &root, Arc::new(config), catalog.clone());
     request.replay = replay;
-    if let Some(mock) = &mock {
-        request.upstream = mock.upstream();
-    }
     request.inherit_stdin = true;
-    let outcome = runtime::run(request, Arc::new(Terminal), &Cancel::new());
+    let ready = match jobs::run::prepare(request, &text, mock) {
+        Ok(ready) => ready,
+        Err(Refused::Mock(e)) => return Err(e).context("cannot start the mock"),
+        Err(Refused::Calls(refused)) => {
+            print_diagnostics(&refused, &text);
+            let why = if refused.iter().any(|d| d.code == crate::trust::UNTRUSTED) {
+                "the workspace is not trusted to run what it needs (`chainsmith trust` records trust, `chainsmith --trust run` trusts it this once)"
+            } else {
+                "it calls tools that cannot run"
+            };
+            eprintln!("chainsmith: not running {}: {why}", file.display());
+            return Ok(1);
+        }
+    };
+    let outcome = ready.run(Arc::new(Terminal), &Cancel::new());
 
     let stderr = std::io::stderr();
     let mut err = stderr.lock();

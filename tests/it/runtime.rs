@@ -541,6 +541,21 @@ fn tools_that_cannot_run_are_refused_before_starting_and_toolbench_runs_with_a_b
     assert!(stdout.contains("{'tool': 'Cat Facts', 'api': 'Get Fact', 'input': {'animal': 'cat'}}"), "{stdout}");
 }
 
+/// `run --mock`: the calls go to chainsmith's mock of the API, built from its protocol; the API
+/// itself is never reached.
+#[test]
+fn run_against_the_mock_reaches_no_api() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    write(ws.path(), "p.py", SOFIA);
+    let out = chainsmith(ws.path(), &["run", "--mock", "p.py"], &[]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains(" directed "), "{stdout}");
+    assert!(stderr.contains("── trace: 2 calls"), "{stderr}");
+    assert_eq!(server.requests().as_array().unwrap().len(), 0, "the mock run reached the API");
+}
+
 #[test]
 fn a_missing_requests_library_is_named_clearly() {
     let server = TmdbServer::start(&[]);

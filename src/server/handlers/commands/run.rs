@@ -14,7 +14,10 @@ use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::mock::MockServer;
+use crate::jobs::{
+    self,
+    run::{Ready, Refused},
+};
 use crate::runtime::{self, RunObserver, RunRequest, Stream, TraceCall};
 use crate::server::context::Context;
 use crate::server::guard::guarded;
@@ -69,21 +72,6 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             }
         }
     };
-    let refused = guarded(names::RUN, || runtime::unrunnable_calls(&path, &text, &world.config, &world.catalog))?;
-    if let Some(first) = refused.first() {
-        let message = format!("chainsmith: not running {}: {}", file_name(&path), first.message);
-        ctx.client.show_message(lsp::MessageType::ERROR, message).await;
-        if let (Some(snap), Some(version)) = (snapshot.clone(), version) {
-            let index = LineIndex::new(&text);
-            let marks = RunMarks {
-                version,
-                hints: Vec::new(),
-                diagnostics: refused.into_iter().map(|d| mark(d, &text, &index)).collect(),
-            };
-            apply(ctx, &snap, marks).await;
-        }
-        return Ok(None);
-    }
     // A re-run takes answers from the document's last run: all identical calls, or those before one.
     let replay = match arguments::replay(&params.arguments) {
         None => None,
@@ -101,6 +89,37 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             Some(((*last).clone(), first_live))
         }
     };
+    let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
+    request.source = Some(text.clone());
+    (request.replay, request.replay_before) = replay.map_or((None, None), |(trace, first)| (Some(trace), first));
+    request.mcp = Some(ctx.mcp.clone());
+    let mock = arguments::mock(&params.arguments);
+    let ready = match guarded(names::RUN, || jobs::run::prepare(request, &text, mock))? {
+        Ok(ready) => ready,
+        Err(Refused::Mock(e)) => {
+            let message = format!("chainsmith: not running {}: the mock did not start: {e}", file_name(&path));
+            ctx.client.show_message(lsp::MessageType::ERROR, message).await;
+            return Ok(None);
+        }
+        Err(Refused::Calls(refused)) => {
+            let message = format!(
+                "chainsmith: not running {}: {}",
+                file_name(&path),
+                refused.first().map_or("", |d| d.message.as_str())
+            );
+            ctx.client.show_message(lsp::MessageType::ERROR, message).await;
+            if let (Some(snap), Some(version)) = (snapshot.clone(), version) {
+                let index = LineIndex::new(&text);
+                let marks = RunMarks {
+                    version,
+                    hints: Vec::new(),
+                    diagnostics: refused.into_iter().map(|d| mark(d, &text, &index)).collect(),
+                };
+                apply(ctx, &snap, marks).await;
+            }
+            return Ok(None);
+        }
+    };
     let showing = Showing {
         client_token: params.work_done_progress_params.work_done_token.clone(),
         server_initiated: world.support.work_done_progress,
@@ -110,29 +129,10 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     };
     let key = TaskKey::document(&uri, TaskKind::Run);
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
-    let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
-    request.source = Some(text.clone());
-    (request.replay, request.replay_before) = replay.map_or((None, None), |(trace, first)| (Some(trace), first));
-    // The mock lives as long as the run: started here, moved into the run's task.
-    let mock = match arguments::mock(&params.arguments) {
-        false => None,
-        true => match MockServer::start(world.catalog.clone(), ([127, 0, 0, 1], 0).into()) {
-            Ok(mock) => {
-                request.upstream = mock.upstream();
-                Some(mock)
-            }
-            Err(e) => {
-                progress.end(format!("✗ the mock did not start: {e}")).await;
-                return Ok(None);
-            }
-        },
-    };
-    request.mcp = Some(ctx.mcp.clone());
     let context = ctx.clone();
     let generation = world.generation;
     spawn_guarded(&ctx.client, names::RUN, async move {
-        background(&context, request, task, progress, snapshot, text, generation).await;
-        drop(mock);
+        background(&context, ready, task, progress, snapshot, text, generation).await;
     });
     Ok(None)
 }
@@ -143,7 +143,7 @@ fn file_name(path: &Path) -> String {
 
 async fn background(
     ctx: &Context,
-    request: RunRequest,
+    ready: Ready,
     task: Task,
     progress: Progress,
     snapshot: Option<Snapshot>,
@@ -152,14 +152,14 @@ async fn background(
 ) {
     let client = &ctx.client;
     // A run against the mock is no record of the APIs: a later re-run takes no answers from it.
-    let against_the_apis = request.upstream.is_empty();
-    let name = file_name(&request.program);
-    let path: PathBuf = request.program.clone();
+    let against_the_apis = ready.against_the_apis();
+    let name = file_name(&ready.request.program);
+    let path: PathBuf = ready.request.program.clone();
     client.log_message(lsp::MessageType::INFO, format!("chainsmith: running {}", path.display())).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let observer = Arc::new(Forward(tx));
     let cancel = task.cancel.clone();
-    let mut run = tokio::task::spawn_blocking(move || runtime::run(request, observer, &cancel));
+    let mut run = tokio::task::spawn_blocking(move || ready.run(observer, &cancel));
     let outcome = loop {
         tokio::select! {
             event = rx.recv() => match event {
