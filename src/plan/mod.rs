@@ -816,7 +816,7 @@ fn merge_repeated(calls: Vec<Call>) -> Vec<Call> {
                 *call = moved_to[*call];
             }
         }
-        match kept.iter().position(|earlier| *earlier == call) {
+        match kept.iter().position(|earlier| call.repeats(earlier)) {
             Some(at) => moved_to.push(at),
             None => {
                 moved_to.push(kept.len());
@@ -825,6 +825,25 @@ fn merge_repeated(calls: Vec<Call>) -> Vec<Call> {
         }
     }
     kept
+}
+
+impl Call {
+    /// Whether this call sends what `earlier` sends: the same tool with each argument read from
+    /// the same place (a field's weight and evidence say why it was chosen, not what it reads).
+    fn repeats(&self, earlier: &Call) -> bool {
+        let same = |a: &Argument, b: &Argument| {
+            a.param == b.param
+                && match (&a.source, &b.source) {
+                    (Source::Field { call, field, .. }, Source::Field { call: other, field: other_field, .. }) => {
+                        call == other && field == other_field
+                    }
+                    (a, b) => a == b,
+                }
+        };
+        self.tool == earlier.tool
+            && self.arguments.len() == earlier.arguments.len()
+            && self.arguments.iter().zip(&earlier.arguments).all(|(a, b)| same(a, b))
+    }
 }
 
 /// A call moved `offset` places later in a plan: its field sources point there too.
@@ -1045,6 +1064,26 @@ mod tests {
         let netlify = BTreeSet::from(["netlify".to_string()]);
         let words = TaskWords::of("List the Netlify sites with forms", &netlify);
         assert!(words.ask.contains(&root("sites")), "{:?}", words.ask);
+    }
+
+    /// Two arguments reached through different edges into one response run its call once, whatever
+    /// evidence each edge carries.
+    #[test]
+    fn a_call_repeated_with_other_evidence_runs_once() {
+        let list = Call { tool: "hub.list".into(), arguments: vec![], endpoint: None, writes: false };
+        let read = |why: &str, weight: f64| Call {
+            tool: "hub.get".into(),
+            arguments: vec![Argument {
+                param: "id".into(),
+                source: Source::Field { call: 0, field: FieldPath(vec![]), weight, why: why.into() },
+            }],
+            endpoint: None,
+            writes: false,
+        };
+        let merged = merge_repeated(vec![list.clone(), read("named id", 0.9), read("same type", 0.4)]);
+        assert_eq!(merged.len(), 2, "{merged:#?}");
+        let other_tool = Call { tool: "hub.other".into(), ..read("named id", 0.9) };
+        assert_eq!(merge_repeated(vec![list, read("named id", 0.9), other_tool]).len(), 3);
     }
 
     /// "the first pull request" may be pull request number 1 or the first of a list: the list
