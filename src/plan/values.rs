@@ -74,6 +74,13 @@ const NOT_NAMES: &[&str] = &[
     "i've",
     "what's",
     "who's",
+    "it",
+    "this",
+    "that",
+    "there",
+    "here",
+    "he",
+    "she",
 ];
 
 /// Nouns whose next word, written in lower case, is a handle: `the user octocat`.
@@ -236,7 +243,9 @@ pub fn of(task: &str, api_names: &BTreeSet<String>) -> TaskValues {
         let ends_clause = raw.ends_with([',', '?', '.', '!', ';', ':']);
         if (capitalised && !shouting) || (!run.is_empty() && JOINERS.contains(&lower.as_str())) {
             if run.is_empty() {
-                run_starts_sentence = i == 0 || words[i - 1].ends_with(['.', '?', '!']);
+                // A verb takes no `'s`: `Titanic's director` opens with a name.
+                let possessive = raw.ends_with("'s") || raw.ends_with("’s");
+                run_starts_sentence = (i == 0 || words[i - 1].ends_with(['.', '?', '!'])) && !possessive;
             }
             run.push(word);
         } else {
@@ -382,6 +391,8 @@ mod tests {
         assert_eq!(v.numbers.iter().map(|(n, _)| *n).collect::<Vec<_>>(), vec![1, 1347]);
         assert_eq!(v.ordinal, vec![true, false], "an ordinal is a place in a list, never an id");
         assert!(of_task("Close the oldest open pull request").names.is_empty(), "a sentence's verb is no name");
+        assert_eq!(of_task("Titanic's director: who is it?").names, vec!["Titanic"], "a verb takes no 's");
+        assert!(of_task("It's the film with the highest rating").names.is_empty());
     }
 
     #[test]
