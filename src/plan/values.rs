@@ -215,13 +215,16 @@ pub fn of(task: &str, api_names: &BTreeSet<String>) -> TaskValues {
             && (article(words[i - 2])
                 // `the GitHub user octocat`
                 || (i >= 3 && article(words[i - 3]) && clean(words[i - 2]).chars().next().is_some_and(char::is_uppercase)));
-        // `When does my site expire?`: a question opened by an auxiliary ends with its verb.
+        // `When does my site expire?`: a question whose auxiliary asks about a thing ends with
+        // its verb (`Can you list … of the user octocat?` asks the reader, and ends with a handle).
         let question_verb = raw.ends_with('?')
-            && words.iter().take(2).any(|w| {
+            && words.iter().take(2).enumerate().any(|(at, w)| {
                 matches!(
                     clean(w).to_lowercase().as_str(),
                     "do" | "does" | "did" | "will" | "would" | "can" | "could" | "should" | "has" | "have"
-                )
+                ) && words
+                    .get(at + 1)
+                    .is_some_and(|subject| !matches!(clean(subject).to_lowercase().as_str(), "you" | "i" | "we"))
             });
         let ends_there = !question_verb
             && (raw.ends_with([',', '?', '.', '!', ';', ':', '\'', '’'])
@@ -400,6 +403,7 @@ mod tests {
         assert_eq!(of_task("Show the repositories of a user named octocat").names, vec!["octocat"]);
         assert_eq!(of_task("Is the branch main of octocat/linguist protected?").names, vec!["main"]);
         assert_eq!(of_task("the user octocat and their followers").names, vec!["octocat"]);
+        assert_eq!(of_task("Can you list the repositories of the user octocat?").names, vec!["octocat"]);
         assert!(of_task("List the user's repositories").names.is_empty(), "a possessive's noun is no handle");
         assert!(of_task("list my team accounts with admin rights").names.is_empty(), "a compound's noun is no handle");
         assert!(of_task("show the branch protection rules of octocat/linguist").names.is_empty());
