@@ -478,7 +478,8 @@ impl TaskWords {
         // Read as the task spells it: `GitHub` is the words `git` and `hub`.
         let apis: BTreeSet<String> = task
             .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| api_names.contains(&w.to_lowercase()))
+            // Capitalised: `What time is it?` asks the time of a toolset called `time`.
+            .filter(|w| w.chars().next().is_some_and(char::is_uppercase) && api_names.contains(&w.to_lowercase()))
             .flat_map(|w| crate::textsearch::tokens(w, true))
             .map(|w| crate::textsearch::root(&w))
             .collect();
@@ -503,9 +504,18 @@ impl TaskWords {
             .iter()
             .enumerate()
             .filter(|(i, _)| {
+                // After "and" or a comma a verb commands only with its object after it (`… and
+                // delete it`); `the open and closed pull requests` describes.
+                let object_follows = raw.get(i + 1).is_some_and(|next| {
+                    matches!(
+                        bare(next).as_str(),
+                        "the" | "a" | "an" | "it" | "them" | "this" | "that" | "these" | "those" | "all" | "my" | "our"
+                    )
+                });
                 *i == 0
-                    || raw[i - 1].ends_with(['.', '?', '!', ',', ';', ':'])
-                    || matches!(bare(raw[i - 1]).as_str(), "please" | "to" | "you" | "then" | "and")
+                    || raw[i - 1].ends_with(['.', '?', '!'])
+                    || matches!(bare(raw[i - 1]).as_str(), "please" | "to" | "you" | "then")
+                    || ((raw[i - 1].ends_with([',', ';', ':']) || bare(raw[i - 1]) == "and") && object_follows)
             })
             .map(|(_, w)| crate::textsearch::root(&bare(w)))
             .collect();
@@ -1061,6 +1071,12 @@ mod tests {
         assert!(TaskWords::of("Can you close the oldest pull request?", &none).commands.contains(&root("close")));
         let words = TaskWords::of("Find the stale branch and then delete it", &none);
         assert!(words.commands.contains(&root("delete")), "{:?}", words.commands);
+        let words = TaskWords::of("Find the stale branch and delete it", &none);
+        assert!(words.commands.contains(&root("delete")), "{:?}", words.commands);
+        let words = TaskWords::of("List the open and closed pull requests of octocat/Hello-World", &none);
+        assert!(!words.commands.contains(&root("closed")), "described, not asked: {:?}", words.commands);
+        let time = BTreeSet::from(["time".to_string()]);
+        assert!(TaskWords::of("What time is it in Tokyo?", &time).content.contains(&root("time")));
         let netlify = BTreeSet::from(["netlify".to_string()]);
         let words = TaskWords::of("List the Netlify sites with forms", &netlify);
         assert!(words.ask.contains(&root("sites")), "{:?}", words.ask);

@@ -74,14 +74,14 @@ const NOT_NAMES: &[&str] = &[
     "i've",
     "what's",
     "who's",
-    "it",
-    "this",
-    "that",
-    "there",
-    "here",
-    "he",
-    "she",
+    "today",
+    "tonight",
+    "yesterday",
+    "tomorrow",
 ];
+
+/// Words whose `'s` is "is", not a possessive: `It's the film …` opens with no name.
+const CONTRACTED: &[&str] = &["it", "that", "there", "here", "he", "she", "what", "who", "let"];
 
 /// Nouns whose next word, written in lower case, is a handle: `the user octocat`.
 const HANDLE_NOUNS: &[&str] =
@@ -106,12 +106,13 @@ const ORDINALS: &[(&str, i64)] = &[
     ("3rd", 3),
 ];
 
-/// Words that may follow a handle (`the user octocat and …`, `the branch main of …`): after
-/// anything else the lower-case word is the noun of a compound (`my team accounts`), not a handle.
-const AFTER_HANDLE: &[&str] = &[
-    "of", "in", "on", "for", "from", "to", "at", "and", "or", "but", "then", "has", "have", "is", "was", "are", "were",
-    "own", "owns",
-];
+/// Whether a lower-case word after a handle's noun is shaped like a common noun (`the team
+/// members`, `the branch protection of …`) rather than a handle: a plural or an abstract suffix.
+/// At a clause's end any word is taken (`the user torvalds`).
+fn common_noun_shape(word: &str) -> bool {
+    let plural = word.ends_with('s') && !word.ends_with("ss");
+    plural || ["tion", "sion", "ment", "ness", "ity"].iter().any(|suffix| word.ends_with(suffix))
+}
 
 /// The values `task` states. A capitalised name that is one of `api_names` (`my Netlify sites`,
 /// `on GitHub`) says which tools, not a value, and is left out; a quoted one is always kept.
@@ -159,9 +160,10 @@ pub fn of(task: &str, api_names: &BTreeSet<String>) -> TaskValues {
             run.clear();
         }
         // A name starts with a capital: `List the Netlify sites` names `Netlify`, not `the Netlify`.
-        while run.first().is_some_and(|w| {
-            NOT_NAMES.contains(&w.to_lowercase().as_str()) || w.chars().next().is_some_and(char::is_lowercase)
-        }) {
+        while run
+            .first()
+            .is_some_and(|w| NOT_NAMES.contains(&w.to_lowercase().as_str()) || matches!(w.as_str(), "the" | "a" | "an"))
+        {
             run.remove(0);
         }
         // An article alone ("The" opening a sentence) is no name; before a name it is part of
@@ -221,15 +223,29 @@ pub fn of(task: &str, api_names: &BTreeSet<String>) -> TaskValues {
             && words.iter().take(2).enumerate().any(|(at, w)| {
                 matches!(
                     clean(w).to_lowercase().as_str(),
-                    "do" | "does" | "did" | "will" | "would" | "can" | "could" | "should" | "has" | "have"
+                    "do" | "does"
+                        | "did"
+                        | "will"
+                        | "would"
+                        | "can"
+                        | "could"
+                        | "should"
+                        | "has"
+                        | "have"
+                        | "is"
+                        | "are"
+                        | "was"
+                        | "were"
                 ) && words
                     .get(at + 1)
                     .is_some_and(|subject| !matches!(clean(subject).to_lowercase().as_str(), "you" | "i" | "we"))
             });
-        let ends_there = !question_verb
-            && (raw.ends_with([',', '?', '.', '!', ';', ':', '\'', '’'])
-                || raw.ends_with("'s")
-                || words.get(i + 1).is_none_or(|next| AFTER_HANDLE.contains(&clean(next).to_lowercase().as_str())));
+        // `feature-x`, `v1.2`, `octo_cat`: no common word is written so.
+        let marked = word.chars().any(|c| c.is_ascii_digit() || matches!(c, '-' | '_' | '.'));
+        let at_clause_end =
+            raw.ends_with([',', '?', '.', '!', ';', ':', '\'', '’']) || raw.ends_with("'s") || i + 1 == words.len();
+        let ends_there = !matches!(lower.as_str(), "named" | "called")
+            && (marked || if at_clause_end { !question_verb } else { !common_noun_shape(&word) });
         if (named || (after_noun && ends_there))
             && !word.is_empty()
             && word.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '-' | '_' | '.'))
@@ -247,7 +263,7 @@ pub fn of(task: &str, api_names: &BTreeSet<String>) -> TaskValues {
         if (capitalised && !shouting) || (!run.is_empty() && JOINERS.contains(&lower.as_str())) {
             if run.is_empty() {
                 // A verb takes no `'s`: `Titanic's director` opens with a name.
-                let possessive = raw.ends_with("'s") || raw.ends_with("’s");
+                let possessive = (raw.ends_with("'s") || raw.ends_with("’s")) && !CONTRACTED.contains(&lower.as_str());
                 run_starts_sentence = (i == 0 || words[i - 1].ends_with(['.', '?', '!'])) && !possessive;
             }
             run.push(word);
@@ -396,6 +412,9 @@ mod tests {
         assert!(of_task("Close the oldest open pull request").names.is_empty(), "a sentence's verb is no name");
         assert_eq!(of_task("Titanic's director: who is it?").names, vec!["Titanic"], "a verb takes no 's");
         assert!(of_task("It's the film with the highest rating").names.is_empty());
+        assert!(of_task("Today's trending movies").names.is_empty());
+        assert_eq!(of_task("Who directed There Will Be Blood?").names, vec!["There Will Be Blood"]);
+        assert_eq!(of_task("Who directed the movie It?").names, vec!["It"]);
     }
 
     #[test]
@@ -407,6 +426,12 @@ mod tests {
         assert!(of_task("List the user's repositories").names.is_empty(), "a possessive's noun is no handle");
         assert!(of_task("list my team accounts with admin rights").names.is_empty(), "a compound's noun is no handle");
         assert!(of_task("show the branch protection rules of octocat/linguist").names.is_empty());
+        assert!(of_task("Show the branch protection of octocat/linguist").names.is_empty());
+        assert_eq!(of_task("List the team members of the org github").names, vec!["github"]);
+        assert_eq!(of_task("Which organizations does the user octocat belong to?").names, vec!["octocat"]);
+        assert_eq!(of_task("Merge the branch feature-x into main").names, vec!["feature-x"]);
+        assert_eq!(of_task("List the commits on the branch main since Monday").names, vec!["main", "Monday"]);
+        assert!(of_task("When was my site deployed?").names.is_empty(), "a question's last verb is no handle");
     }
 
     #[test]
