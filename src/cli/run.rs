@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{load_workspace, workspace_root};
 use crate::diagnostic::Diagnostic;
-use crate::jobs::{self, run::Refused};
+use crate::jobs;
 use crate::mock::MockServer;
 use crate::runtime::{self, Cancel, RunObserver, RunRequest, Stream, trace};
 use crate::text::LineIndex;
@@ -56,18 +56,12 @@ pub fn run(
     let (config, catalog) = load_workspace(&root)?;
     let text =
         crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;
-    let replay = match replay {
-        Some(path) => Some(trace::load(path)?),
-        None => None,
-    };
     let catalog = Arc::new(catalog);
     let mut request = RunRequest::new(file, &root, Arc::new(config), catalog.clone());
-    request.replay = replay;
     request.inherit_stdin = true;
-    let ready = match jobs::run::prepare(request, &text, mock) {
+    let mut ready = match jobs::run::prepare(request, &text) {
         Ok(ready) => ready,
-        Err(Refused::Mock(e)) => return Err(e).context("cannot start the mock"),
-        Err(Refused::Calls(refused)) => {
+        Err(refused) => {
             print_diagnostics(&refused, &text);
             let why = if refused.iter().any(|d| d.code == crate::trust::UNTRUSTED) {
                 "the workspace is not trusted to run what it needs (`chainsmith trust` records trust, `chainsmith --trust run` trusts it this once)"
@@ -78,6 +72,12 @@ pub fn run(
             return Ok(1);
         }
     };
+    if let Some(path) = replay {
+        ready.request.replay = Some(trace::load(path)?);
+    }
+    if mock {
+        ready.start_mock().context("cannot start the mock")?;
+    }
     let outcome = ready.run(Arc::new(Terminal), &Cancel::new());
 
     let stderr = std::io::stderr();

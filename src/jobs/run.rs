@@ -10,40 +10,34 @@ use crate::diagnostic::Diagnostic;
 use crate::mock::MockServer;
 use crate::runtime::{self, Cancel, RunObserver, RunOutcome, RunRequest};
 
-/// Why a run did not start.
-#[derive(Debug)]
-pub enum Refused {
-    /// Calls that cannot run, located in the program (or the workspace, when it is not trusted).
-    Calls(Vec<Diagnostic>),
-    /// The mock asked for did not start.
-    Mock(std::io::Error),
-}
-
-/// A run ready to go: its request, and the mock it talks to, kept for as long as the run.
+/// A run ready to go: its request, and the mock it talks to (when started), kept for as long as
+/// the run.
 pub struct Ready {
     pub request: RunRequest,
     mock: Option<MockServer>,
 }
 
-/// `request` checked against the workspace, and with `mock` pointed at a mock of its HTTP APIs.
-/// `text` is the program as it will run (the request's source, or the file's content).
-pub fn prepare(mut request: RunRequest, text: &str, mock: bool) -> Result<Ready, Refused> {
+/// `request` checked against the workspace: the calls that cannot run (located diagnostics), if
+/// any. The text checked is the request's source, or `file_text` (the program file's content).
+pub fn prepare(request: RunRequest, file_text: &str) -> Result<Ready, Vec<Diagnostic>> {
+    let text = request.source.as_deref().unwrap_or(file_text);
     let refused = runtime::unrunnable_calls(&request.program, text, &request.config, &request.catalog);
     if !refused.is_empty() {
-        return Err(Refused::Calls(refused));
+        return Err(refused);
     }
-    let mock = match mock {
-        false => None,
-        true => {
-            let mock = MockServer::start(request.catalog.clone(), ([127, 0, 0, 1], 0).into()).map_err(Refused::Mock)?;
-            request.upstream = mock.upstream();
-            Some(mock)
-        }
-    };
-    Ok(Ready { request, mock })
+    Ok(Ready { request, mock: None })
 }
 
 impl Ready {
+    /// Points the run's HTTP calls at a mock of their APIs, built from the protocols, started now
+    /// and stopped when the run ends.
+    pub fn start_mock(&mut self) -> std::io::Result<()> {
+        let mock = MockServer::start(self.request.catalog.clone(), ([127, 0, 0, 1], 0).into())?;
+        self.request.upstream = mock.upstream();
+        self.mock = Some(mock);
+        Ok(())
+    }
+
     /// Whether the run reaches the APIs themselves: only then is its trace a record of them that a
     /// re-run may take answers from.
     pub fn against_the_apis(&self) -> bool {

@@ -14,10 +14,7 @@ use tokio::sync::mpsc;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types as lsp;
 
-use crate::jobs::{
-    self,
-    run::{Ready, Refused},
-};
+use crate::jobs::{self, run::Ready};
 use crate::runtime::{self, RunObserver, RunRequest, Stream, TraceCall};
 use crate::server::context::Context;
 use crate::server::guard::guarded;
@@ -72,36 +69,12 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             }
         }
     };
-    // A re-run takes answers from the document's last run: all identical calls, or those before one.
-    let replay = match arguments::replay(&params.arguments) {
-        None => None,
-        Some(replay) => {
-            let Some(last) = snapshot.as_ref().and_then(|s| s.last_trace.clone()) else {
-                let message =
-                    format!("chainsmith: {} has no earlier run to take answers from; run it first", file_name(&path));
-                ctx.client.show_message(lsp::MessageType::WARNING, message).await;
-                return Ok(None);
-            };
-            let first_live = match replay {
-                arguments::Replay::Before(first_live) => Some(first_live),
-                arguments::Replay::All => None,
-            };
-            Some(((*last).clone(), first_live))
-        }
-    };
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
-    (request.replay, request.replay_before) = replay.map_or((None, None), |(trace, first)| (Some(trace), first));
     request.mcp = Some(ctx.mcp.clone());
-    let mock = arguments::mock(&params.arguments);
-    let ready = match guarded(names::RUN, || jobs::run::prepare(request, &text, mock))? {
+    let mut ready = match guarded(names::RUN, || jobs::run::prepare(request, &text))? {
         Ok(ready) => ready,
-        Err(Refused::Mock(e)) => {
-            let message = format!("chainsmith: not running {}: the mock did not start: {e}", file_name(&path));
-            ctx.client.show_message(lsp::MessageType::ERROR, message).await;
-            return Ok(None);
-        }
-        Err(Refused::Calls(refused)) => {
+        Err(refused) => {
             let message = format!(
                 "chainsmith: not running {}: {}",
                 file_name(&path),
@@ -120,6 +93,25 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             return Ok(None);
         }
     };
+    // A re-run takes answers from the document's last run: all identical calls, or those before one.
+    let replay = match arguments::replay(&params.arguments) {
+        None => None,
+        Some(replay) => {
+            let Some(last) = snapshot.as_ref().and_then(|s| s.last_trace.clone()) else {
+                let message =
+                    format!("chainsmith: {} has no earlier run to take answers from; run it first", file_name(&path));
+                ctx.client.show_message(lsp::MessageType::WARNING, message).await;
+                return Ok(None);
+            };
+            let first_live = match replay {
+                arguments::Replay::Before(first_live) => Some(first_live),
+                arguments::Replay::All => None,
+            };
+            Some(((*last).clone(), first_live))
+        }
+    };
+    (ready.request.replay, ready.request.replay_before) =
+        replay.map_or((None, None), |(trace, first)| (Some(trace), first));
     let showing = Showing {
         client_token: params.work_done_progress_params.work_done_token.clone(),
         server_initiated: world.support.work_done_progress,
@@ -129,6 +121,12 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     };
     let key = TaskKey::document(&uri, TaskKind::Run);
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
+    if arguments::mock(&params.arguments)
+        && let Err(e) = ready.start_mock()
+    {
+        progress.end(format!("✗ the mock did not start: {e}")).await;
+        return Ok(None);
+    }
     let context = ctx.clone();
     let generation = world.generation;
     spawn_guarded(&ctx.client, names::RUN, async move {
