@@ -122,9 +122,8 @@ pub fn path_and_precision(gold: &[String], called: &[String]) -> (f64, f64) {
 /// ToolNet learnt from the gold solutions of `history` (tasks other than those scored).
 pub fn history_graph(history: &[Query], config: &Config) -> ToolGraph {
     let mut graph = ToolGraph::new(&config.toolnet);
-    for q in history {
-        let sequence = if q.sequence.is_empty() { &q.gold } else { &q.sequence };
-        graph.add_trajectory(sequence);
+    for trajectory in history.iter().filter_map(Query::trajectory) {
+        graph.add_trajectory(trajectory);
     }
     graph
 }
@@ -450,11 +449,15 @@ mod tests {
             text: "q".into(),
             gold: tools.iter().map(|t| t.to_string()).collect(),
             sequence: tools.iter().map(|t| t.to_string()).collect(),
+            missing_steps: 0,
         };
-        let graph = history_graph(&[q(&["t.a", "t.b"]), q(&["t.c", "t.d"])], &Config::default());
+        // `t.e → (a step the workspace lacks) → t.f`: t.e and t.f are not neighbours.
+        let gap = Query { missing_steps: 1, ..q(&["t.e", "t.f"]) };
+        let graph = history_graph(&[q(&["t.a", "t.b"]), q(&["t.c", "t.d"]), gap], &Config::default());
         assert!(graph.weight("t.a", "t.b") > 0.0);
         assert_eq!(graph.weight("t.b", "t.a"), 0.0);
         assert_eq!(graph.weight("t.a", "t.d"), 0.0);
+        assert_eq!(graph.weight("t.e", "t.f"), 0.0, "a sequence with a gap teaches no transition");
     }
 
     #[test]

@@ -18,6 +18,21 @@ pub struct Query {
     pub gold: Vec<String>,
     /// The gold tools in solution order, when the file gives an order (RestBench); empty otherwise.
     pub sequence: Vec<String>,
+    /// Solution steps the catalog has no tool for, left out of `sequence`: its neighbours are no
+    /// transition, so ToolNet learns nothing from a sequence with a gap.
+    pub missing_steps: usize,
+}
+
+impl Query {
+    /// The order of tools ToolNet may learn from this query: its whole solution sequence, or, where
+    /// the file gives no order, its gold tools; nothing when a solution step is missing.
+    pub fn trajectory(&self) -> Option<&[String]> {
+        match (self.missing_steps, self.sequence.is_empty()) {
+            (0, false) => Some(&self.sequence),
+            (0, true) => Some(&self.gold),
+            _ => None,
+        }
+    }
 }
 
 /// Reads StableToolBench/ToolBench query files (`relevant APIs`) and RestBench task files
@@ -39,6 +54,7 @@ pub fn read_queries(value: &Value, catalog: &Catalog) -> (Vec<Query>, usize) {
         let text = item.get("query").and_then(Value::as_str).unwrap_or("").to_string();
         let mut gold = Vec::new();
         let mut sequence = Vec::new();
+        let mut missing_steps = 0;
         if let Some(solution) = item.get("solution").and_then(Value::as_array) {
             for step in solution.iter().filter_map(Value::as_str) {
                 let step = step.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -47,7 +63,10 @@ pub fn read_queries(value: &Value, catalog: &Catalog) -> (Vec<Query>, usize) {
                         gold.push(id.clone());
                         sequence.push(id.clone());
                     }
-                    None => unmapped += 1,
+                    None => {
+                        unmapped += 1;
+                        missing_steps += 1;
+                    }
                 }
             }
         }
@@ -67,7 +86,7 @@ pub fn read_queries(value: &Value, catalog: &Catalog) -> (Vec<Query>, usize) {
         gold.sort();
         gold.dedup();
         if !text.is_empty() && !gold.is_empty() {
-            queries.push(Query { text, gold, sequence });
+            queries.push(Query { text, gold, sequence, missing_steps });
         }
     }
     (queries, unmapped)
@@ -176,8 +195,11 @@ pub fn evaluate_with_graph(
     for fold in 0..folds {
         let mut graph = crate::graph::ToolGraph::new(config);
         for (i, q) in queries.iter().enumerate() {
-            if i % folds != fold && !q.sequence.is_empty() {
-                graph.add_trajectory(&q.sequence);
+            if i % folds != fold
+                && !q.sequence.is_empty()
+                && let Some(trajectory) = q.trajectory()
+            {
+                graph.add_trajectory(trajectory);
             }
         }
         for (_, q) in queries.iter().enumerate().filter(|(i, _)| i % folds == fold) {
