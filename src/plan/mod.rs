@@ -27,7 +27,11 @@ use values::TaskValues;
 /// The longest chain planned.
 pub const MAX_CALLS: usize = 4;
 /// How many partial chains enumeration may build for one task before it stops with what it has.
-pub const BUDGET: usize = 20_000;
+pub const BUDGET: usize = 60_000;
+/// How many of them one final tool may take: a tool with three id parameters (`PATCH
+/// …/pulls/{pull_number}`, ranked first for "the open pull requests") would otherwise spend the
+/// whole budget, and the tools after it would get none.
+const BUDGET_PER_FINAL: usize = 20_000;
 /// The tools a chain may end in: the most relevant ones.
 const FINAL_CANDIDATES: usize = 30;
 /// Chains kept for one tool at one length limit, shortest first.
@@ -98,7 +102,7 @@ pub enum NoPlan {
         "no chain of at most {MAX_CALLS} calls gets every required argument from the task, a response or a default"
     )]
     NoChain,
-    #[error("the planner gave up after {BUDGET} partial chains without a complete one")]
+    #[error("the planner gave up: its budget of {BUDGET} partial chains ran out before a complete one")]
     Budget,
 }
 
@@ -130,6 +134,8 @@ struct Search<'p, 'a> {
     values: TaskValues,
     task_words: Vec<String>,
     spent: usize,
+    /// Where `spent` stops the chains of the final tool being enumerated.
+    limit: usize,
     /// The chains already built, by (last tool, room): a producer is reached from many consumers.
     memo: HashMap<(String, usize), Vec<Partial>>,
     /// The task values some parameter could take (their places, as in [`Partial::used`]).
@@ -150,15 +156,19 @@ impl<'a> Planner<'a> {
             values: words.values.clone(),
             task_words: crate::textsearch::tokens(task, true),
             spent: 0,
+            limit: BUDGET_PER_FINAL,
             memo: HashMap::new(),
             offered: BTreeSet::new(),
         };
         let mut finals: Vec<(&str, f64)> = relevance.iter().map(|(id, s)| (id.as_str(), *s)).collect();
         finals.truncate(FINAL_CANDIDATES);
         let mut found: Vec<Partial> = Vec::new();
+        let mut cut = false;
         for (id, _) in &finals {
             let Ok(tool) = self.catalog.find(id) else { continue };
+            search.limit = (search.spent + BUDGET_PER_FINAL).min(BUDGET);
             found.extend(search.chains_ending_in(tool, MAX_CALLS));
+            cut |= search.spent >= search.limit;
             if search.spent >= BUDGET {
                 break;
             }
@@ -175,7 +185,7 @@ impl<'a> Planner<'a> {
         plans.truncate(k);
         match plans.is_empty() {
             false => Ok(plans),
-            true if search.spent >= BUDGET => Err(NoPlan::Budget),
+            true if cut => Err(NoPlan::Budget),
             true => Err(NoPlan::NoChain),
         }
     }
@@ -654,7 +664,7 @@ fn example_words(value: &Value, out: &mut Vec<String>, budget: &mut usize) {
 impl Search<'_, '_> {
     /// Every chain of at most `room` calls whose last call is `tool`.
     fn chains_ending_in(&mut self, tool: &Tool, room: usize) -> Vec<Partial> {
-        if room == 0 || self.spent >= BUDGET {
+        if room == 0 || self.spent >= self.limit {
             return Vec::new();
         }
         let key = (tool.id(), room);
@@ -662,7 +672,10 @@ impl Search<'_, '_> {
             return known.clone();
         }
         let chains = self.build_chains_ending_in(tool, room);
-        self.memo.insert(key, chains.clone());
+        // Chains cut short by the limit are not all there is: a later final may build them whole.
+        if self.spent < self.limit {
+            self.memo.insert(key, chains.clone());
+        }
         chains
     }
 
@@ -728,7 +741,7 @@ impl Search<'_, '_> {
                     args.push(argument);
                     next.push((args, partial));
                     self.spent += 1;
-                    if self.spent >= BUDGET {
+                    if self.spent >= self.limit {
                         return Vec::new();
                     }
                 }
@@ -738,7 +751,7 @@ impl Search<'_, '_> {
             next.sort_by_key(|(_, partial)| partial.calls.len());
             next.truncate(CHAINS_PER_TOOL);
             combined = next;
-            if combined.is_empty() || self.spent >= BUDGET {
+            if combined.is_empty() || self.spent >= self.limit {
                 return Vec::new();
             }
         }
@@ -785,11 +798,17 @@ impl Search<'_, '_> {
         if room > 1 && !given {
             // The producers most relevant to the task first: an entity has many (every list of
             // movies yields movie ids), and the task says which way to it is meant.
+            // A producer that needs the very parameter it would give (`PATCH …/pulls` for the
+            // `owner` of a list of pull requests) comes after those that do not: it can only
+            // start from another producer, and ranked by relevance alone such producers took
+            // every place. It stays an option (`/movie/{movie_id}/similar` gives other movies' ids).
+            let needs_it =
+                |from: &str| self.planner.catalog.find(from).is_ok_and(|p| p.required().any(|q| q.name == param.name));
             let mut edges: Vec<_> = self.planner.flow.producers(&tool.id(), &param.name).cloned().collect();
             let rank = |e: &crate::toolset::dataflow::Edge| {
                 e.weight * (0.25 + self.relevance.get(&e.from).copied().unwrap_or(0.0))
             };
-            edges.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+            edges.sort_by(|a, b| needs_it(&a.from).cmp(&needs_it(&b.from)).then(rank(b).total_cmp(&rank(a))));
             edges.truncate(PRODUCERS_PER_PARAM);
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
@@ -1100,6 +1119,28 @@ mod tests {
         assert_eq!(merged.len(), 2, "{merged:#?}");
         let other_tool = Call { tool: "hub.other".into(), ..read("named id", 0.9) };
         assert_eq!(merge_repeated(vec![list, read("named id", 0.9), other_tool]).len(), 3);
+    }
+
+    /// "open" ranks the operations that change a pull request first; each of them needs the
+    /// repository it would give, and they had taken every producer's place, so the list of a
+    /// searched repository's pull requests was never built.
+    #[test]
+    fn producers_that_need_what_they_give_come_last() {
+        let spec = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/specs/api.github.com.pulls.json"
+        ))
+        .unwrap();
+        let catalog = openapi_catalog("github", &spec, None);
+        let flow = DataFlow::build(&catalog);
+        let index = CatalogIndex::new(&catalog);
+        let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
+        let plans = planner.plans("List the open pull requests of the most starred Rust repository", 5).unwrap();
+        assert!(
+            plans.iter().any(|p| p.path() == ["GET /search/repositories", "GET /repos/{owner}/{repo}/pulls"]),
+            "{:?}",
+            plans.iter().map(Plan::path).collect::<Vec<_>>()
+        );
     }
 
     /// "the first pull request" may be pull request number 1 or the first of a list: the list
