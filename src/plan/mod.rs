@@ -1121,11 +1121,8 @@ mod tests {
         assert_eq!(merge_repeated(vec![list, read("named id", 0.9), other_tool]).len(), 3);
     }
 
-    /// "open" ranks the operations that change a pull request first; each of them needs the
-    /// repository it would give, and they had taken every producer's place, so the list of a
-    /// searched repository's pull requests was never built.
-    #[test]
-    fn producers_that_need_what_they_give_come_last() {
+    /// The paths of the best five plans for `task` on the vendored GitHub pull-requests spec.
+    fn github_paths(task: &str) -> Vec<Vec<String>> {
         let spec = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/specs/api.github.com.pulls.json"
@@ -1135,11 +1132,18 @@ mod tests {
         let flow = DataFlow::build(&catalog);
         let index = CatalogIndex::new(&catalog);
         let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
-        let plans = planner.plans("List the open pull requests of the most starred Rust repository", 5).unwrap();
+        planner.plans(task, 5).unwrap().iter().map(Plan::path).collect()
+    }
+
+    /// "open" ranks the operations that change a pull request first; each of them needs the
+    /// repository it would give, and they had taken every producer's place, so the list of a
+    /// searched repository's pull requests was never built.
+    #[test]
+    fn producers_that_need_what_they_give_come_last() {
+        let paths = github_paths("List the open pull requests of the most starred Rust repository");
         assert!(
-            plans.iter().any(|p| p.path() == ["GET /search/repositories", "GET /repos/{owner}/{repo}/pulls"]),
-            "{:?}",
-            plans.iter().map(Plan::path).collect::<Vec<_>>()
+            paths.iter().any(|p| p == &["GET /search/repositories", "GET /repos/{owner}/{repo}/pulls"]),
+            "{paths:?}"
         );
     }
 
@@ -1147,21 +1151,13 @@ mod tests {
     /// stays among the plans.
     #[test]
     fn an_ordinal_keeps_the_list_it_may_pick_from() {
-        let spec = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/specs/api.github.com.pulls.json"
-        ))
-        .unwrap();
-        let catalog = openapi_catalog("github", &spec, None);
-        let flow = DataFlow::build(&catalog);
-        let index = CatalogIndex::new(&catalog);
-        let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
-        let plans = planner.plans("List the reviews of the first pull request of octocat/Hello-World", 5).unwrap();
+        let paths = github_paths("List the reviews of the first pull request of octocat/Hello-World");
         assert!(
-            plans.iter().any(|p| p.path()
-                == ["GET /repos/{owner}/{repo}/pulls", "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews"]),
-            "{:?}",
-            plans.iter().map(Plan::path).collect::<Vec<_>>()
+            paths
+                .iter()
+                .any(|p| p
+                    == &["GET /repos/{owner}/{repo}/pulls", "GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews"]),
+            "{paths:?}"
         );
     }
 
