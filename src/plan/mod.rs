@@ -804,11 +804,14 @@ impl Search<'_, '_> {
             // every place. It stays an option (`/movie/{movie_id}/similar` gives other movies' ids).
             let needs_it =
                 |from: &str| self.planner.catalog.find(from).is_ok_and(|p| p.required().any(|q| q.name == param.name));
-            let mut edges: Vec<_> = self.planner.flow.producers(&tool.id(), &param.name).cloned().collect();
+            let (mut edges, mut needing): (Vec<_>, Vec<_>) =
+                self.planner.flow.producers(&tool.id(), &param.name).cloned().partition(|e| !needs_it(&e.from));
             let rank = |e: &crate::toolset::dataflow::Edge| {
                 e.weight * (0.25 + self.relevance.get(&e.from).copied().unwrap_or(0.0))
             };
-            edges.sort_by(|a, b| needs_it(&a.from).cmp(&needs_it(&b.from)).then(rank(b).total_cmp(&rank(a))));
+            edges.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+            needing.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+            edges.append(&mut needing);
             edges.truncate(PRODUCERS_PER_PARAM);
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
