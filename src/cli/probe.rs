@@ -5,13 +5,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 
 use super::{load_workspace, workspace_root};
-use crate::llm;
-use crate::probe::chain::{self, ProbeObserver};
-use crate::probe::discover::{Probed, Prober, Unprobed};
+use crate::jobs::{self, probe::ProbeRequest, probe::Probing};
+use crate::probe::chain::ProbeObserver;
+use crate::probe::discover::{Probed, Unprobed};
 use crate::probe::write;
+use crate::runtime::Cancel;
 
 struct Progress;
 
@@ -41,35 +42,16 @@ pub fn probe(root: Option<&Path>, tools: &[String], all: bool, yes: bool) -> Res
     }
     let root = workspace_root(root, &[]);
     let (config, catalog) = load_workspace(&root)?;
-    let mut targets = Vec::new();
-    for name in tools {
-        match catalog.find(name) {
-            Ok(tool) => targets.push(tool.id()),
-            Err(message) => bail!("{message}"),
-        }
-    }
-    if all {
-        for tool in catalog.tools().filter(|t| t.response.is_none()) {
-            if !targets.contains(&tool.id()) {
-                targets.push(tool.id());
-            }
-        }
-    }
+    let targets = jobs::probe::targets(&catalog, tools, all).map_err(|message| anyhow!("{message}"))?;
     if targets.is_empty() {
         eprintln!("every tool's response schema is known: nothing to probe");
         return Ok(0);
     }
-    let client = llm::Client::new(&config.llm, &catalog.trust).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let config = Arc::new(config);
     let catalog = Arc::new(catalog);
-    let mut prober = Prober::new(config.clone(), client, yes);
-    let n = targets.len() as u32;
-    let rounds = config.probe.rounds.max(1);
-    prober.budget.max_llm_calls = (prober.samples + 1) * n * rounds;
-    prober.budget.max_tokens = config.generate.max_tokens.max(1) * u64::from(n);
+    let request = ProbeRequest { targets: targets.clone(), allow_writes: yes, mcp: None, cancel: Cancel::new() };
+    let prepared = jobs::probe::prepare(Arc::new(config), catalog.clone(), request).map_err(|e| anyhow!("{e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let report = runtime.block_on(chain::probe_chain(&prober, &catalog, &targets, &Progress));
-    prober.mcp.clear();
+    let Probing { report, llm_calls, usage } = runtime.block_on(prepared.run(&Progress));
 
     let probed: Vec<&Probed> = report.probed.iter().map(|(p, _)| p).collect();
     let written = write::write_back(&root, &catalog, &probed)?;
@@ -95,6 +77,6 @@ pub fn probe(root: Option<&Path>, tools: &[String], all: bool, yes: bool) -> Res
     for (id, why) in &report.unprobed {
         println!("  unprobed {id}: {}", why.reason());
     }
-    eprintln!("LLM usage: {} request(s), {}", prober.client.meter.requests(), prober.client.meter.usage());
+    eprintln!("LLM usage: {llm_calls} request(s), {usage}");
     Ok(if report.unprobed.is_empty() { 0 } else { 1 })
 }

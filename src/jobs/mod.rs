@@ -1,12 +1,15 @@
 //! The use cases every front end offers, assembled once: generating a chain for a task and fixing a
-//! failing one ([`chain`]), planning one with no model ([`plan`]) and running one ([`run`]). The CLI, the language server and `eval` are adapters over this layer:
-//! each says where the job runs (a [`Workspace`] built from what it holds), what it is asked (the
-//! job's request) and where progress and questions go (a [`Sink`]); the job chooses the
-//! candidates, the graph and the budget the same way for all of them. So `eval` measures exactly
-//! what a user's "Generate" runs, and a change to the loop is made here, once.
+//! failing one ([`chain`]), planning one with no model ([`plan`]), running one ([`run`]) and
+//! documenting tools whose response is unknown ([`probe`]). The CLI, the language server and `eval`
+//! are adapters over this layer: each says where the job runs (a [`Workspace`] built from what it
+//! holds), what it is asked (the job's request) and where progress and questions go (a [`Sink`]);
+//! the job chooses the candidates, the graph and the budget the same way for all of them. So
+//! `eval` measures exactly what a user's "Generate" runs, and a change to the loop is made here,
+//! once.
 
 pub mod chain;
 pub mod plan;
+pub mod probe;
 pub mod run;
 
 use std::future::Future;

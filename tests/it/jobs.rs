@@ -1,15 +1,17 @@
 //! One job behind every front end: the same task generated from the terminal (`chainsmith
 //! generate`), from the editor (`chainsmith.generate` over LSP) and by `chainsmith eval` asks the
 //! model exactly the same things — the same candidate tools, the same revision with the same
-//! protocol, the same judge — so the benchmark measures what a user's command runs.
+//! protocol, the same judge — so the benchmark measures what a user's command runs. Fixing and
+//! probing ask the same from the terminal and the editor.
 
 use serde_json::Value;
 use tower_lsp_server::lsp_types as lsp;
 use tower_lsp_server::lsp_types::notification::ShowMessage;
-use tower_lsp_server::lsp_types::request::ApplyWorkspaceEdit;
+use tower_lsp_server::lsp_types::request::{ApplyWorkspaceEdit, ShowMessageRequest};
 
 use crate::support::lsp::TestClient;
 use crate::support::openai::{Answer, Server};
+use crate::support::probe::{VAULT_TOOLSET, vault_llm};
 use crate::support::runtime::{TmdbServer, chainsmith, text, workspace};
 
 const TASK: &str = "print the biography of Sofia Coppola";
@@ -172,4 +174,54 @@ fn fix_asks_the_model_the_same_from_the_terminal_and_the_editor() {
     let terminal = conversation(&terminal_llm);
     assert_eq!(terminal.len(), 2, "the given program's revision and the judge: {terminal:#?}");
     assert_eq!(conversation(&editor_llm), terminal, "the editor's fix asked otherwise");
+}
+
+#[test]
+fn probe_asks_the_model_the_same_from_the_terminal_and_the_editor() {
+    let vaults = TmdbServer::start(&[]);
+    let workspace = |llm: &Server| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("vault.toolset.json"), VAULT_TOOLSET).unwrap();
+        let toml = format!(
+            "[[toolsets]]\nname = \"vault\"\nprotocol = \"vault.toolset.json\"\nbase_url = \"{}\"\n\n{}\n[probe]\nsamples = 2\nrounds = 3\n",
+            vaults.base_url(),
+            llm_config(llm)
+        );
+        std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
+        dir
+    };
+
+    // Probe all, leaving the tool that writes alone: `--all` without `--yes` in the terminal.
+    let terminal_llm = vault_llm(std::time::Duration::ZERO);
+    let ws = workspace(&terminal_llm);
+    let out = chainsmith(ws.path(), &["probe", "--all"], &[]);
+    assert_eq!(out.status.code(), Some(1), "lock_vault stays unprobed: {}", text(&out.stderr));
+    let written = std::fs::read_to_string(ws.path().join("vault.toolset.json")).unwrap();
+
+    // "Probe all" with "Only read-only tools" in the editor.
+    let editor_llm = vault_llm(std::time::Duration::ZERO);
+    let mut client = TestClient::in_process().workspace(workspace(&editor_llm)).start();
+    client.answer::<ShowMessageRequest>(Some(lsp::MessageActionItem {
+        title: "Only read-only tools".into(),
+        properties: Default::default(),
+    }));
+    client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
+        applied: true,
+        failure_reason: None,
+        failed_change: None,
+    });
+    assert_eq!(client.execute_command("chainsmith.probeAll", vec![], None), Ok(None));
+    let asked = client.await_request::<ShowMessageRequest>(|_| true);
+    assert!(asked.params.message.ends_with("not known to be read-only: vault.lock_vault"), "{:?}", asked.params);
+    let edit = client.await_request::<ApplyWorkspaceEdit>(|_| true);
+    let edits = edit.params.edit.changes.as_ref().and_then(|changes| changes.values().next()).unwrap();
+    let edited = crate::support::lsp::apply_edits(VAULT_TOOLSET, edits);
+    assert_eq!(edited, written, "the editor's edit writes what the terminal wrote");
+    let told = client.await_notification::<ShowMessage>(|_| true);
+    assert!(told.message.contains("vault.lock_vault not probed"), "{told:?}");
+    client.shutdown();
+
+    let terminal = conversation(&terminal_llm);
+    assert!(terminal.len() >= 4, "two samples of each read-only tool, a prerequisite chosen: {terminal:#?}");
+    assert_eq!(conversation(&editor_llm), terminal, "the editor's probing asked otherwise");
 }

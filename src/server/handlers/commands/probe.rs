@@ -17,9 +17,9 @@ use serde_json::Value;
 use tower_lsp_server::jsonrpc::Result;
 use tower_lsp_server::lsp_types::{self as lsp, request};
 
-use crate::llm;
-use crate::probe::chain::{self, ProbeObserver};
-use crate::probe::discover::{self, Probed, Prober, Unprobed};
+use crate::jobs::{self, probe::ProbeRequest};
+use crate::probe::chain::ProbeObserver;
+use crate::probe::discover::{Probed, Unprobed};
 use crate::probe::write;
 use crate::server::context::Context;
 use crate::server::convert;
@@ -83,12 +83,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
         ctx.client.show_message(lsp::MessageType::INFO, "chainsmith: every response schema is known").await;
         return Ok(None);
     }
-    let needing: Vec<String> = targets
-        .iter()
-        .filter_map(|id| catalog.find(id).ok())
-        .filter(|t| discover::confirmation_needed(t).is_some())
-        .map(|t| t.id())
-        .collect();
+    let needing = jobs::probe::needing_consent(&catalog, &targets);
     let mut allow_writes = false;
     if !needing.is_empty() {
         let asked = ctx.client.show_message_request(
@@ -108,13 +103,6 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
             _ => return Ok(None),
         }
     }
-    let mut client = match llm::Client::new(&world.config.llm, &world.catalog.trust) {
-        Ok(c) => c,
-        Err(e) => {
-            ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
-            return Ok(None);
-        }
-    };
     let showing = Showing {
         client_token: params.work_done_progress_params.work_done_token.clone(),
         server_initiated: world.support.work_done_progress,
@@ -124,16 +112,19 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
     };
     let key = TaskKey::workspace(TaskKind::Probe);
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
-    client.cancel = Some(task.cancel.clone());
-    let mut prober = Prober::new(world.config.clone(), client, allow_writes);
-    prober.mcp = ctx.mcp.clone();
-    prober.cancel = task.cancel.clone();
-    let n = targets.len() as u32;
-    prober.budget.max_llm_calls = (prober.samples + 1) * n * world.config.probe.rounds.max(1);
-    prober.budget.max_tokens = world.config.generate.max_tokens.max(1) * u64::from(n);
+    let request = ProbeRequest { targets, allow_writes, mcp: Some(ctx.mcp.clone()), cancel: task.cancel.clone() };
+    let prepared = match jobs::probe::prepare(world.config.clone(), catalog.clone(), request) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            drop(task);
+            progress.end(format!("not started: {e}")).await;
+            ctx.client.show_message(lsp::MessageType::ERROR, format!("chainsmith: {e}")).await;
+            return Ok(None);
+        }
+    };
     let context = ctx.clone();
     spawn_guarded(&ctx.client, names::PROBE, async move {
-        background(&context, root, catalog, prober, targets, task, progress).await;
+        background(&context, root, catalog, prepared, task, progress).await;
     });
     Ok(None)
 }
@@ -158,16 +149,13 @@ async fn background(
     ctx: &Context,
     root: PathBuf,
     catalog: Arc<Catalog>,
-    prober: Prober,
-    targets: Vec<String>,
+    prepared: jobs::probe::Prepared,
     task: Task,
     progress: Progress,
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let probing = {
-        let (prober, catalog, targets) = (prober.clone(), catalog.clone(), targets.clone());
-        tokio::spawn(async move { chain::probe_chain(&prober, &catalog, &targets, &Forward(tx)).await })
-    };
+    let asked = prepared.targets().len();
+    let probing = tokio::spawn(async move { prepared.run(&Forward(tx)).await.report });
     while let Some(line) = rx.recv().await {
         ctx.client.log_message(lsp::MessageType::INFO, format!("chainsmith: {line}")).await;
         progress.report(line).await;
@@ -178,7 +166,7 @@ async fn background(
     };
     let probed: Vec<&Probed> = result.probed.iter().map(|(p, _)| p).collect();
     let written = write_probed(ctx, &root, &catalog, &probed).await;
-    let mut end = format!("probed {} of {}", probed.len(), targets.len());
+    let mut end = format!("probed {} of {asked}", probed.len());
     for (id, why) in &result.unprobed {
         end.push_str(&format!("\n{id}: {}", why.reason()));
     }
@@ -201,9 +189,9 @@ async fn background(
     ctx.publish_everything().await;
 }
 
-/// What a probe learnt, in a user's words: "learnt 3 keys of quotes.quote, written to
-/// quotes.toolset.json".
-fn learnt(probed: &Probed, written: &[(String, PathBuf)]) -> String {
+/// What a probe learnt and where it went, in a user's words: "learnt 3 keys of quotes.quote,
+/// written to quotes.toolset.json". `written` is where each tool's schema was written.
+pub fn learnt(probed: &Probed, written: &[(String, PathBuf)]) -> String {
     let schema = &probed.response;
     let kind = schema.get("type").and_then(Value::as_str).unwrap_or("untyped");
     let keys = |s: &Value| s.get("properties").and_then(Value::as_object).map(|p| p.len());
