@@ -113,7 +113,8 @@ impl<'t, 'c> Walker<'t, 'c> {
             catalog,
             imports,
             scopes: vec![HashMap::new()],
-            assignments: HashMap::new(),
+            root,
+            assignments: std::cell::OnceCell::new(),
             out: Analysis::default(),
             statement: ByteRange::default(),
             target: None,
@@ -125,7 +126,6 @@ impl<'t, 'c> Walker<'t, 'c> {
             nesting_checked: false,
             log: Default::default(),
         };
-        walker.collect_assignments(root);
         walker.check_imports();
         walker
     }
@@ -174,8 +174,9 @@ struct Walker<'t, 'c> {
     catalog: &'c Catalog,
     imports: Imports,
     scopes: Vec<HashMap<String, Ty<'c>>>,
+    root: Node<'t>,
     /// name → (position, right-hand side) of every simple assignment, for resolving URL strings.
-    assignments: HashMap<String, Vec<(usize, Node<'t>)>>,
+    assignments: std::cell::OnceCell<url::Assignments<'t>>,
     out: Analysis<'c>,
     /// The statement being walked and the name its value is assigned to.
     statement: ByteRange,

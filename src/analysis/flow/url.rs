@@ -4,6 +4,8 @@
 //! `urljoin`, and names holding strings, read from their last assignment before the use (`+=`
 //! extends what the name held).
 
+use std::collections::HashMap;
+
 use tree_sitter::Node;
 
 use super::Walker;
@@ -16,58 +18,64 @@ use crate::analysis::parse::{
 /// even in a cycle (`url = url + "/x"` reads its own assignment), so the resolution must stop.
 const MAX_URL_DEPTH: usize = 8;
 
-impl<'t, 'c> Walker<'t, 'c> {
-    /// Indexes every `name = value` (also `a, b = x, y`) and `name += value` statement, for
-    /// [`Self::assigned_value`]. An augmented assignment is indexed as itself.
-    pub(super) fn collect_assignments(&mut self, root: Node<'t>) {
-        let mut stack = vec![root];
-        while let Some(node) = stack.pop() {
-            let sides = (node.child_by_field_id(fields().left.get()), node.child_by_field_id(fields().right.get()));
-            match (node.kind(), sides) {
-                ("assignment", (Some(left), Some(right))) if left.kind() == "identifier" => {
-                    self.index_assignment(left, node.start_byte(), right);
-                }
-                ("assignment", (Some(left), Some(right)))
-                    if matches!(left.kind(), "pattern_list" | "tuple_pattern")
-                        && matches!(right.kind(), "expression_list" | "tuple")
-                        && left.named_child_count() == right.named_child_count() =>
-                {
-                    for i in 0..left.named_child_count() as u32 {
-                        if let (Some(name), Some(value)) = (left.named_child(i), right.named_child(i))
-                            && name.kind() == "identifier"
-                        {
-                            self.index_assignment(name, node.start_byte(), value);
-                        }
+/// Every `name = value` (also `a, b = x, y`) and `name += value` statement under `root`: name →
+/// (position, right-hand side), in order. An augmented assignment is indexed as itself.
+pub(super) fn assignments<'t>(root: Node<'t>, text: &str) -> Assignments<'t> {
+    let mut index: Assignments<'t> = HashMap::new();
+    let mut add = |name: Node<'t>, at: usize, value: Node<'t>| {
+        index.entry(text_of(name, text).to_string()).or_default().push((at, value));
+    };
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        let sides = (node.child_by_field_id(fields().left.get()), node.child_by_field_id(fields().right.get()));
+        match (node.kind(), sides) {
+            ("assignment", (Some(left), Some(right))) if left.kind() == "identifier" => {
+                add(left, node.start_byte(), right);
+            }
+            ("assignment", (Some(left), Some(right)))
+                if matches!(left.kind(), "pattern_list" | "tuple_pattern")
+                    && matches!(right.kind(), "expression_list" | "tuple")
+                    && left.named_child_count() == right.named_child_count() =>
+            {
+                for i in 0..left.named_child_count() as u32 {
+                    if let (Some(name), Some(value)) = (left.named_child(i), right.named_child(i))
+                        && name.kind() == "identifier"
+                    {
+                        add(name, node.start_byte(), value);
                     }
                 }
-                ("augmented_assignment", (Some(left), Some(_)))
-                    if left.kind() == "identifier"
-                        && node.child_by_field_id(fields().operator.get()).is_some_and(|o| o.kind() == "+=") =>
-                {
-                    self.index_assignment(left, node.start_byte(), node);
-                }
-                _ => {}
             }
-            // URL constants are assigned by statements; expressions need not be searched.
-            if matches!(node.kind(), "assignment" | "augmented_assignment") || contains_statements(node.kind()) {
-                let mut cursor = node.walk();
-                stack.extend(node.named_children(&mut cursor));
+            ("augmented_assignment", (Some(left), Some(_)))
+                if left.kind() == "identifier"
+                    && node.child_by_field_id(fields().operator.get()).is_some_and(|o| o.kind() == "+=") =>
+            {
+                add(left, node.start_byte(), node);
             }
+            _ => {}
         }
-        for list in self.assignments.values_mut() {
-            list.sort_by_key(|(at, _)| *at);
+        // URL constants are assigned by statements; expressions need not be searched.
+        if matches!(node.kind(), "assignment" | "augmented_assignment") || contains_statements(node.kind()) {
+            let mut cursor = node.walk();
+            stack.extend(node.named_children(&mut cursor));
         }
     }
-
-    fn index_assignment(&mut self, name: Node<'t>, at: usize, value: Node<'t>) {
-        self.assignments.entry(text_of(name, self.text).to_string()).or_default().push((at, value));
+    for list in index.values_mut() {
+        list.sort_by_key(|(at, _)| *at);
     }
+    index
+}
 
+/// name → (position, right-hand side) of each assignment to it, in order.
+pub(super) type Assignments<'t> = HashMap<String, Vec<(usize, Node<'t>)>>;
+
+impl<'t, 'c> Walker<'t, 'c> {
     /// The right-hand side of the last assignment to `name` before `at` (else the first after it,
     /// for constants defined below a function that uses them); for `name += x`, that statement.
     pub(super) fn assigned_value(&self, name: &str, at: usize) -> Option<Node<'t>> {
         self.log.borrow_mut().used_assignments();
-        let list = self.assignments.get(name)?;
+        // Indexed on the first URL that names a variable: most edits of most programs need none,
+        // and the index walks the whole program.
+        let list = self.assignments.get_or_init(|| assignments(self.root, self.text)).get(name)?;
         list.iter().rev().find(|(pos, _)| *pos < at).or_else(|| list.first()).map(|(_, rhs)| *rhs)
     }
 
