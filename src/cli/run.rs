@@ -73,7 +73,7 @@ pub fn run(
         }
     };
     if let Some(path) = replay {
-        ready.request.replay = Some(trace::load(path)?);
+        ready.replay(trace::load(path)?, None);
     }
     if mock {
         ready.start_mock().context("cannot start the mock")?;

@@ -13,7 +13,7 @@ use crate::runtime::{self, Cancel, RunObserver, RunOutcome, RunRequest};
 /// A run ready to go: its request, and the mock it talks to (when started), kept for as long as
 /// the run.
 pub struct Ready {
-    pub request: RunRequest,
+    request: RunRequest,
     mock: Option<MockServer>,
 }
 
@@ -29,6 +29,19 @@ pub fn prepare(request: RunRequest, file_text: &str) -> Result<Ready, Vec<Diagno
 }
 
 impl Ready {
+    /// The program file the run stands for.
+    pub fn program(&self) -> &std::path::Path {
+        &self.request.program
+    }
+
+    /// Answers the program's calls from `trace` where they are the same calls (all of them, or
+    /// only those before the call with id `before`, and none after it). The program and its
+    /// source stay those `prepare` checked.
+    pub fn replay(&mut self, trace: runtime::trace::Trace, before: Option<u32>) {
+        self.request.replay = Some(trace);
+        self.request.replay_before = before;
+    }
+
     /// Points the run's HTTP calls at a mock of their APIs, built from the protocols, started now
     /// and stopped when the run ends.
     pub fn start_mock(&mut self) -> std::io::Result<()> {

@@ -110,8 +110,9 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             Some(((*last).clone(), first_live))
         }
     };
-    (ready.request.replay, ready.request.replay_before) =
-        replay.map_or((None, None), |(trace, first)| (Some(trace), first));
+    if let Some((trace, first_live)) = replay {
+        ready.replay(trace, first_live);
+    }
     let showing = Showing {
         client_token: params.work_done_progress_params.work_done_token.clone(),
         server_initiated: world.support.work_done_progress,
@@ -151,8 +152,8 @@ async fn background(
     let client = &ctx.client;
     // A run against the mock is no record of the APIs: a later re-run takes no answers from it.
     let against_the_apis = ready.against_the_apis();
-    let name = file_name(&ready.request.program);
-    let path: PathBuf = ready.request.program.clone();
+    let name = file_name(ready.program());
+    let path: PathBuf = ready.program().to_path_buf();
     client.log_message(lsp::MessageType::INFO, format!("chainsmith: running {}", path.display())).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let observer = Arc::new(Forward(tx));
