@@ -226,6 +226,8 @@ pub struct RuntimeConfig {
     pub writable: Vec<String>,
     /// The address space a confined program may use, in MiB.
     pub max_memory_mb: u64,
+    /// How many processes and threads a confined run may have at once (not binding on root).
+    pub max_processes: u64,
     /// The largest body an HTTP tool's answer may have, in MiB (64 by default, as an MCP message).
     pub max_response_mb: u64,
 }
@@ -239,6 +241,7 @@ impl Default for RuntimeConfig {
             sandbox: SandboxMode::BestEffort,
             writable: Vec::new(),
             max_memory_mb: 4096,
+            max_processes: 256,
             max_response_mb: 64,
         }
     }

@@ -189,15 +189,15 @@ fn execute(
 
     let mut writable = vec![work.path().to_path_buf()];
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
-    let sandbox =
-        match Sandbox::prepare(request.config.runtime.sandbox, &writable, request.config.runtime.max_memory_mb) {
-            Ok(sandbox) => sandbox,
-            Err(why) => {
-                host.close(&door);
-                let _ = accept.join();
-                return Err(why);
-            }
-        };
+    let limits = &request.config.runtime;
+    let sandbox = match Sandbox::prepare(limits.sandbox, &writable, limits.max_memory_mb, limits.max_processes) {
+        Ok(sandbox) => sandbox,
+        Err(why) => {
+            host.close(&door);
+            let _ = accept.join();
+            return Err(why);
+        }
+    };
     if !sandbox.missing.is_empty() {
         warn_once(&sandbox.missing);
     }

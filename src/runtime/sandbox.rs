@@ -18,7 +18,9 @@
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no `io_uring` (whose
 //!   operations would pass the filter by);
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
-//!   (`MemoryError`) instead of taking the machine's memory.
+//!   (`MemoryError`) instead of taking the machine's memory;
+//! - a process limit (`[runtime] max_processes`): `RLIMIT_NPROC` inside the user namespace, where
+//!   it counts the run's own processes and threads alone (root is not held to it).
 //!
 //! In every mode, `off` included, the program starts a session of its own (`setsid`: no
 //! controlling terminal, so `/dev/tty` cannot be opened), dies with chainsmith (a parent-death
@@ -59,6 +61,10 @@ pub struct Sandbox {
     namespaces: Option<IdMaps>,
     /// `RLIMIT_AS` in bytes.
     memory: Option<u64>,
+    /// `RLIMIT_NPROC`, set only inside the run's user namespace: there the kernel counts the run's
+    /// own processes and threads alone, where outside one it would count every process of the
+    /// user. The kernel does not hold root to it.
+    processes: Option<u64>,
     landlock: Option<OwnedFd>,
     /// The Landlock rights the run's own `/dev/shm` is given once it is mounted: a rule made
     /// before the fork names the host's `/dev/shm`, which the run's mount hides.
@@ -96,11 +102,17 @@ impl IdMaps {
 impl Sandbox {
     /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first).
     /// In strict mode a missing layer is an error.
-    pub fn prepare(mode: SandboxMode, writable: &[PathBuf], max_memory_mb: u64) -> Result<Sandbox, String> {
+    pub fn prepare(
+        mode: SandboxMode,
+        writable: &[PathBuf],
+        max_memory_mb: u64,
+        max_processes: u64,
+    ) -> Result<Sandbox, String> {
         if mode == SandboxMode::Off {
             return Ok(Sandbox {
                 namespaces: None,
                 memory: None,
+                processes: None,
                 landlock: None,
                 shm_access: None,
                 seccomp: None,
@@ -184,10 +196,16 @@ impl Sandbox {
             applies.push("no Unix socket but chainsmith's, no typing into a terminal");
         }
         applies.push("memory capped");
+        // SAFETY: getuid cannot fail and touches no memory.
+        let processes = namespaces.as_ref().map(|_| max_processes.max(1));
+        if processes.is_some() && unsafe { libc::getuid() } != 0 {
+            applies.push("processes capped");
+        }
         let shm_access = (private_mounts && landlock.is_some()).then(handled_fs_access);
         Ok(Sandbox {
             namespaces,
             memory: Some(max_memory_mb.saturating_mul(1 << 20)),
+            processes,
             landlock,
             shm_access,
             seccomp,
@@ -214,6 +232,7 @@ impl Sandbox {
         let landlock = self.landlock.as_ref().map(|fd| fd.as_raw_fd());
         let shm_rule = landlock.zip(self.shm_access);
         let memory = self.memory;
+        let processes = self.processes;
         let seccomp = self.seccomp.clone();
         // SAFETY: getpid cannot fail.
         let chainsmith = unsafe { libc::getpid() };
@@ -243,6 +262,13 @@ impl Sandbox {
                 if let Some(bytes) = memory {
                     let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
                     if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                // Inside the namespaces, so that only the run's own processes count.
+                if let Some(count) = processes {
+                    let limit = libc::rlimit { rlim_cur: count, rlim_max: count };
+                    if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }

@@ -422,3 +422,50 @@ fn the_servers_runs_end_with_the_server() {
         assert_eq!(survivors(&marker), Vec::<u32>::new(), "a run outlived the server's {ending}");
     }
 }
+
+/// A fork bomb stops at `[runtime] max_processes`, which counts the run's own processes only (the
+/// machine may hold any number of the same user's). The kernel does not hold root to the limit, so
+/// where the tests run as root the run is started as an unprivileged user (`nobody`), from a copy
+/// of the binary that user can reach.
+#[test]
+fn a_fork_bomb_stops_at_the_process_limit() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = "import os, time\nn = 0\ntry:\n    for _ in range(200):\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n        n += 1\n    print('forked', n)\nexcept OSError as e:\n    print('stopped after', n, type(e).__name__)\n";
+    std::fs::write(dir.path().join("bomb.py"), bomb).unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), "[runtime]\nmax_processes = 16\n").unwrap();
+    let mut binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_chainsmith"));
+    // SAFETY: getuid cannot fail and touches no memory.
+    let root = unsafe { libc::getuid() } == 0;
+    if root {
+        let copy = dir.path().join("chainsmith");
+        std::fs::copy(&binary, &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for entry in [dir.path().to_path_buf(), dir.path().join("bomb.py"), dir.path().join("chainsmith.toml")] {
+            std::os::unix::fs::chown(&entry, Some(65534), Some(65534)).unwrap();
+        }
+        binary = copy;
+    }
+    let mut command = std::process::Command::new(&binary);
+    command.args(["run", "bomb.py"]).current_dir(dir.path()).env("HOME", dir.path()).env("TMPDIR", dir.path());
+    command.stdin(std::process::Stdio::null());
+    if root {
+        command.uid(65534).gid(65534);
+    }
+    let out = command.output().expect("chainsmith runs");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    if stderr.contains("namespaces (") {
+        eprintln!("skipped: this kernel refuses the run a user namespace, where the limit is set: {stderr}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let forked: u32 = stdout
+        .strip_prefix("stopped after ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the bomb was not stopped: {stdout}\n{stderr}"));
+    assert!(forked < 16, "{stdout}");
+    assert!(stdout.ends_with("BlockingIOError\n"), "{stdout}");
+}
