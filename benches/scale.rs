@@ -650,7 +650,7 @@ fn data_flow_and_plans(root: &Path) {
     use chainsmith::toolset::dataflow::DataFlow;
     use chainsmith::toolset::index::CatalogIndex;
     let config = chainsmith::config::Config::load(root, None);
-    let catalog = chainsmith::toolset::workspace::load(&config);
+    let catalog = chainsmith::toolset::loader::load(&config);
     let mut builds = Vec::new();
     for _ in 0..5 {
         let t0 = Instant::now();
@@ -698,7 +698,7 @@ fn retrieval(root: &Path) {
     use chainsmith::config::Config;
     use chainsmith::toolset::index::CatalogIndex;
     let mut config = Config::load(root, None);
-    let catalog = chainsmith::toolset::workspace::load(&config);
+    let catalog = chainsmith::toolset::loader::load(&config);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/datasets/stabletoolbench/solvable_queries/test_instruction");
     let mut queries = Vec::new();

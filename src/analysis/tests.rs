@@ -74,7 +74,7 @@ fn catalog() -> (tempfile::TempDir, Config, Catalog) {
     std::fs::create_dir_all(dir.path().join("protocols")).unwrap();
     std::fs::write(dir.path().join("protocols/films.yaml"), SPEC).unwrap();
     let config = Config::load(dir.path(), None);
-    let catalog = crate::toolset::workspace::load(&config);
+    let catalog = crate::toolset::loader::load(&config);
     assert!(catalog.diagnostics.is_empty(), "{:?}", catalog.diagnostics);
     (dir, config, catalog)
 }
@@ -564,7 +564,7 @@ mod incremental {
     /// checked again), comparing the incremental analysis with a whole one after every change.
     fn compare_under_edits(root: &Path, dirs: &[&str], edits: usize) {
         let config = Config::load(root, None);
-        let catalog: Catalog = crate::toolset::workspace::load(&config);
+        let catalog: Catalog = crate::toolset::loader::load(&config);
         let mut random = Edits(0x9e37_79b9_7f4a_7c15);
         for file in programs(root, dirs) {
             let text = std::fs::read_to_string(&file).unwrap();

@@ -29,7 +29,7 @@ use crate::analysis::{self, parse};
 use crate::config::{self, Config};
 use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::{Encoding, LineIndex};
-use crate::toolset::{Catalog, Tool, workspace};
+use crate::toolset::{Catalog, Tool, loader};
 
 /// The workspace for a command: `--root`, else found from the first path, else the current folder.
 pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
@@ -79,7 +79,7 @@ pub fn load_workspace(root: &Path) -> Result<(Config, Catalog)> {
     }
     let mut config = Config::load(root, None);
     config.trusted = TRUSTED_FOR_THIS_RUN.load(std::sync::atomic::Ordering::SeqCst);
-    let catalog = workspace::load(&config);
+    let catalog = loader::load(&config);
     Ok((config, catalog))
 }
 

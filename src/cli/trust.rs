@@ -8,7 +8,7 @@ use anyhow::{Result, anyhow, bail};
 
 use super::workspace_root;
 use crate::config::Config;
-use crate::toolset::workspace;
+use crate::toolset::loader;
 use crate::trust::{self, Store};
 
 /// `chainsmith trust`: prints every command the workspace names, every loosening of the sandbox
@@ -44,7 +44,7 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
         }
         return Ok(0);
     }
-    let commands = workspace::commands(&Config::load(&root, None));
+    let commands = loader::commands(&Config::load(&root, None));
     store.trust(&canonical, &commands).map_err(|e| anyhow!(e))?;
     if commands.is_empty() {
         writeln!(out, "{canonical} names nothing to trust: no command, no loosened sandbox, no secret it sends")?;

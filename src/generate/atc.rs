@@ -347,11 +347,11 @@ pub async fn converse_logged(
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::toolset::workspace;
+    use crate::toolset::loader;
 
     fn tmdb() -> Catalog {
         let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
-        workspace::load(&Config::load(root, None))
+        loader::load(&Config::load(root, None))
     }
 
     /// What a small model writes most often (seen with Qwen2.5-Coder-1.5B on RestBench): a

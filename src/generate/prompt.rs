@@ -163,12 +163,12 @@ pub fn repeated_program_feedback(marked: &str) -> String {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::toolset::workspace;
+    use crate::toolset::loader;
 
     #[test]
     fn a_tmdb_tool_renders_compactly() {
         let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
-        let catalog = workspace::load(&Config::load(root, None));
+        let catalog = loader::load(&Config::load(root, None));
         let tool = catalog.tool("tmdb", "search_person").unwrap();
         let text = render_tool(tool, 8);
         assert!(text.starts_with("tmdb.search_person("), "{text}");
@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn a_plan_choice_shows_each_chain_by_its_calls_and_each_tool_once() {
         let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
-        let catalog = workspace::load(&Config::load(root, None));
+        let catalog = loader::load(&Config::load(root, None));
         let search = catalog.tool("tmdb", "search_movie").unwrap();
         let credits = catalog.tool("tmdb", "movie_credits").unwrap();
         let reviews = catalog.tool("tmdb", "movie_reviews").unwrap();

@@ -569,7 +569,7 @@ mod tests {
     #[test]
     fn data_flow_followers_take_what_a_tool_yields() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");
-        let catalog = crate::toolset::workspace::load(&crate::config::Config::load(&root, None));
+        let catalog = crate::toolset::loader::load(&crate::config::Config::load(&root, None));
         let info = ToolInfo::new(&catalog);
         let linked = |from: &str| info.linked(from).to_vec();
         // search_movie names the movie: every tool taking only a movie_id may follow.

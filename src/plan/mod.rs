@@ -1169,7 +1169,7 @@ mod tests {
     #[test]
     fn movies_directed_by_someone_are_their_movie_credits() {
         let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
-        let catalog = crate::toolset::workspace::load(&crate::config::Config::load(root, None));
+        let catalog = crate::toolset::loader::load(&crate::config::Config::load(root, None));
         let flow = DataFlow::build(&catalog);
         let index = CatalogIndex::new(&catalog);
         let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };

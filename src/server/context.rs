@@ -24,7 +24,7 @@ use super::{Status, StatusNotification};
 use crate::config::Config;
 use crate::graph::workspace::WorkspaceGraph;
 use crate::runtime::McpPool;
-use crate::toolset::{Catalog, workspace};
+use crate::toolset::{Catalog, loader};
 
 #[derive(Clone)]
 pub struct Context {
@@ -214,7 +214,7 @@ fn load(root: Option<&Path>, settings: Option<&Value>, unsaved: &HashMap<PathBuf
     match root {
         Some(root) => {
             let config = Config::load(root, settings);
-            let catalog = workspace::load_with_texts(&config, unsaved);
+            let catalog = loader::load_with_texts(&config, unsaved);
             (config, catalog)
         }
         None => (Config::default(), Catalog::default()),

@@ -11,6 +11,7 @@ pub mod dataflow;
 pub mod doc;
 pub mod endpoint;
 pub mod index;
+pub mod loader;
 pub mod mcp;
 pub mod native;
 pub mod openapi;
@@ -20,7 +21,6 @@ pub mod required;
 pub mod schema;
 pub mod swagger;
 pub mod toolbench;
-pub mod workspace;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use chainsmith::analysis::{self, ide, parse};
 use chainsmith::config::{Config, DiagnosticsConfig};
-use chainsmith::toolset::{Catalog, workspace};
+use chainsmith::toolset::{Catalog, loader};
 use proptest::prelude::*;
 
 /// Cases per target: `PROPTEST_CASES` when set, else the bounded default for `cargo test`.
@@ -128,7 +128,7 @@ fn load(rel: &str, file: &[u8], toml: Option<&[u8]>) -> (Config, Catalog) {
         std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
     }
     let config = Config::load(dir.path(), None);
-    let catalog = workspace::load(&config);
+    let catalog = loader::load(&config);
     (config, catalog)
 }
 

@@ -7,12 +7,12 @@ use crate::support::openai::{Answer, Server, client, unreachable_client};
 use chainsmith::config::Config;
 use chainsmith::generate::atc::{self, Budget, GenerateError};
 use chainsmith::toolset::index::CatalogIndex;
-use chainsmith::toolset::{Catalog, Tool, workspace};
+use chainsmith::toolset::{Catalog, Tool, loader};
 
 const TASK: &str = "give me the number of movies directed by Sofia Coppola";
 
 fn catalog() -> Catalog {
-    workspace::load(&Config::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb")), None))
+    loader::load(&Config::load(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb")), None))
 }
 
 /// The tools a user selected plus retrieval's best hits, as the editor builds candidates.

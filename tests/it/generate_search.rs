@@ -15,7 +15,7 @@ use chainsmith::generate::search::{self, Kind, Request, Settings, Stop, Verdict}
 use chainsmith::llm::Client;
 use chainsmith::runtime::Cancel;
 use chainsmith::toolset::index::CatalogIndex;
-use chainsmith::toolset::workspace as toolsets;
+use chainsmith::toolset::loader as toolsets;
 use serde_json::Value;
 
 fn runner(dir: &Path) -> Runner {

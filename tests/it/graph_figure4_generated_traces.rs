@@ -11,7 +11,7 @@ use std::path::Path;
 use chainsmith::config::Config;
 use chainsmith::graph::editor;
 use chainsmith::graph::workspace::WorkspaceGraph;
-use chainsmith::toolset::workspace;
+use chainsmith::toolset::loader;
 use serde_json::json;
 
 const TOOLSET: &str = r#"{
@@ -71,7 +71,7 @@ fn figure4_a_failing_primary_drops_below_its_backup_and_recovers_with_generated_
     std::fs::write(root.join("protocols/svc.toolset.json"), TOOLSET).unwrap();
     std::fs::write(root.join("chain.py"), PROGRAM).unwrap();
     let config = Config::load(root, None);
-    let catalog = workspace::load(&config);
+    let catalog = loader::load(&config);
     assert_eq!(catalog.tool_count(), 3, "{:?}", catalog.diagnostics);
     let mut inputs = WorkspaceGraph::load(&config, &catalog);
     let weights = |inputs: &WorkspaceGraph| {

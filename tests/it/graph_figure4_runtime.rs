@@ -12,7 +12,7 @@ use crate::support::runtime::{TmdbServer, chainsmith, text};
 use chainsmith::config::Config;
 use chainsmith::graph::workspace::WorkspaceGraph;
 use chainsmith::graph::{START, editor};
-use chainsmith::toolset::workspace;
+use chainsmith::toolset::loader;
 
 const PROGRAM: &str = r#""""The name of person 525, from the search when the person endpoint fails."""
 from chainsmith.tools import tmdb
@@ -42,7 +42,7 @@ fn control(port: u16, fail: serde_json::Value) {
 /// (weight start → person, weight start → search_person) as the editor would see them now.
 fn weights(root: &Path) -> (f64, f64, Option<String>) {
     let config = Config::load(root, None);
-    let catalog = workspace::load(&config);
+    let catalog = loader::load(&config);
     // The program's own static calls are left out: only what the runs taught counts.
     let graph = WorkspaceGraph::load(&config, &catalog).graph_excluding(Some(&root.join("chain.py")));
     (

@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 
 use chainsmith::config::Config;
 use chainsmith::graph::import::{self, Kind, Resolved, Resolver};
-use chainsmith::toolset::{Catalog, workspace};
+use chainsmith::toolset::{Catalog, loader};
 
 const DATASETS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/datasets");
 
 fn catalog_of(root: &Path) -> Catalog {
-    workspace::load(&Config::load(root, None))
+    loader::load(&Config::load(root, None))
 }
 
 fn tmdb() -> Catalog {

@@ -8,7 +8,7 @@ use chainsmith::graph::store::{ImportedSet, RunRecord, STORE_PATH, Store, StoreE
 use chainsmith::graph::workspace::WorkspaceGraph;
 use chainsmith::graph::{END, START, Trajectory};
 use chainsmith::toolset::index::CatalogIndex;
-use chainsmith::toolset::workspace;
+use chainsmith::toolset::loader;
 
 fn sample() -> Store {
     let mut store = Store::default();
@@ -101,7 +101,7 @@ fn a_corrupt_or_foreign_store_is_reported_and_kept() {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
         // The workspace graph reports it and goes on without it.
         let config = Config::load(dir.path(), None);
-        let catalog = workspace::load(&config);
+        let catalog = loader::load(&config);
         let inputs = WorkspaceGraph::load(&config, &catalog);
         let problems = inputs.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
@@ -116,7 +116,7 @@ fn a_corrupt_or_foreign_store_is_reported_and_kept() {
 fn the_tmdb_workspace_graph_comes_from_its_programs() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");
     let config = Config::load(&root, None);
-    let catalog = workspace::load(&config);
+    let catalog = loader::load(&config);
     let inputs = WorkspaceGraph::load(&config, &catalog);
     assert!(inputs.problems().is_empty(), "{:?}", inputs.problems());
     let graph = inputs.graph();

@@ -16,7 +16,7 @@ use crate::server::convert;
 use crate::server::guard::guarded;
 use crate::server::session::World;
 use crate::text::LineIndex;
-use crate::toolset::workspace;
+use crate::toolset::loader;
 use crate::trust::{self, Store};
 
 use super::names;
@@ -64,7 +64,7 @@ pub async fn execute(ctx: &Context) -> Result<Option<Value>> {
 
 fn record(root: &Path, settings: Option<&Value>) -> std::result::Result<(String, Vec<trust::Command>), String> {
     let canonical = trust::canonical_root(root)?;
-    let commands = workspace::commands(&Config::load(root, settings));
+    let commands = loader::commands(&Config::load(root, settings));
     Store::open()?.trust(&canonical, &commands)?;
     Ok((canonical, commands))
 }
