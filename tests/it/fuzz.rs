@@ -4,7 +4,10 @@
 //! - every protocol loader (chainsmith's format, OpenAPI as JSON and YAML, ToolBench records);
 //! - `chainsmith.toml`;
 //! - the Python analysis: diagnostics, completion and hover at any offset;
-//! - the language server's byte stream: the server answers or ends, never crashes.
+//! - the language server's byte stream: the server answers or ends, never crashes;
+//! - what a workspace's `.chainsmith/` folder holds, which a cloned folder may plant: the ToolNet
+//!   store, run traces, a probed overlay and evaluation results, read as the CLI and the editor read
+//!   them (the workspace's graph, `run --replay`, the catalog, `eval merge`).
 //!
 //! `cargo test` runs a bounded number of cases per target; `scripts/fuzz.sh [CPU_MINUTES]` runs
 //! each for a CPU-time budget (docs/ARCHITECTURE.md, "Fuzzing").
@@ -185,6 +188,82 @@ proptest! {
     }
 }
 
+/// The seeds of `.chainsmith/` files, each in the shape chainsmith writes it.
+const STORE_SEED: &str = r#"{
+  "chainsmith": "toolnet/1",
+  "imports": {
+    "data/tmdb.json": {
+      "kind": "restbench",
+      "trajectories": [
+        {"query": "q \"one\"", "tools": ["tmdb.search_person", "tmdb.person_movie_credits"]},
+        {"tools": ["tmdb.movie_latest"]}
+      ]
+    }
+  },
+  "runs": {
+    "20250101T000000-a.py.json": {
+      "program": "a.py",
+      "started": "2025-01-01T00:00:00Z",
+      "ok": false,
+      "tools": ["tmdb.search_person"],
+      "scores": {"tmdb.search_person": 0, "tmdb.person_movie_credits": -2, "tmdb.movie_latest": 0.33}
+    }
+  }
+}
+"#;
+
+const TRACE_SEED: &str = r#"{"program": "a.py", "started": "2025-01-01T00:00:00Z", "ok": false, "calls": [
+  {"id": 1, "tool": "tmdb.search_person", "arguments": {"query": "Sofia Coppola"}, "ok": true, "status": 200,
+   "response": {"results": [{"id": 1769, "name": "Sofia Coppola"}]}, "error": null, "duration_ms": 12, "line": 3},
+  {"id": 2, "tool": "tmdb.person_movie_credits", "arguments": {"person_id": 1769}, "ok": false, "status": 404,
+   "response": {"status_message": "not found"}, "error": "HTTP 404", "duration_ms": 9, "line": 4}],
+ "error": {"type": "KeyError", "message": "'crew'", "line": 5, "attributed_call": 2}}
+"#;
+
+const OVERLAY_SEED: &str = r#"{"chainsmith": "probed/1",
+ "tools": {"movie_latest": {"response": {"type": "object", "properties": {"id": {"type": "integer"}, "title": {"type": "string"}}},
+                            "examples": [{"question": "What is the latest movie?", "program": "print(tmdb.movie_latest())", "arguments": {}, "response": {"id": 1, "title": "x"}}],
+                            "probed": {"date": "2026-11-21", "samples": 1}}}}
+"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(32), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// A planted `.chainsmith/` file is a located problem or is left unused, never a crash: the
+    /// workspace's ToolNet graph (store and runs), a replayed trace, a probed overlay merged into
+    /// the catalog, evaluation results merged.
+    #[test]
+    fn workspace_state_takes_any_file(which in 0usize..4, edits in edits()) {
+        let eval_seed = repo_file("docs/eval/restbench-tmdb/full.jsonl");
+        let eval_seed: Vec<u8> = eval_seed.split(|&b| b == b'\n').take(2).collect::<Vec<_>>().join(&b'\n');
+        let (rel, seed): (&str, &[u8]) = [
+            (".chainsmith/toolnet.json", STORE_SEED.as_bytes()),
+            (".chainsmith/runs/20250101T000000-a.py.json", TRACE_SEED.as_bytes()),
+            (".chainsmith/probed/tmdb.json", OVERLAY_SEED.as_bytes()),
+            (".chainsmith/eval/full.jsonl", eval_seed.as_slice()),
+        ][which];
+        let file = mutate(seed, &edits);
+        let spec = repo_file("tests/fixtures/datasets/restbench/tmdb_oas.json");
+        let toml = b"[[toolsets]]\nname = \"tmdb\"\nopenapi = \"specs/tmdb_oas.json\"\n";
+        let dir = tempfile::tempdir().unwrap();
+        for (path, bytes) in [("specs/tmdb_oas.json", spec.as_slice()), ("chainsmith.toml", toml), (rel, file.as_slice())] {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let config = Config::load(dir.path(), None);
+        let catalog = loader::load(&config);
+        let graph = chainsmith::graph::workspace::WorkspaceGraph::load(&config, &catalog);
+        graph.graph();
+        let _ = chainsmith::runtime::trace::load(&dir.path().join(".chainsmith/runs/20250101T000000-a.py.json"));
+        let _ = chainsmith::cli::eval::read_records(&dir.path().join(".chainsmith/eval/full.jsonl"));
+        // A broken overlay is a diagnostic on it, within its text.
+        for d in catalog.diagnostics.iter().filter(|d| d.file.ends_with(rel)) {
+            prop_assert!(d.range.start <= d.range.end && d.range.end <= file.len(), "{d:?}");
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(24), failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -220,4 +299,34 @@ proptest! {
             Ok(())
         })?;
     }
+}
+
+/// The seeds are files chainsmith reads as it wrote them: mutations start from the real shapes.
+#[test]
+fn the_workspace_state_seeds_are_read_as_written() {
+    chainsmith::graph::store::Store::parse(STORE_SEED).expect("the store seed");
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::write(&trace, TRACE_SEED).unwrap();
+    let trace = chainsmith::runtime::trace::load(&trace).expect("the trace seed");
+    assert_eq!(trace.calls.len(), 2);
+    std::fs::create_dir_all(dir.path().join(".chainsmith/probed")).unwrap();
+    std::fs::write(dir.path().join(".chainsmith/probed/tmdb.json"), OVERLAY_SEED).unwrap();
+    std::fs::create_dir_all(dir.path().join("specs")).unwrap();
+    std::fs::write(
+        dir.path().join("specs/tmdb_oas.json"),
+        repo_file("tests/fixtures/datasets/restbench/tmdb_oas.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("chainsmith.toml"),
+        "[[toolsets]]\nname = \"tmdb\"\nopenapi = \"specs/tmdb_oas.json\"\n",
+    )
+    .unwrap();
+    let catalog = loader::load(&Config::load(dir.path(), None));
+    let on_overlay: Vec<_> = catalog.diagnostics.iter().filter(|d| d.file.ends_with("tmdb.json")).collect();
+    assert!(on_overlay.is_empty(), "{on_overlay:?}");
+    let latest = catalog.find("tmdb.movie_latest").expect("TMDB's latest movie");
+    let examples = format!("{:?}", latest.examples);
+    assert!(examples.contains("What is the latest movie?"), "the overlay's example is merged: {examples}");
 }
