@@ -25,18 +25,19 @@ pub struct TraceSummary {
     #[serde(default)]
     pub ok: Option<bool>,
     #[serde(default)]
-    pub calls: Vec<TraceCall>,
+    pub calls: Vec<SummaryCall>,
     #[serde(default)]
-    pub error: Option<TraceError>,
+    pub error: Option<SummaryError>,
     /// Whether the run answered its task: set by whoever judged the output (the user, `generate`,
     /// an LLM judge). Absent means "not judged".
     #[serde(default, alias = "answers_task", alias = "task_answered")]
     pub answered: Option<bool>,
 }
 
-/// One tool call of a run.
+/// One tool call of a run, as the summary keeps it (the runtime's full record is
+/// [`crate::runtime::TraceCall`]).
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct TraceCall {
+pub struct SummaryCall {
     #[serde(default)]
     pub id: Value,
     /// `toolset.name`.
@@ -57,7 +58,7 @@ pub struct TraceCall {
 
 /// Why a run failed, and the call it is attributed to.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct TraceError {
+pub struct SummaryError {
     #[serde(default, rename = "type")]
     pub kind: String,
     #[serde(default)]
@@ -68,7 +69,7 @@ pub struct TraceError {
     pub attributed_call: Value,
 }
 
-impl TraceCall {
+impl SummaryCall {
     /// Whether the call succeeded: its `ok`, else no error and no 4xx/5xx status.
     pub fn succeeded(&self) -> bool {
         if let Some(ok) = self.ok {
