@@ -76,8 +76,8 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
         }
     }
     if all || params.arguments.is_empty() {
-        let unknown: Vec<String> = catalog.tools().filter(|t| t.response.is_none()).map(|t| t.id()).collect();
-        unknown.into_iter().for_each(&mut push);
+        // Naming no tool, it cannot fail.
+        jobs::probe::targets(&catalog, &[], true).unwrap_or_default().into_iter().for_each(&mut push);
     }
     if targets.is_empty() {
         ctx.client.show_message(lsp::MessageType::INFO, "chainsmith: every response schema is known").await;
