@@ -12,7 +12,7 @@ use crate::jobs::{self, probe::ProbeRequest, probe::Probing};
 use crate::probe::chain::ProbeObserver;
 use crate::probe::discover::{Probed, Unprobed};
 use crate::probe::write;
-use crate::runtime::Cancel;
+use crate::runtime::{Cancel, McpPool};
 
 struct Progress;
 
@@ -48,10 +48,13 @@ pub fn probe(root: Option<&Path>, tools: &[String], all: bool, yes: bool) -> Res
         return Ok(0);
     }
     let catalog = Arc::new(catalog);
-    let request = ProbeRequest { targets: targets.clone(), allow_writes: yes, mcp: None, cancel: Cancel::new() };
+    let mcp = Arc::new(McpPool::new());
+    let request = ProbeRequest { targets: targets.clone(), allow_writes: yes, mcp: mcp.clone(), cancel: Cancel::new() };
     let prepared = jobs::probe::prepare(Arc::new(config), catalog.clone(), request).map_err(|e| anyhow!("{e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let Probing { report, llm_calls, usage } = runtime.block_on(prepared.run(&Progress));
+    // Here, outside the runtime: ending an HTTP MCP session makes a blocking request.
+    mcp.clear();
 
     let probed: Vec<&Probed> = report.probed.iter().map(|(p, _)| p).collect();
     let written = write::write_back(&root, &catalog, &probed)?;

@@ -21,9 +21,10 @@ pub struct ProbeRequest {
     pub targets: Vec<String>,
     /// The user agreed to run tools not known to be read-only (`--yes`, the editor's question).
     pub allow_writes: bool,
-    /// The editor keeps one MCP server per toolset for its session; `None` starts them for this
-    /// session only and stops them when it ends.
-    pub mcp: Option<Arc<McpPool>>,
+    /// The MCP servers probing talks to: the editor's, kept for its session, or the terminal's
+    /// own, which it stops once probing is over — outside the async runtime, since stopping an
+    /// HTTP MCP session makes a blocking request.
+    pub mcp: Arc<McpPool>,
     pub cancel: Cancel,
 }
 
@@ -62,8 +63,6 @@ pub struct Prepared {
     prober: Prober,
     catalog: Arc<Catalog>,
     targets: Vec<String>,
-    /// The MCP servers are this session's own, stopped when it ends.
-    own_mcp: bool,
 }
 
 /// What a session came to.
@@ -82,15 +81,12 @@ pub fn prepare(config: Arc<Config>, catalog: Arc<Catalog>, request: ProbeRequest
     let rounds = config.probe.rounds.max(1);
     let max_tokens = config.generate.max_tokens.max(1);
     let mut prober = Prober::new(config, client, request.allow_writes);
-    let own_mcp = request.mcp.is_none();
-    if let Some(mcp) = request.mcp {
-        prober.mcp = mcp;
-    }
+    prober.mcp = request.mcp;
     prober.cancel = request.cancel;
     let n = request.targets.len() as u32;
     prober.budget.max_llm_calls = (prober.samples + 1) * n * rounds;
     prober.budget.max_tokens = max_tokens * u64::from(n);
-    Ok(Prepared { prober, catalog, targets: request.targets, own_mcp })
+    Ok(Prepared { prober, catalog, targets: request.targets })
 }
 
 impl Prepared {
@@ -101,9 +97,6 @@ impl Prepared {
     /// Probes every target, round after round, each tool's start and end told to `observer`.
     pub async fn run(self, observer: &dyn ProbeObserver) -> Probing {
         let report = chain::probe_chain(&self.prober, &self.catalog, &self.targets, observer).await;
-        if self.own_mcp {
-            self.prober.mcp.clear();
-        }
         let meter = &self.prober.client.meter;
         Probing { report, llm_calls: meter.requests(), usage: meter.usage() }
     }

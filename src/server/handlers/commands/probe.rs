@@ -112,7 +112,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams, all: bool
     };
     let key = TaskKey::workspace(TaskKind::Probe);
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
-    let request = ProbeRequest { targets, allow_writes, mcp: Some(ctx.mcp.clone()), cancel: task.cancel.clone() };
+    let request = ProbeRequest { targets, allow_writes, mcp: ctx.mcp.clone(), cancel: task.cancel.clone() };
     let prepared = match jobs::probe::prepare(world.config.clone(), catalog.clone(), request) {
         Ok(prepared) => prepared,
         Err(e) => {
