@@ -61,9 +61,10 @@ pub struct Sandbox {
     namespaces: Option<IdMaps>,
     /// `RLIMIT_AS` in bytes.
     memory: Option<u64>,
-    /// `RLIMIT_NPROC`, set only inside the run's user namespace: there the kernel counts the run's
-    /// own processes and threads alone, where outside one it would count every process of the
-    /// user. The kernel does not hold root to it.
+    /// `RLIMIT_NPROC`, set only inside the run's user namespace: there the kernel (5.14 and later)
+    /// counts the run's own processes and threads alone — the waiting intermediate process among
+    /// them —, where outside one it would count every process of the user. The kernel does not
+    /// hold root to it. See [`process_limit`].
     processes: Option<u64>,
     landlock: Option<OwnedFd>,
     /// The Landlock rights the run's own `/dev/shm` is given once it is mounted: a rule made
@@ -196,8 +197,8 @@ impl Sandbox {
             applies.push("no Unix socket but chainsmith's, no typing into a terminal");
         }
         applies.push("memory capped");
+        let processes = namespaces.as_ref().and_then(|_| process_limit(max_processes));
         // SAFETY: getuid cannot fail and touches no memory.
-        let processes = namespaces.as_ref().map(|_| max_processes.max(1));
         if processes.is_some() && unsafe { libc::getuid() } != 0 {
             applies.push("processes capped");
         }
@@ -403,6 +404,25 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<Ow
         .map_err(|e| e.to_string())?;
     let fd: Option<OwnedFd> = ruleset.into();
     Ok(fd)
+}
+
+/// The `RLIMIT_NPROC` a run in its own user namespace gets: `max_processes`, but never above the
+/// user's hard limit (which only a privileged process may raise, so asking more would fail every
+/// run), and none before Linux 5.14, which counted the limit against all of the user's processes,
+/// namespaces or not (a desktop session past it would fail every fork of the run).
+fn process_limit(max_processes: u64) -> Option<u64> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let mut numbers = release.trim().split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u64>().ok());
+    let (major, minor) = (numbers.next()??, numbers.next()??);
+    if (major, minor) < (5, 14) {
+        return None;
+    }
+    let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut current) } != 0 {
+        return None;
+    }
+    Some(max_processes.max(1).min(current.rlim_max))
 }
 
 /// The child of the intermediate process, for forwarding signals to it.
