@@ -191,7 +191,7 @@ async fn background(
 
 /// What a probe learnt and where it went, in a user's words: "learnt 3 keys of quotes.quote,
 /// written to quotes.toolset.json". `written` is where each tool's schema was written.
-pub fn learnt(probed: &Probed, written: &[(String, PathBuf)]) -> String {
+fn learnt(probed: &Probed, written: &[(String, PathBuf)]) -> String {
     let schema = &probed.response;
     let kind = schema.get("type").and_then(Value::as_str).unwrap_or("untyped");
     let keys = |s: &Value| s.get("properties").and_then(Value::as_object).map(|p| p.len());
