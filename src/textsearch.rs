@@ -93,14 +93,23 @@ pub fn fold(word: &str) -> String {
 /// A word's root for matching meaning rather than form: [`fold`], then derivational endings
 /// dropped, so `directed`, `director` and `Directing` meet at `direct` and `actor`, `acting` at
 /// `act`. Coarser than the index's terms, for the planner's question "does this tool's vocabulary
-/// say what the task asks?".
+/// say what the task asks?". A consonant doubled before an ending is one (`starred`, `starring`
+/// → `star`), except the letters English doubles in the word itself (`called`, `passed`).
 pub fn root(word: &str) -> String {
     let folded = fold(&word.to_lowercase());
     for suffix in ["ings", "ing", "ions", "ion", "ed", "ors", "or", "ers", "er", "e"] {
         if let Some(stem) = folded.strip_suffix(suffix)
             && stem.len() >= 3
         {
-            return stem.to_string();
+            let mut last = stem.chars().rev();
+            return match (last.next(), last.next()) {
+                (Some(a), Some(b))
+                    if a == b && suffix.starts_with(['i', 'e']) && !"aeioulsfz".contains(a) && a.is_alphabetic() =>
+                {
+                    stem[..stem.len() - a.len_utf8()].to_string()
+                }
+                _ => stem.to_string(),
+            };
         }
     }
     folded
@@ -219,6 +228,20 @@ mod tests {
         assert_eq!(tokens("movieCredits movie_credits", true), ["movi", "credit", "movi", "credit"]);
         assert_eq!(tokens("companies company", true), ["compani", "compani"]);
         assert_eq!(tokens("series status", true), ["seri", "status"]);
+    }
+
+    #[test]
+    fn roots_meet_across_derivations() {
+        for (words, meeting) in [
+            (&["directed", "director", "Directing"][..], "direct"),
+            (&["starred", "starring", "star"][..], "star"),
+            (&["called", "call"][..], "call"),
+            (&["passed", "pass"][..], "pass"),
+        ] {
+            for word in words {
+                assert_eq!(root(word), meeting, "{word}");
+            }
+        }
     }
 
     #[test]

@@ -272,6 +272,11 @@ impl<'a> Planner<'a> {
                 / task.ask.len() as f64;
             score += asked;
             reasons.push(format!("its last call says {:.0} % of what the task asks for", 100.0 * asked));
+            // A chain whose last call says nothing of what is asked answers another question.
+            if asked == 0.0 {
+                score -= UNANSWERED_PENALTY;
+                reasons.push("its last call says nothing of what the task asks for".to_string());
+            }
             // Said by what the last call is about (its path), not by a key among dozens in its
             // response: "the reviews on the newest pull request" are `…/pulls/{n}/reviews`,
             // not the pull requests' `review_comments_url`.
@@ -289,7 +294,7 @@ impl<'a> Planner<'a> {
         // A name of one of the user's own things that the chain passes to no call may pick one
         // item of a list of them ("my site 'blog'": the site in `GET /sites` whose `name` is
         // "blog"). Any other name is meant for a search: a list of popular movies holds titles too.
-        let mut unused = 0;
+        let (mut unused, mut penalty) = (0, 0.0);
         let mut picks = Vec::new();
         for (i, name) in values.names.iter().enumerate().filter(|(i, _)| !partial.used.contains(i)) {
             let owned = values.contexts[i].before.iter().any(|w| w == "my" || w == "our");
@@ -312,11 +317,16 @@ impl<'a> Planner<'a> {
                     ));
                     picks.push(pick);
                 }
-                None => unused += 1,
+                // Someone the task names as the agent (`directed by …`, `…'s latest movie`)
+                // narrows what is asked to their work: a chain without them answers for everyone.
+                None => {
+                    unused += 1;
+                    penalty += if values.contexts[i].agent { UNUSED_AGENT_PENALTY } else { UNUSED_NAME_PENALTY };
+                }
             }
         }
         if unused > 0 {
-            score -= 0.9 * unused as f64;
+            score -= penalty;
             reasons.push(format!("{unused} name{} of the task unused", if unused == 1 { "" } else { "s" }));
         }
         // A number that names what a parameter takes (`pull request 1347`, `season 2`) is meant
@@ -385,6 +395,9 @@ impl<'a> Planner<'a> {
 }
 
 const UNUSED_NUMBER_PENALTY: f64 = 0.9;
+const UNANSWERED_PENALTY: f64 = 0.5;
+const UNUSED_NAME_PENALTY: f64 = 0.9;
+const UNUSED_AGENT_PENALTY: f64 = 1.5;
 
 const ASKED_BY_PATH: f64 = 0.5;
 
@@ -424,6 +437,32 @@ const HEAD_ENDS: &[&str] = &[
     "belonging",
 ];
 
+/// Words that name one kind of thing in everyday English and another in an API's: a tool whose
+/// words say one of a group says them all (`images` answers "the logo", "what does … look like";
+/// `credits` with its `cast` answers "the lead actor", "who starred").
+const KINDRED: &[&[&str]] = &[
+    &["image", "photo", "picture", "poster", "cover", "logo", "look"],
+    &["cast", "actor", "actress", "star"],
+    &["theater", "theatre", "cinema"],
+];
+
+/// `words` with the roots of every group of [`KINDRED`] one of them is in.
+fn with_kindred(mut words: BTreeSet<String>) -> BTreeSet<String> {
+    for group in KINDRED {
+        let roots: Vec<String> = group.iter().map(|w| crate::textsearch::root(w)).collect();
+        if roots.iter().any(|r| words.contains(r)) {
+            words.extend(roots);
+        }
+    }
+    words
+}
+
+/// Words that say how many are wanted (`one image of …`, `a few reviews`), not what.
+const QUANTITIES: &[&str] = &["one", "few", "several", "couple", "many"];
+
+/// Forms of "to be": after "who" they ask what someone is, not what they did.
+const COPULAS: &[&str] = &["is", "was", "are", "were", "be", "s"];
+
 /// Words that, followed by "of", ask to count what comes after.
 const COUNTS: &[&str] = &["number", "count", "total", "amount"];
 
@@ -462,7 +501,11 @@ impl TaskWords {
         let mut content: Vec<String> = crate::textsearch::tokens(task, true)
             .iter()
             .map(|w| crate::textsearch::root(w))
-            .filter(|w| !in_values.contains(w) && !w.chars().all(|c| c.is_ascii_digit()))
+            .filter(|w| {
+                !in_values.contains(w)
+                    && !w.chars().all(|c| c.is_ascii_digit())
+                    && !QUANTITIES.iter().any(|q| crate::textsearch::root(q) == **w)
+            })
             .collect();
         // In "movies directed by NAME" the verb says how the name relates to what is asked (the
         // name is an agent, searched as one); it is not what the answer holds.
@@ -497,7 +540,43 @@ impl TaskWords {
         content.sort();
         content.dedup();
         let mut ask = Vec::new();
-        for word in task.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'') {
+        let split: Vec<&str> =
+            task.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'').filter(|w| !w.is_empty()).collect();
+        // "Who directed the top-rated movie?" asks for whoever did it — the director — and the
+        // rest says which movie; "Who is the director of …" is read like any other task.
+        let mut verb = split.iter().map(|w| w.to_lowercase()).skip_while(|w| w == "who");
+        let verb = match verb.next() {
+            Some(w) if ["has", "have", "had", "did"].contains(&w.as_str()) => verb.next(),
+            other => other,
+        };
+        let asks_who = split.first().is_some_and(|w| w.eq_ignore_ascii_case("who"));
+        if let Some(verb) = verb.filter(|v| asks_who && !COPULAS.contains(&v.as_str())) {
+            let root = crate::textsearch::root(&verb);
+            if content.contains(&root) {
+                ask.push(root);
+            }
+        }
+        // "When is … released?" asks the date of what its last verb says; "What does … look
+        // like?" asks what the verb at the end says, not what the words after "what" name.
+        let first = split.first().map(|w| w.to_lowercase()).unwrap_or_default();
+        let second = split.get(1).map(|w| w.to_lowercase()).unwrap_or_default();
+        let looks_like = split.len() > 2
+            && split[split.len() - 1].eq_ignore_ascii_case("like")
+            && ["look", "looks"].iter().any(|w| split[split.len() - 2].eq_ignore_ascii_case(w));
+        let verb_at_end =
+            first == "when" || (first == "what" && ["do", "does", "did"].contains(&second.as_str())) || looks_like;
+        if ask.is_empty() && verb_at_end {
+            let last =
+                split.iter().rev().map(|w| crate::textsearch::root(&w.to_lowercase())).find(|w| content.contains(w));
+            if let Some(last) = last {
+                ask.push(last);
+                if first == "when" {
+                    ask.push(crate::textsearch::root("date"));
+                }
+            }
+        }
+        let head = if ask.is_empty() { &split[..] } else { &[] };
+        for word in head {
             let lower = word.to_lowercase();
             let starts_name = values.names.iter().any(|n| n.split_whitespace().next() == Some(word));
             if !ask.is_empty() && (HEAD_ENDS.contains(&lower.as_str()) || starts_name) {
@@ -568,6 +647,9 @@ impl Vocabularies {
                     }
                 }
             }
+            // What a tool is about has kindred words; what its response holds does not: every
+            // list of movies has a `poster_path`, and none of them answers "an image of …".
+            let mut words = with_kindred(words);
             let mut keys = Vec::new();
             if let Some(response) = &*tool.response {
                 response_keys(tool, response, 0, &mut keys);
@@ -576,7 +658,9 @@ impl Vocabularies {
                 example_words(example, &mut keys, &mut 2_000);
             }
             for key in keys {
-                add(&key);
+                for w in crate::textsearch::tokens(&key, true) {
+                    words.insert(crate::textsearch::root(&w));
+                }
             }
             words
         })
@@ -592,13 +676,15 @@ impl Vocabularies {
                 }
                 _ => tool.name.clone(),
             };
-            crate::textsearch::tokens(&text, true)
-                .iter()
-                .map(|w| crate::textsearch::root(w))
-                .filter(|w| {
-                    !["search", "find", "list", "get", "query"].iter().any(|v| crate::textsearch::root(v) == *w)
-                })
-                .collect()
+            with_kindred(
+                crate::textsearch::tokens(&text, true)
+                    .iter()
+                    .map(|w| crate::textsearch::root(w))
+                    .filter(|w| {
+                        !["search", "find", "list", "get", "query"].iter().any(|v| crate::textsearch::root(v) == *w)
+                    })
+                    .collect(),
+            )
         })
     }
 }
@@ -1164,16 +1250,59 @@ mod tests {
         );
     }
 
-    /// On the real TMDB spec: movies directed by someone are that person's movie credits, not
-    /// one credit looked up from them.
-    #[test]
-    fn movies_directed_by_someone_are_their_movie_credits() {
+    /// The first plan for each task on the real TMDB spec, without ToolNet.
+    fn tmdb_first_plans(tasks: &[&str]) -> Vec<(Vec<String>, String)> {
         let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/tmdb"));
         let catalog = crate::toolset::loader::load(&crate::config::Config::load(root, None));
         let flow = DataFlow::build(&catalog);
         let index = CatalogIndex::new(&catalog);
         let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
-        let plans = planner.plans("give me the number of movies directed by Sofia Coppola", 3).unwrap();
-        assert_eq!(plans[0].path(), ["GET /search/person", "GET /person/{person_id}/movie_credits"], "{plans:#?}");
+        tasks
+            .iter()
+            .map(|task| {
+                let plan = planner.plans(task, 1).unwrap().remove(0);
+                (plan.path(), plan.skeleton(&catalog))
+            })
+            .collect()
+    }
+
+    /// On the real TMDB spec: movies directed by someone are that person's movie credits, not
+    /// one credit looked up from them.
+    #[test]
+    fn movies_directed_by_someone_are_their_movie_credits() {
+        let plans = tmdb_first_plans(&["give me the number of movies directed by Sofia Coppola"]);
+        assert_eq!(plans[0].0, ["GET /search/person", "GET /person/{person_id}/movie_credits"], "{plans:#?}");
+    }
+
+    /// What a question asks is where English puts it: "who directed X" asks for whoever did it,
+    /// "when was X released" for a date, "who starred in" for the cast; and a list whose name
+    /// the spec lost (`trending`'s `""`) still feeds the call after it.
+    #[test]
+    fn questions_ask_what_their_verb_says() {
+        let tasks = [
+            "Who directed the most popular movie?",
+            "When was the movie Heat released?",
+            "Who starred in the movie Heat?",
+            "Show me a photo of the collection Alien",
+            "Who is the director of this week's trending movie?",
+        ];
+        let plans = tmdb_first_plans(&tasks);
+        let paths: Vec<Vec<String>> = plans.iter().map(|(path, _)| path.clone()).collect();
+        assert_eq!(
+            paths,
+            [
+                vec!["GET /movie/popular", "GET /movie/{movie_id}/credits"],
+                vec!["GET /search/movie", "GET /movie/{movie_id}/release_dates"],
+                vec!["GET /search/movie", "GET /movie/{movie_id}/credits"],
+                vec!["GET /search/collection", "GET /collection/{collection_id}/images"],
+                vec!["GET /trending/{media_type}/{time_window}", "GET /movie/{movie_id}/credits"],
+            ]
+        );
+        assert!(
+            plans[4].1.contains(r#"tmdb.trending(media_type="movie", time_window="week")"#)
+                && plans[4].1.contains(r#"movie_id=trending["results"][0]["id"]"#),
+            "{}",
+            plans[4].1
+        );
     }
 }

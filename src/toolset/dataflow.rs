@@ -111,7 +111,8 @@ impl DataFlow {
             let Some(response) = &*tool.response else { continue };
             let context = Producer::of(tool);
             let mut objects = Vec::new();
-            collect_objects(tool, response, FieldPath::default(), None, 0, &mut objects);
+            let example = tool.examples.iter().find_map(|e| e.response.as_ref());
+            collect_objects(tool, response, example, FieldPath::default(), None, 0, &mut objects);
             for object in objects {
                 let entities = object_entities(&object, &context, &shapes, &consumers.entities);
                 for edge in consumers.fed_by(tool, &context, &object, &entities) {
@@ -432,9 +433,14 @@ struct Object {
     fields: Vec<(String, Value)>,
 }
 
+/// The objects of a response schema, read beside an example response where the tool has one:
+/// a property whose name a generator lost (`""`) takes the name of the one key the example has
+/// and the schema does not (RestBench TMDB's `trending` answers `results` there), and a list
+/// where the example has one, so what it holds still feeds other calls.
 fn collect_objects(
     tool: &Tool,
     schema: &Value,
+    example: Option<&Value>,
     path: FieldPath,
     parent_key: Option<String>,
     depth: usize,
@@ -448,11 +454,19 @@ fn collect_objects(
         if let Some(items) = schema::items(tool, schema) {
             let mut inner = path.clone();
             inner.0.push(Step::Item);
-            collect_objects(tool, items, inner, parent_key, depth + 1, out);
+            let example = example.and_then(Value::as_array).and_then(|items| items.first());
+            collect_objects(tool, items, example, inner, parent_key, depth + 1, out);
         }
         return;
     }
-    let keys = schema::keys(tool, schema);
+    let mut keys = schema::keys(tool, schema);
+    let lost = schema::empty_named(tool, schema).and_then(|lost| {
+        let example = example?.as_object()?;
+        let mut unknown = example.keys().filter(|k| !k.is_empty() && !keys.iter().any(|(name, _)| name == k));
+        let name = unknown.next()?;
+        unknown.next().is_none().then_some((name.as_str(), lost))
+    });
+    keys.extend(lost);
     if keys.is_empty() {
         return;
     }
@@ -461,7 +475,15 @@ fn collect_objects(
     for (key, value) in keys {
         let mut inner = path.clone();
         inner.0.push(Step::Key(key.to_string()));
-        collect_objects(tool, value, inner, Some(key.to_string()), depth + 1, out);
+        let example = example.and_then(|e| e.get(key));
+        let declared_list = schema::types(tool, value).contains(&"array") || schema::items(tool, value).is_some();
+        match example.and_then(Value::as_array) {
+            Some(items) if !declared_list => {
+                inner.0.push(Step::Item);
+                collect_objects(tool, value, items.first(), inner, Some(key.to_string()), depth + 2, out);
+            }
+            _ => collect_objects(tool, value, example, inner, Some(key.to_string()), depth + 1, out),
+        }
     }
 }
 
@@ -652,6 +674,21 @@ mod tests {
         let direct = from("tmdb.search_movie");
         assert_eq!(direct.field.to_string(), "results[].id");
         assert!(nested.weight < 0.7 * direct.weight, "{} vs {}", nested.weight, direct.weight);
+    }
+
+    /// RestBench TMDB's `trending` declares its list under a property named `""`; its example
+    /// says `results`, and that is where the ids the next call needs are read.
+    #[test]
+    fn a_property_whose_name_was_lost_is_read_by_the_examples_name() {
+        let spec = include_str!("../../examples/tmdb/specs/tmdb_oas.json");
+        let (catalog, _) = crate::toolset::test_support::openapi_catalog_and_diagnostics("tmdb", spec, None);
+        let flow = DataFlow::build(&catalog);
+        let fields: Vec<String> = flow
+            .producers("tmdb.movie_credits", "movie_id")
+            .filter(|e| e.from == "tmdb.trending")
+            .map(|e| e.field.to_string())
+            .collect();
+        assert_eq!(fields, ["results[].id"]);
     }
 
     #[test]

@@ -283,6 +283,11 @@ pub fn keys<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<(&'a str, &'a Valu
     out
 }
 
+/// The schema of an object's property named `""` (see [`declares_empty_name`]), if it has one.
+pub fn empty_named<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a Value> {
+    parts(refs, schema).into_iter().find_map(|part| part.get("properties")?.get(""))
+}
+
 /// The item schema of an array schema (`{}` semantics when absent: `None`).
 pub fn items<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a Value> {
     parts(refs, schema).into_iter().find_map(|p| match p.get("items") {
