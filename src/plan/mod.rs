@@ -397,9 +397,9 @@ impl<'a> Planner<'a> {
 const UNUSED_NUMBER_PENALTY: f64 = 0.9;
 const UNANSWERED_PENALTY: f64 = 0.5;
 const UNUSED_NAME_PENALTY: f64 = 0.9;
-const UNUSED_AGENT_PENALTY: f64 = 1.5;
+const UNUSED_AGENT_PENALTY: f64 = 2.0;
 
-const ASKED_BY_PATH: f64 = 0.5;
+const ASKED_BY_PATH: f64 = 1.0;
 
 /// How much of the most relevant operation on a path the others on it share.
 const SIBLING_SHARE: f64 = 0.8;
