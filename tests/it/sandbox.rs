@@ -333,8 +333,41 @@ fn a_planted_scratch_folder_is_never_used() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's file\n", "the planted link was written through");
 }
 
-/// Whether, within 20 s, exactly one process carries `marker`: the shell is one process once it
-/// runs `sleep`; until the fork that runs it has become `sleep`, two carry the marker.
+/// What a failing test says about processes: each one's state, kernel wait channel and command line.
+fn described(pids: &[u32]) -> String {
+    let read = |pid: &u32, file: &str| std::fs::read_to_string(format!("/proc/{pid}/{file}")).unwrap_or_default();
+    let lines: Vec<String> = pids
+        .iter()
+        .map(|pid| {
+            let state = read(pid, "stat")
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" ");
+            format!(
+                "{pid}: state {state}, waiting in {:?}, {:?}",
+                read(pid, "wchan"),
+                read(pid, "cmdline").replace('\0', " ")
+            )
+        })
+        .collect();
+    format!("[{}]", lines.join("; "))
+}
+
+/// The start of a chain that leaves a child sleeping with `marker` on its command line. The child
+/// is one process from its `exec` on, which `Popen` waits for: a shell (`sh -c 'sleep … # marker'`)
+/// forks again, and on a loaded machine its fork carried the marker for seconds, two processes
+/// where the test waited for one.
+fn sleeping_child(marker: &str) -> String {
+    format!(
+        "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'])\n"
+    )
+}
+
+/// Whether, within 20 s, exactly one process carries `marker`.
 fn one_process_with(marker: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(20);
     while processes_with(marker).len() != 1 && Instant::now() < deadline {
@@ -351,6 +384,9 @@ fn survivors(marker: &str) -> Vec<u32> {
         std::thread::sleep(Duration::from_millis(50));
     }
     let left = processes_with(marker);
+    if !left.is_empty() {
+        eprintln!("still there after 20 s: {}", described(&left));
+    }
     for pid in &left {
         // SAFETY: kill takes plain integers.
         unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
@@ -365,16 +401,15 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
         [(libc::SIGKILL, "SIGKILL"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP"), (libc::SIGINT, "SIGINT")]
     {
         let marker = format!("chainsmith-outlives-{name}-{}", std::process::id());
-        let program = format!(
-            "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 300 # {marker}'])\nprint('started', flush=True)\ntime.sleep(300)\n"
-        );
+        let program = format!("{}print('started', flush=True)\ntime.sleep(300)\n", sleeping_child(&marker));
         std::fs::write(ws.path().join("sleeper.py"), program).unwrap();
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
         command
             .args(["run", "sleeper.py"])
             .current_dir(ws.path())
             .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped());
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
         // A test run started under `nohup` passes SIGHUP on ignored, and chainsmith would then
         // rightly not end on it: the signal's default is what this test is about.
         // SAFETY: `signal` is async-signal-safe and touches no memory of the parent.
@@ -388,12 +423,27 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
         let mut lines = std::io::BufRead::lines(std::io::BufReader::new(run.stdout.take().unwrap()));
         assert_eq!(lines.next().unwrap().unwrap(), "started", "{name}");
         if !one_process_with(&marker) {
+            let seen = described(&processes_with(&marker));
             let _ = run.kill();
-            panic!("{name}: the chain's child does not run: {:?}", processes_with(&marker));
+            let rest: Vec<String> = lines.map_while(Result::ok).collect();
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut stderr);
+            panic!(
+                "{name}: the chain's child does not run: {seen}; chainsmith ended {:?}, then printed {rest:?}, {stderr}",
+                run.wait()
+            );
         }
         // SAFETY: kill takes plain integers.
         unsafe { libc::kill(run.id() as i32, signal) };
-        assert_eq!(survivors(&marker), Vec::<u32>::new(), "the chain outlived chainsmith ended by {name}");
+        let left = survivors(&marker);
+        if !left.is_empty() {
+            let ended = run.try_wait();
+            let _ = run.kill();
+            let rest: Vec<String> = lines.map_while(Result::ok).collect();
+            let mut stderr = String::new();
+            let _ = std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut stderr);
+            panic!("the chain {left:?} outlived chainsmith ended by {name} ({ended:?}); it printed {rest:?}, {stderr}");
+        }
         let status = run.wait().unwrap();
         assert!(!status.success(), "{name}: {status}");
     }
@@ -404,9 +454,7 @@ fn the_servers_runs_end_with_the_server() {
     use crate::support::lsp::TestClient;
     for ending in ["exit", "shutdown then exit"] {
         let marker = format!("chainsmith-outlives-server-{}-{}", ending.len(), std::process::id());
-        let program = format!(
-            "import subprocess, time\nsubprocess.Popen(['sh', '-c', 'sleep 300 # {marker}'])\ntime.sleep(300)\n"
-        );
+        let program = format!("{}time.sleep(300)\n", sleeping_child(&marker));
         let mut client = TestClient::stdio(env!("CARGO_BIN_EXE_chainsmith"))
             .workspace(workspace("http://127.0.0.1:9", false, ""))
             .start();
