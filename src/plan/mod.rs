@@ -356,6 +356,15 @@ impl<'a> Planner<'a> {
                     score += 0.6;
                     reasons.push(format!("the task calls {name:?} what `{}` searches", call.tool));
                 }
+                // "the most starred Go repository": a name that qualifies a noun says what kind
+                // of thing is meant — words to search by, not the name of some other thing.
+                if let Some(noun) = &context.qualifies
+                    && let Some(entity) =
+                        self.catalog.find(&call.tool).ok().and_then(|t| names_other_thing(t, &argument.param, noun))
+                {
+                    score -= QUALIFIER_AS_NAME_PENALTY;
+                    reasons.push(format!("{name:?} qualifies a {noun}, not the {entity} `{}` names", argument.param));
+                }
             }
         }
         score -= 0.2 * (calls.len() as f64 - 1.0);
@@ -396,6 +405,22 @@ impl<'a> Planner<'a> {
 
 const UNUSED_NUMBER_PENALTY: f64 = 0.9;
 const UNANSWERED_PENALTY: f64 = 0.5;
+const QUALIFIER_AS_NAME_PENALTY: f64 = 1.0;
+
+/// The thing `param` of `tool` names (a root), when it identifies one — a path parameter, or one
+/// called `…_id`, `…name`, `login`, `owner`, `slug` — and that thing is not `noun` (a root).
+fn names_other_thing(tool: &Tool, param: &str, noun: &str) -> Option<String> {
+    let param = tool.params.iter().find(|p| p.name == param)?;
+    let words = crate::textsearch::tokens(&param.name, true);
+    let identifies = matches!(param.location, crate::toolset::ParamLocation::Path)
+        || words.last().is_some_and(|w| ["id", "name", "username", "login", "owner", "slug"].contains(&w.as_str()));
+    let entity = words
+        .iter()
+        .find(|w| !["id", "name"].contains(&w.as_str()))
+        .map(|w| crate::textsearch::root(w.strip_suffix("name").filter(|s| !s.is_empty()).unwrap_or(w)))?;
+    let same = entity == noun || noun.starts_with(entity.as_str()) || entity.starts_with(noun);
+    (identifies && !same).then_some(entity)
+}
 const UNUSED_NAME_PENALTY: f64 = 0.9;
 const UNUSED_AGENT_PENALTY: f64 = 2.0;
 
@@ -1222,6 +1247,14 @@ mod tests {
         let index = CatalogIndex::new(&catalog);
         let planner = Planner { catalog: &catalog, flow: &flow, index: &index, toolnet: None };
         planner.plans(task, 5).unwrap().iter().map(Plan::path).collect()
+    }
+
+    /// "Python" qualifies the repository searched for; it is no user's name. The owner of the
+    /// found repository is (by its shape) a user, whose login the user's repositories take.
+    #[test]
+    fn a_name_that_qualifies_a_thing_is_searched_by_not_passed_as_another() {
+        let paths = github_paths("List the repositories of the owner of the most starred Python repository");
+        assert_eq!(paths[0], ["GET /search/repositories", "GET /users/{username}/repos"], "{paths:#?}");
     }
 
     /// "open" ranks the operations that change a pull request first; each of them needs the

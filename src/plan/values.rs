@@ -16,6 +16,9 @@ use crate::toolset::Param;
 pub struct NameContext {
     pub before: Vec<String>,
     pub agent: bool,
+    /// The noun right after the name, when it qualifies one (`the most starred Go repository`:
+    /// `repositori`), as a root.
+    pub qualifies: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -292,7 +295,12 @@ fn context_of(task: &str, name: &str) -> NameContext {
     let after = &task[at + name.len()..];
     let possessive = after.starts_with("'s") || after.starts_with("’s");
     let agent = possessive || before.first().is_some_and(|w| w == "by");
-    NameContext { before: before.iter().map(|w| crate::textsearch::root(w)).collect(), agent }
+    let next = after.split(|c: char| !c.is_alphanumeric()).find(|w| !w.is_empty());
+    let qualifies = next
+        .filter(|w| after.starts_with(' ') && w.chars().all(|c| c.is_ascii_lowercase()))
+        .filter(|w| crate::textsearch::tokens(w, true).len() == 1)
+        .map(crate::textsearch::root);
+    NameContext { before: before.iter().map(|w| crate::textsearch::root(w)).collect(), agent, qualifies }
 }
 
 fn number(word: &str) -> Option<i64> {

@@ -106,15 +106,22 @@ impl DataFlow {
     pub fn build(catalog: &Catalog) -> DataFlow {
         let consumers = Consumers::of(catalog);
         let shapes = detail_shapes(catalog);
-        let mut flow = DataFlow::default();
-        for tool in catalog.tools() {
-            let Some(response) = &*tool.response else { continue };
-            let context = Producer::of(tool);
+        let objects_of = |tool: &Tool| {
             let mut objects = Vec::new();
-            let example = tool.examples.iter().find_map(|e| e.response.as_ref());
-            collect_objects(tool, response, example, FieldPath::default(), None, 0, &mut objects);
+            if let Some(response) = &*tool.response {
+                let example = tool.examples.iter().find_map(|e| e.response.as_ref());
+                collect_objects(tool, response, example, FieldPath::default(), None, 0, &mut objects);
+            }
+            objects
+        };
+        let objects: Vec<(&Tool, Vec<Object>)> = catalog.tools().map(|tool| (tool, objects_of(tool))).collect();
+        let kinds = ObjectKinds::of(objects.iter().flat_map(|(_, objects)| objects), &consumers.entities);
+        let mut flow = DataFlow::default();
+        for (tool, objects) in objects {
+            let context = Producer::of(tool);
             for object in objects {
-                let entities = object_entities(&object, &context, &shapes, &consumers.entities);
+                let mut entities = object_entities(&object, &context, &shapes, &consumers.entities);
+                kinds.add_alike(&object, &mut entities);
                 for edge in consumers.fed_by(tool, &context, &object, &entities) {
                     flow.push(edge);
                 }
@@ -487,6 +494,59 @@ fn collect_objects(
     }
 }
 
+/// The entities objects of one key set sit under across the catalog: GitHub's `owner` of a
+/// repository and `user` of a pull request are both its `simple-user` shape, so a repository
+/// owner's `login` is a user's and feeds `username`.
+struct ObjectKinds {
+    under: HashMap<u64, BTreeSet<String>>,
+}
+
+/// Fewer keys than this are too common a shape to say two objects are one kind of thing.
+const KINDRED_SHAPE_KEYS: usize = 4;
+
+impl ObjectKinds {
+    fn of<'o>(objects: impl Iterator<Item = &'o Object>, entities: &BTreeSet<String>) -> ObjectKinds {
+        let mut under: HashMap<u64, BTreeSet<String>> = HashMap::new();
+        for object in objects {
+            let (Some(parent), Some(shape)) = (&object.parent_key, shape_of(object)) else { continue };
+            let entity = singular(parent);
+            if entities.contains(&entity) || is_identity_word(&entity) {
+                under.entry(shape).or_default().insert(entity);
+            }
+        }
+        under.retain(|_, kinds| kinds.len() > 1);
+        ObjectKinds { under }
+    }
+
+    /// Adds to `entities` what objects of `object`'s shape sit under elsewhere, as weaker evidence
+    /// than the key it sits under itself.
+    fn add_alike(&self, object: &Object, entities: &mut Vec<(String, Evidence)>) {
+        let (Some(parent), Some(kinds)) = (&object.parent_key, shape_of(object).and_then(|s| self.under.get(&s)))
+        else {
+            return;
+        };
+        let own = singular(parent);
+        let new: Vec<&String> = kinds.iter().filter(|k| **k != own && !entities.iter().any(|(e, _)| e == *k)).collect();
+        for kind in new {
+            let why = format!("it sits under `{parent}` and has the keys of the objects under `{kind}`");
+            entities.push((kind.clone(), Evidence { strength: 0.7, why }));
+        }
+    }
+}
+
+/// A hash of an object's key set, when it has enough keys to tell a kind of thing.
+fn shape_of(object: &Object) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    if object.fields.len() < KINDRED_SHAPE_KEYS {
+        return None;
+    }
+    let mut keys: Vec<&str> = object.fields.iter().map(|(k, _)| k.as_str()).collect();
+    keys.sort_unstable();
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    keys.hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 /// Each entity's shape: the keys of its detail operation's response (the operation whose path
 /// ends in the parameter that names it), and how many shapes each key is in.
 #[derive(Default)]
@@ -689,6 +749,24 @@ mod tests {
             .map(|e| e.field.to_string())
             .collect();
         assert_eq!(fields, ["results[].id"]);
+    }
+
+    /// A repository's `owner` has the keys of a pull request's `user`: both are users, so the
+    /// owner's `login` feeds `username` — no operation in the spec says what an owner is.
+    #[test]
+    fn objects_of_one_shape_under_different_keys_are_one_kind() {
+        let spec = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/specs/api.github.com.pulls.json"
+        ))
+        .unwrap();
+        let flow = DataFlow::build(&openapi_catalog("github", &spec, None));
+        let edge = flow
+            .producers("github.users_repos", "username")
+            .find(|e| e.from == "github.search_repositories")
+            .expect("the searched repositories' owners feed username");
+        assert_eq!(edge.field.to_string(), "items[].owner.login");
+        assert!(edge.evidence.iter().any(|e| e.why.contains("keys of the objects under `user`")), "{edge:?}");
     }
 
     #[test]
