@@ -104,7 +104,11 @@ pub fn root(word: &str) -> String {
             let mut last = stem.chars().rev();
             return match (last.next(), last.next()) {
                 (Some(a), Some(b))
-                    if a == b && suffix.starts_with(['i', 'e']) && !"aeioulsfz".contains(a) && a.is_alphabetic() =>
+                    if a == b
+                        && suffix.starts_with(['i', 'e'])
+                        && !"aeioulsfz".contains(a)
+                        && a.is_alphabetic()
+                        && stem.len() - a.len_utf8() >= 3 =>
                 {
                     stem[..stem.len() - a.len_utf8()].to_string()
                 }
@@ -236,6 +240,7 @@ mod tests {
             (&["directed", "director", "Directing"][..], "direct"),
             (&["starred", "starring", "star"][..], "star"),
             (&["called", "call"][..], "call"),
+            (&["added", "adding", "add"][..], "add"),
             (&["passed", "pass"][..], "pass"),
         ] {
             for word in words {

@@ -317,8 +317,8 @@ impl<'a> Planner<'a> {
                     ));
                     picks.push(pick);
                 }
-                // Someone the task names as the agent (`directed by …`, `…'s latest movie`)
-                // narrows what is asked to their work: a chain without them answers for everyone.
+                // What the task names as an agent or owner (`directed by …`, `…'s latest
+                // movie`) narrows what is asked to theirs: a chain without it answers for all.
                 None => {
                     unused += 1;
                     penalty += if values.contexts[i].agent { UNUSED_AGENT_PENALTY } else { UNUSED_NAME_PENALTY };
@@ -407,19 +407,11 @@ const UNUSED_NUMBER_PENALTY: f64 = 0.9;
 const UNANSWERED_PENALTY: f64 = 0.5;
 const QUALIFIER_AS_NAME_PENALTY: f64 = 1.0;
 
-/// The thing `param` of `tool` names (a root), when it identifies one — a path parameter, or one
-/// called `…_id`, `…name`, `login`, `owner`, `slug` — and that thing is not `noun` (a root).
+/// The thing `param` of `tool` identifies, when it identifies one and that is not `noun`.
 fn names_other_thing(tool: &Tool, param: &str, noun: &str) -> Option<String> {
     let param = tool.params.iter().find(|p| p.name == param)?;
-    let words = crate::textsearch::tokens(&param.name, true);
-    let identifies = matches!(param.location, crate::toolset::ParamLocation::Path)
-        || words.last().is_some_and(|w| ["id", "name", "username", "login", "owner", "slug"].contains(&w.as_str()));
-    let entity = words
-        .iter()
-        .find(|w| !["id", "name"].contains(&w.as_str()))
-        .map(|w| crate::textsearch::root(w.strip_suffix("name").filter(|s| !s.is_empty()).unwrap_or(w)))?;
-    let same = entity == noun || noun.starts_with(entity.as_str()) || entity.starts_with(noun);
-    (identifies && !same).then_some(entity)
+    let entity = crate::toolset::dataflow::identified_by(tool, param)?;
+    (entity != crate::toolset::dataflow::thing(noun)).then_some(entity)
 }
 const UNUSED_NAME_PENALTY: f64 = 0.9;
 const UNUSED_AGENT_PENALTY: f64 = 2.0;
@@ -463,10 +455,10 @@ const HEAD_ENDS: &[&str] = &[
 ];
 
 /// Words that name one kind of thing in everyday English and another in an API's: a tool whose
-/// words say one of a group says them all (`images` answers "the logo", "what does … look like";
+/// words say one of a group says them all (`images` answers "the logo", "a photo of …";
 /// `credits` with its `cast` answers "the lead actor", "who starred").
 const KINDRED: &[&[&str]] = &[
-    &["image", "photo", "picture", "poster", "cover", "logo", "look"],
+    &["image", "photo", "picture", "poster", "cover", "logo"],
     &["cast", "actor", "actress", "star"],
     &["theater", "theatre", "cinema"],
 ];
@@ -571,7 +563,11 @@ impl TaskWords {
         // rest says which movie; "Who is the director of …" is read like any other task.
         let mut verb = split.iter().map(|w| w.to_lowercase()).skip_while(|w| w == "who");
         let verb = match verb.next() {
-            Some(w) if ["has", "have", "had", "did"].contains(&w.as_str()) => verb.next(),
+            // "Who has starred in …", not "Who has more stars …".
+            Some(w) if ["has", "have", "had"].contains(&w.as_str()) => {
+                verb.next().filter(|v| ["ed", "en", "wn"].iter().any(|end| v.ends_with(end)))
+            }
+            Some(w) if w == "did" => verb.next(),
             other => other,
         };
         let asks_who = split.first().is_some_and(|w| w.eq_ignore_ascii_case("who"));
@@ -590,14 +586,28 @@ impl TaskWords {
             && ["look", "looks"].iter().any(|w| split[split.len() - 2].eq_ignore_ascii_case(w));
         let verb_at_end =
             first == "when" || (first == "what" && ["do", "does", "did"].contains(&second.as_str())) || looks_like;
-        if ask.is_empty() && verb_at_end {
-            let last =
-                split.iter().rev().map(|w| crate::textsearch::root(&w.to_lowercase())).find(|w| content.contains(w));
-            if let Some(last) = last {
-                ask.push(last);
-                if first == "when" {
-                    ask.push(crate::textsearch::root("date"));
-                }
+        if ask.is_empty() && looks_like {
+            // How something looks is what its images show.
+            ask.push(crate::textsearch::root("image"));
+        } else if ask.is_empty() && verb_at_end {
+            // The verb: the last word shaped like a participle (`released`, `airing`), else the
+            // last content word (`start`).
+            let said: Vec<&str> = split
+                .iter()
+                .copied()
+                .filter(|w| content.contains(&crate::textsearch::root(&w.to_lowercase())))
+                .collect();
+            let verb = said
+                .iter()
+                .rev()
+                .find(|w| ["ed", "ing", "en"].iter().any(|end| w.to_lowercase().ends_with(end)))
+                .or(said.last());
+            if let Some(verb) = verb {
+                ask.push(crate::textsearch::root(&verb.to_lowercase()));
+            }
+            let date = crate::textsearch::root("date");
+            if first == "when" && !ask.contains(&date) {
+                ask.push(date);
             }
         }
         let head = if ask.is_empty() { &split[..] } else { &[] };

@@ -16,8 +16,9 @@ use crate::toolset::Param;
 pub struct NameContext {
     pub before: Vec<String>,
     pub agent: bool,
-    /// The noun right after the name, when it qualifies one (`the most starred Go repository`:
-    /// `repositori`), as a root.
+    /// The word right after the name when it may be a noun the name qualifies (`the most starred
+    /// Go repository`: `repository`), lower case; a verb or adverb form (`Octocat sorted by …`)
+    /// is none.
     pub qualifies: Option<String>,
 }
 
@@ -299,7 +300,8 @@ fn context_of(task: &str, name: &str) -> NameContext {
     let qualifies = next
         .filter(|w| after.starts_with(' ') && w.chars().all(|c| c.is_ascii_lowercase()))
         .filter(|w| crate::textsearch::tokens(w, true).len() == 1)
-        .map(crate::textsearch::root);
+        .filter(|w| !["ed", "ing", "ly"].iter().any(|end| w.ends_with(end)))
+        .map(str::to_string);
     NameContext { before: before.iter().map(|w| crate::textsearch::root(w)).collect(), agent, qualifies }
 }
 

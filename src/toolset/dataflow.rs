@@ -351,6 +351,21 @@ impl Consumers {
     }
 }
 
+/// The thing a parameter identifies (singular, short forms made one: `repo`, `user`), when it
+/// identifies one: an id, number or slug of it, a path parameter, or a word that names the thing
+/// itself (`owner`, `username`). `query` or `language` identify nothing.
+pub(crate) fn identified_by(tool: &Tool, param: &crate::toolset::Param) -> Option<String> {
+    let want = want_of(tool, &param.wire_name)?;
+    let identifies = want.field.is_some() || param.location == ParamLocation::Path || is_identity_word(&want.entity);
+    identifies.then_some(want.entity)
+}
+
+/// `word` as the data flow names things: singular, with the short forms APIs use made one
+/// (`repositories` → `repo`).
+pub(crate) fn thing(word: &str) -> String {
+    singular(word)
+}
+
 /// Words that name an entity when a parameter is that entity itself (`repo`, `owner`).
 fn is_identity_word(word: &str) -> bool {
     matches!(word, "owner" | "repo" | "repository" | "user" | "org" | "organization" | "team" | "project" | "site")
