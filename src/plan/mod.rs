@@ -404,6 +404,8 @@ impl<'a> Planner<'a> {
 }
 
 const UNUSED_NUMBER_PENALTY: f64 = 0.9;
+const UNUSED_NAME_PENALTY: f64 = 0.9;
+const UNUSED_AGENT_PENALTY: f64 = 2.0;
 const UNANSWERED_PENALTY: f64 = 0.5;
 const QUALIFIER_AS_NAME_PENALTY: f64 = 1.0;
 
@@ -411,10 +413,8 @@ const QUALIFIER_AS_NAME_PENALTY: f64 = 1.0;
 fn names_other_thing(tool: &Tool, param: &str, noun: &str) -> Option<String> {
     let param = tool.params.iter().find(|p| p.name == param)?;
     let entity = crate::toolset::dataflow::identified_by(tool, param)?;
-    (entity != crate::toolset::dataflow::thing(noun)).then_some(entity)
+    (entity != crate::toolset::dataflow::singular(noun)).then_some(entity)
 }
-const UNUSED_NAME_PENALTY: f64 = 0.9;
-const UNUSED_AGENT_PENALTY: f64 = 2.0;
 
 const ASKED_BY_PATH: f64 = 1.0;
 
@@ -577,8 +577,8 @@ impl TaskWords {
                 ask.push(root);
             }
         }
-        // "When is … released?" asks the date of what its last verb says; "What does … look
-        // like?" asks what the verb at the end says, not what the words after "what" name.
+        // "When is … released?" asks a date and what its verb says; "What does … VERB?" what its
+        // last word says, not what the words after "what" name; "… look like?" an image.
         let first = split.first().map(|w| w.to_lowercase()).unwrap_or_default();
         let second = split.get(1).map(|w| w.to_lowercase()).unwrap_or_default();
         let looks_like = split.len() > 2

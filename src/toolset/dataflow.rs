@@ -212,7 +212,7 @@ fn want_of(tool: &Tool, name: &str) -> Option<Want> {
 
 /// The singular of a path or key word (`movies` → `movie`, `companies` → `company`), with the
 /// short forms APIs use for the same thing made one (`repositories` → `repo`).
-fn singular(word: &str) -> String {
+pub(crate) fn singular(word: &str) -> String {
     let w = word.to_ascii_lowercase().replace('-', "_");
     let one = if let Some(stem) = w.strip_suffix("ies").filter(|s| s.len() > 2) {
         format!("{stem}y")
@@ -358,12 +358,6 @@ pub(crate) fn identified_by(tool: &Tool, param: &crate::toolset::Param) -> Optio
     let want = want_of(tool, &param.wire_name)?;
     let identifies = want.field.is_some() || param.location == ParamLocation::Path || is_identity_word(&want.entity);
     identifies.then_some(want.entity)
-}
-
-/// `word` as the data flow names things: singular, with the short forms APIs use made one
-/// (`repositories` → `repo`).
-pub(crate) fn thing(word: &str) -> String {
-    singular(word)
 }
 
 /// Words that name an entity when a parameter is that entity itself (`repo`, `owner`).
