@@ -534,11 +534,9 @@ impl TaskWords {
             .collect();
         // "The number of movies" asks to count movies: any list of them answers it, and no
         // response says "number" for that reason.
-        let words: Vec<String> = task
-            .split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'')
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect();
+        let split: Vec<&str> =
+            task.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'').filter(|w| !w.is_empty()).collect();
+        let words: Vec<String> = split.iter().map(|w| w.to_lowercase()).collect();
         let counted: BTreeSet<String> = words
             .windows(2)
             .filter(|pair| COUNTS.contains(&pair[0].as_str()) && pair[1] == "of")
@@ -557,53 +555,42 @@ impl TaskWords {
         content.sort();
         content.dedup();
         let mut ask = Vec::new();
-        let split: Vec<&str> =
-            task.split(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'').filter(|w| !w.is_empty()).collect();
         // "Who directed the top-rated movie?" asks for whoever did it — the director — and the
         // rest says which movie; "Who is the director of …" is read like any other task.
-        let mut verb = split.iter().map(|w| w.to_lowercase()).skip_while(|w| w == "who");
-        let verb = match verb.next() {
+        let first = words.first().map(String::as_str).unwrap_or_default();
+        let mut verb = words.iter().skip_while(|w| *w == "who");
+        let next = verb.next();
+        let verb = match next.map(String::as_str) {
             // "Who has starred in …", not "Who has more stars …".
-            Some(w) if ["has", "have", "had"].contains(&w.as_str()) => {
+            Some("has" | "have" | "had") => {
                 verb.next().filter(|v| ["ed", "en", "wn"].iter().any(|end| v.ends_with(end)))
             }
-            Some(w) if w == "did" => verb.next(),
-            other => other,
+            Some("did") => verb.next(),
+            _ => next,
         };
-        let asks_who = split.first().is_some_and(|w| w.eq_ignore_ascii_case("who"));
-        if let Some(verb) = verb.filter(|v| asks_who && !COPULAS.contains(&v.as_str())) {
-            let root = crate::textsearch::root(&verb);
+        if let Some(verb) = verb.filter(|v| first == "who" && !COPULAS.contains(&v.as_str())) {
+            let root = crate::textsearch::root(verb);
             if content.contains(&root) {
                 ask.push(root);
             }
         }
         // "When is … released?" asks a date and what its verb says; "What does … VERB?" what its
         // last word says, not what the words after "what" name; "… look like?" an image.
-        let first = split.first().map(|w| w.to_lowercase()).unwrap_or_default();
-        let second = split.get(1).map(|w| w.to_lowercase()).unwrap_or_default();
-        let looks_like = split.len() > 2
-            && split[split.len() - 1].eq_ignore_ascii_case("like")
-            && ["look", "looks"].iter().any(|w| split[split.len() - 2].eq_ignore_ascii_case(w));
-        let verb_at_end =
-            first == "when" || (first == "what" && ["do", "does", "did"].contains(&second.as_str())) || looks_like;
+        let second = words.get(1).map(String::as_str).unwrap_or_default();
+        let looks_like =
+            matches!(&words[..], [.., _, look, like] if (look == "look" || look == "looks") && like == "like");
+        let verb_at_end = first == "when" || (first == "what" && ["do", "does", "did"].contains(&second)) || looks_like;
         if ask.is_empty() && looks_like {
             // How something looks is what its images show.
             ask.push(crate::textsearch::root("image"));
         } else if ask.is_empty() && verb_at_end {
             // The verb: the last word shaped like a participle (`released`, `airing`), else the
             // last content word (`start`).
-            let said: Vec<&str> = split
-                .iter()
-                .copied()
-                .filter(|w| content.contains(&crate::textsearch::root(&w.to_lowercase())))
-                .collect();
-            let verb = said
-                .iter()
-                .rev()
-                .find(|w| ["ed", "ing", "en"].iter().any(|end| w.to_lowercase().ends_with(end)))
-                .or(said.last());
+            let said: Vec<&String> = words.iter().filter(|w| content.contains(&crate::textsearch::root(w))).collect();
+            let verb =
+                said.iter().rev().find(|w| ["ed", "ing", "en"].iter().any(|end| w.ends_with(end))).or(said.last());
             if let Some(verb) = verb {
-                ask.push(crate::textsearch::root(&verb.to_lowercase()));
+                ask.push(crate::textsearch::root(verb));
             }
             let date = crate::textsearch::root("date");
             if first == "when" && !ask.contains(&date) {
