@@ -2,7 +2,7 @@
 # Runs chainsmith's fuzz targets (tests/it/fuzz.rs, proptest on stable Rust) for a CPU-time budget
 # each, in rounds of fresh random cases, and prints each target's case count, CPU and wall seconds.
 #
-#   scripts/fuzz.sh [CPU_MINUTES_PER_TARGET] [TARGET...]     # default: 10 minutes, all five targets
+#   scripts/fuzz.sh [CPU_MINUTES_PER_TARGET] [TARGET...]     # default: 10 minutes, all six targets
 #
 # CHAINSMITH_FUZZ_BINARY names an already built test binary (target/release/deps/it-*) to use
 # instead of building one; CHAINSMITH_FUZZ_ROUND sets the cases per round (default 2000). The
@@ -16,7 +16,7 @@ targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(protocol_loaders_take_any_file chainsmith_toml_takes_any_text
     analysis_completion_and_hover_take_any_program the_server_takes_any_byte_stream
-    workspace_state_takes_any_file)
+    workspace_state_takes_any_file the_host_takes_any_message)
 fi
 round="${CHAINSMITH_FUZZ_ROUND:-2000}"
 binary="${CHAINSMITH_FUZZ_BINARY:-}"

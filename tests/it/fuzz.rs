@@ -7,7 +7,8 @@
 //! - the language server's byte stream: the server answers or ends, never crashes;
 //! - what a workspace's `.chainsmith/` folder holds, which a cloned folder may plant: the ToolNet
 //!   store, run traces, a probed overlay and evaluation results, read as the CLI and the editor read
-//!   them (the workspace's graph, `run --replay`, the catalog, `eval merge`).
+//!   them (the workspace's graph, `run --replay`, the catalog, `eval merge`);
+//! - the host channel, what a confined program may send the host that executes its tool calls.
 //!
 //! `cargo test` runs a bounded number of cases per target; `scripts/fuzz.sh [CPU_MINUTES]` runs
 //! each for a CPU-time budget (docs/ARCHITECTURE.md, "Fuzzing").
@@ -329,4 +330,237 @@ fn the_workspace_state_seeds_are_read_as_written() {
     let latest = catalog.find("tmdb.movie_latest").expect("TMDB's latest movie");
     let examples = format!("{:?}", latest.examples);
     assert!(examples.contains("What is the latest movie?"), "the overlay's example is merged: {examples}");
+}
+
+/// The key the API below sends back in every answer (in JSON, text, headers and error messages):
+/// the program must never see it.
+const ECHOED_KEY: &str = "fz-echoed-key-5c1d9e";
+
+/// What the API adds to the address it redirects to.
+const REDIRECT_MARK: &str = "redirected-by-the-api=1";
+
+/// The API of the host-channel target: every answer carries [`ECHOED_KEY`], and `/v1/redirect?to=`
+/// sends the host wherever the program asked.
+const HOST_SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "api", "version": "1"}, "paths": {
+  "/items/{item_id}": {"get": {"operationId": "item", "parameters": [{"name": "item_id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+    "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "integer"}, "token": {"type": "string"}}}}}}}}},
+  "/items": {"post": {"operationId": "create", "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {"name": {"type": "string"}}}}}},
+    "responses": {"200": {"description": "ok"}}}},
+  "/search": {"get": {"operationId": "search", "parameters": [{"name": "query", "in": "query", "required": true, "schema": {"type": "string"}}],
+    "responses": {"200": {"description": "ok"}}}},
+  "/text": {"get": {"operationId": "text", "responses": {"200": {"description": "ok"}}}},
+  "/redirect": {"get": {"operationId": "bounce", "parameters": [{"name": "to", "in": "query", "required": true, "schema": {"type": "string"}}],
+    "responses": {"307": {"description": "elsewhere"}}}}
+}}"#;
+
+/// What a program sends the host, one message a line; `{api}` and `{canary}` become the API's and
+/// an address outside every toolset.
+const HOST_MESSAGES: &[&str] = &[
+    r#"{"op": "hello"}"#,
+    r#"{"op": "call", "tool": "api.item", "arguments": {"item_id": 7}, "line": 3}"#,
+    r#"{"op": "call", "tool": "api.search", "arguments": {"query": "a b"}, "line": 4}"#,
+    r#"{"op": "call", "tool": "api.create", "arguments": {"body": {"name": "n"}}}"#,
+    r#"{"op": "call", "tool": "api.bounce", "arguments": {"to": "{canary}/via-redirect"}}"#,
+    r#"{"op": "call", "tool": "api.text", "arguments": {}}"#,
+    r#"{"op": "http", "method": "GET", "url": "{api}/v1/items/7?x=1&x=2", "headers": [["accept", "*/*"]], "line": 5}"#,
+    r#"{"op": "http", "method": "POST", "url": "{api}/v1/items", "headers": [["content-type", "application/json"]], "body": "{\"name\": \"n\"}"}"#,
+    r#"{"op": "http", "method": "GET", "url": "{api}/v1/text", "body_latin1": "\u00ff\u0000"}"#,
+    r#"{"op": "http", "method": "GET", "url": "{api}/v1/redirect?to={canary}/via-redirect"}"#,
+    r#"{"op": "http", "method": "GET", "url": "{api}/v1/missing/%2e%2e/%00"}"#,
+    r#"{"op": "http", "method": "DELETE", "url": "{canary}/direct", "body": "{}"}"#,
+    r#"{"op": "error", "type": "KeyError", "message": "'x'", "frames": [{"line": 3}], "call": 1}"#,
+    r#"not json at all"#,
+];
+
+/// One workspace, API and canary for every case of the host-channel target.
+struct HostBench {
+    _dir: tempfile::TempDir,
+    config: std::sync::Arc<Config>,
+    catalog: std::sync::Arc<Catalog>,
+    api: crate::support::recorder::Recorder,
+    canary: crate::support::recorder::Recorder,
+}
+
+fn host_bench() -> &'static HostBench {
+    use crate::support::recorder::{Recorder, ok_json, redirect};
+    static BENCH: std::sync::OnceLock<HostBench> = std::sync::OnceLock::new();
+    BENCH.get_or_init(|| {
+        let api = Recorder::start(|target| {
+            let key = ECHOED_KEY;
+            if let Some(to) = target.strip_prefix("/v1/redirect?to=") {
+                // Marked, so the canary can tell a request the API sent it from one the host made.
+                let (to, fragment) = to.split_once('#').map_or((to, String::new()), |(t, f)| (t, format!("#{f}")));
+                let mark = if to.contains('?') { "&" } else { "?" };
+                redirect(&format!("{to}{mark}{REDIRECT_MARK}{fragment}"))
+            } else if target.starts_with("/v1/items") {
+                ok_json(&format!(r#"{{"id": 7, "token": "{key}"}}"#))
+            } else if target.starts_with("/v1/search") {
+                ok_json(&format!(r#"{{"results": [{{"id": 1, "name": "{key}"}}]}}"#))
+            } else if target.starts_with("/v1/text") {
+                let body = format!("\u{ff}key={key}");
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Token: {key}\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            } else {
+                let body = format!(r#"{{"status_message": "nothing here for {key}"}}"#);
+                format!(
+                    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            }
+        });
+        let canary = Recorder::start(|_| ok_json("{}"));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("api.json"), HOST_SPEC).unwrap();
+        let toml = format!(
+            "[[toolsets]]\nname = \"api\"\nopenapi = \"api.json\"\nbase_url = \"{}/v1\"\n\
+             auth = {{ header = \"x-api-key\", value_env = \"CHAINSMITH_FUZZ_NEVER_SET\" }}\n",
+            api.url()
+        );
+        std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
+        let config = Config::load(dir.path(), None);
+        let catalog = loader::load(&config);
+        assert!(catalog.find("api.item").is_ok(), "the host target's API: {:?}", catalog.diagnostics);
+        HostBench { _dir: dir, config: std::sync::Arc::new(config), catalog: std::sync::Arc::new(catalog), api, canary }
+    })
+}
+
+/// How a process connects to the host: one byte through the door, with a descriptor or none.
+fn send_through_door(door: &std::os::unix::net::UnixStream, fd: Option<std::os::fd::RawFd>) {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    let mut iov = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
+    let mut control = [0u64; 4];
+    // SAFETY: a zeroed msghdr is a valid empty one; the buffers it points at outlive the call.
+    unsafe {
+        let mut header: libc::msghdr = std::mem::zeroed();
+        header.msg_iov = &mut iov;
+        header.msg_iovlen = 1;
+        if let Some(fd) = fd {
+            header.msg_control = control.as_mut_ptr().cast();
+            header.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) as _;
+            let cmsg = libc::CMSG_FIRSTHDR(&header);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
+            libc::CMSG_DATA(cmsg).cast::<libc::c_int>().write_unaligned(fd);
+        }
+        assert_eq!(libc::sendmsg(door.as_raw_fd(), &header, 0), 1, "{}", std::io::Error::last_os_error());
+    }
+}
+
+/// Connects to the host through `door`, sends `input`, and reads every answer until the host
+/// closes the connection.
+fn talk_to_host(door: &std::os::unix::net::UnixStream, input: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+    send_through_door(door, Some(theirs.as_raw_fd()));
+    drop(theirs);
+    ours.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    // Written from another thread: the host answers as it reads, and both directions have buffers
+    // of finite size.
+    let mut writer = ours.try_clone().unwrap();
+    let input = input.to_vec();
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(&input);
+        let _ = writer.shutdown(std::net::Shutdown::Write);
+    });
+    let mut answers = Vec::new();
+    let read = (&ours).read_to_end(&mut answers);
+    sender.join().unwrap();
+    assert!(read.is_ok(), "the host did not finish answering: {read:?}");
+    answers
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(24), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// What a confined program sends its host, cut and spliced, through the door it holds (with
+    /// junk sent through the door first: a byte without a descriptor, a pipe, a datagram socket):
+    /// the host answers every line with one JSON object, never hands the program the key the API
+    /// echoes, contacts nothing outside the toolsets' base URLs but where the API redirected it,
+    /// keeps its call limit, and still serves the next connection (with the stop, once the run hit
+    /// that limit).
+    #[test]
+    fn the_host_takes_any_message(
+        // Few edits a message, so most stay JSON and reach the host's handling of each op.
+        messages in prop::collection::vec((0..HOST_MESSAGES.len(), prop::collection::vec(edit(), 0..3)), 1..6),
+        junk in 0u8..4,
+    ) {
+        use chainsmith::runtime::host::{Host, HostSetup, McpPool};
+        let bench = host_bench();
+        let (api, canary) = (bench.api.url(), bench.canary.url());
+        let input: Vec<u8> = messages
+            .iter()
+            .map(|(which, edits)| {
+                let seed = HOST_MESSAGES[*which].replace("{api}", &api).replace("{canary}", &canary);
+                let mut line = mutate(seed.as_bytes(), edits);
+                line.push(b'\n');
+                line
+            })
+            .collect::<Vec<_>>()
+            .concat();
+        let mut secrets = chainsmith::runtime::trace::Secrets::of(&bench.catalog, &bench.config);
+        secrets.add(ECHOED_KEY.to_string());
+        let max_calls = 4;
+        let host = std::sync::Arc::new(Host::new(HostSetup {
+            catalog: bench.catalog.clone(),
+            config: bench.config.clone(),
+            root: bench._dir.path().to_path_buf(),
+            secrets,
+            replay: None,
+            mcp: std::sync::Arc::new(McpPool::new()),
+            upstream: Vec::new(),
+            max_calls,
+            deadline: std::time::Instant::now() + std::time::Duration::from_secs(20),
+            observer: std::sync::Arc::new(chainsmith::runtime::Quiet),
+        }));
+        let (door, program_end) = std::os::unix::net::UnixStream::pair().unwrap();
+        let serving = host.serve(door.try_clone().unwrap());
+        match junk {
+            1 => send_through_door(&program_end, None),
+            2 => {
+                let (read, _write) = std::io::pipe().unwrap();
+                send_through_door(&program_end, Some(std::os::fd::AsRawFd::as_raw_fd(&read)));
+            }
+            3 => {
+                let (datagram, _other) = std::os::unix::net::UnixDatagram::pair().unwrap();
+                send_through_door(&program_end, Some(std::os::fd::AsRawFd::as_raw_fd(&datagram)));
+            }
+            _ => {}
+        }
+        let answers = talk_to_host(&program_end, &input);
+        let asked = input.split(|&b| b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)).count();
+        let lines: Vec<&[u8]> = answers.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+        prop_assert_eq!(lines.len(), asked, "one answer per message: {}", String::from_utf8_lossy(&answers));
+        for line in &lines {
+            let answer: serde_json::Value = serde_json::from_slice(line)
+                .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(line)));
+            prop_assert!(answer.is_object(), "{answer}");
+        }
+        let text = String::from_utf8_lossy(&answers);
+        prop_assert!(!text.contains(ECHOED_KEY), "the program was handed the API's key: {text}");
+        let direct: Vec<String> = bench
+            .canary
+            .received()
+            .into_iter()
+            .filter(|r| !r.lines().next().unwrap_or_default().contains(REDIRECT_MARK))
+            .collect();
+        prop_assert!(direct.is_empty(), "the host sent a request outside every toolset: {direct:?}");
+        let (calls, _, _, _) = host.finish();
+        prop_assert!(calls.len() <= max_calls as usize, "{} calls past the limit of {max_calls}", calls.len());
+        // A run stopped at its call limit answers everything after with why it stopped.
+        let hello = talk_to_host(&program_end, b"{\"op\": \"hello\"}\n");
+        let hello: serde_json::Value = serde_json::from_slice(&hello).unwrap_or_default();
+        let stopped_at_the_limit = calls.len() == max_calls as usize
+            && hello["stop"].as_str().is_some_and(|why| why.contains("max_tool_calls"));
+        prop_assert!(
+            hello["toolsets"]["api"]["tools"].is_object() || stopped_at_the_limit,
+            "the host stopped serving: {hello}"
+        );
+        host.close(&door);
+        serving.join().unwrap();
+    }
 }
