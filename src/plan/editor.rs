@@ -92,7 +92,7 @@ pub fn feeds<'c>(
     let mut out = Vec::new();
     for edge in &edges {
         for (variable, from) in &held {
-            if *from == edge.from && out.len() < IN_SCOPE_OFFERED {
+            if **from == *edge.from && out.len() < IN_SCOPE_OFFERED {
                 out.push(Feed::InScope {
                     variable: variable.clone(),
                     expression: format!("{variable}{}", edge.field.subscripts()),
@@ -107,7 +107,7 @@ pub fn feeds<'c>(
         if calls.len() == CALLS_CONSIDERED {
             break;
         }
-        if edge.from == tool.id() || calls.iter().any(|(_, _, e)| e.from == edge.from) {
+        if *edge.from == *tool.id() || calls.iter().any(|(_, _, e)| e.from == edge.from) {
             continue;
         }
         let Ok(producer) = catalog.find(&edge.from) else { continue };
@@ -299,7 +299,7 @@ pub fn completions(feeds: &[Feed<'_>], replace: ByteRange) -> Vec<Completion> {
 
 /// Why an edge exists, for a completion's documentation and a hover.
 pub fn evidence_markdown(edge: &Edge) -> String {
-    let why: Vec<&str> = edge.evidence.iter().map(|e| e.why.as_str()).collect();
+    let why: Vec<&str> = edge.evidence.iter().map(|e| &*e.why).collect();
     format!("`{}` of `{}` can feed `{}`: {}", edge.field, edge.from, edge.param, why.join("; "))
 }
 

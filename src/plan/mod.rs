@@ -915,7 +915,7 @@ impl Search<'_, '_> {
             let (mut edges, mut needing): (Vec<_>, Vec<_>) =
                 self.planner.flow.producers(&tool.id(), &param.name).cloned().partition(|e| !needs_it(&e.from));
             let rank = |e: &crate::toolset::dataflow::Edge| {
-                e.weight * (0.25 + self.relevance.get(&e.from).copied().unwrap_or(0.0))
+                e.weight * (0.25 + self.relevance.get(&*e.from).copied().unwrap_or(0.0))
             };
             edges.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
             needing.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
@@ -923,11 +923,11 @@ impl Search<'_, '_> {
             edges.truncate(PRODUCERS_PER_PARAM);
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
-                let why = edge.evidence.iter().map(|e| e.why.as_str()).collect::<Vec<_>>().join("; ");
+                let why = edge.evidence.iter().map(|e| &*e.why).collect::<Vec<_>>().join("; ");
                 for chain in self.chains_ending_in(producer, room - 1).into_iter().take(CHAINS_PER_PRODUCER) {
                     let call = chain.calls.len() - 1;
                     let source =
-                        Source::Field { call, field: edge.field.clone(), weight: edge.weight, why: why.clone() };
+                        Source::Field { call, field: (*edge.field).clone(), weight: edge.weight, why: why.clone() };
                     out.push((argument(source), Some(chain), None));
                 }
             }

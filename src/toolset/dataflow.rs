@@ -18,6 +18,7 @@
 //! ToolNet learns; this is what the schemas alone give.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -70,27 +71,28 @@ impl FieldPath {
 pub struct Evidence {
     /// How strongly this alone suggests the edge (0..1).
     pub strength: f64,
-    pub why: String,
+    pub why: Arc<str>,
 }
 
-/// `from`'s response field `field` can feed `to`'s parameter `param`.
+/// `from`'s response field `field` can feed `to`'s parameter `param`. A 16k-API catalog has
+/// hundreds of thousands: the names, the field and most reasons are shared between edges.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Edge {
-    pub from: String,
-    pub field: FieldPath,
-    pub to: String,
-    pub param: String,
+    pub from: Arc<str>,
+    pub field: Arc<FieldPath>,
+    pub to: Arc<str>,
+    pub param: Arc<str>,
     /// The combined strength of the evidence (0..1).
     pub weight: f64,
-    pub evidence: Vec<Evidence>,
+    pub evidence: Box<[Evidence]>,
 }
 
 /// The data-flow graph of one catalog.
 #[derive(Debug, Default)]
 pub struct DataFlow {
     edges: Vec<Edge>,
-    /// (consumer tool id, parameter) → edges into it, strongest first.
-    into: HashMap<(String, String), Vec<usize>>,
+    /// Consumer tool id → parameter → edges into it, strongest first.
+    into: HashMap<Arc<str>, HashMap<Arc<str>, Vec<usize>>>,
 }
 
 /// Limits that keep the build linear in the catalog: response schemas are walked this deep, and
@@ -104,45 +106,47 @@ const MIN_WEIGHT: f64 = 0.3;
 
 impl DataFlow {
     pub fn build(catalog: &Catalog) -> DataFlow {
+        use rayon::prelude::*;
         let consumers = Consumers::of(catalog);
         let shapes = detail_shapes(catalog);
-        let objects_of = |tool: &Tool| {
+        fn objects_of(tool: &Tool) -> Vec<Object<'_>> {
             let mut objects = Vec::new();
             if let Some(response) = &*tool.response {
                 let example = tool.examples.iter().find_map(|e| e.response.as_ref());
                 collect_objects(tool, response, example, FieldPath::default(), None, 0, &mut objects);
             }
             objects
-        };
-        let objects: Vec<(&Tool, Vec<Object>)> = catalog.tools().map(|tool| (tool, objects_of(tool))).collect();
-        let kinds = ObjectKinds::of(objects.iter().flat_map(|(_, objects)| objects), &consumers.entities);
-        let mut flow = DataFlow::default();
-        for (tool, objects) in objects {
-            let context = Producer::of(tool);
-            for object in objects {
-                let mut entities = object_entities(&object, &context, &shapes, &consumers.entities);
-                kinds.add_alike(&object, &mut entities);
-                for edge in consumers.fed_by(tool, &context, &object, &entities) {
-                    flow.push(edge);
-                }
-            }
         }
-        for list in flow.into.values_mut() {
+        // Each producing tool's objects and edges are its own: they are found on every core (the
+        // graph is built when an editor request first needs it), and joined in catalog order.
+        let tools: Vec<&Tool> = catalog.tools().collect();
+        let objects: Vec<Vec<Object>> = tools.par_iter().map(|tool| objects_of(tool)).collect();
+        let kinds = ObjectKinds::of(objects.iter().flatten(), &consumers.entities);
+        let edges_of_tools: Vec<Vec<Edge>> = tools
+            .par_iter()
+            .zip(objects.par_iter())
+            .map(|(tool, objects)| {
+                let context = Producer::of(tool);
+                let from: Arc<str> = tool.id().into();
+                let mut edges = Vec::new();
+                for object in objects {
+                    let mut entities = object_entities(object, &context, &shapes, &consumers.entities);
+                    kinds.add_alike(object, &mut entities);
+                    edges.extend(consumers.fed_by(tool, &from, &context, object, &entities));
+                }
+                first_of_each(edges)
+            })
+            .collect();
+        let mut flow = DataFlow::default();
+        flow.edges.reserve_exact(edges_of_tools.iter().map(Vec::len).sum());
+        for edge in edges_of_tools.into_iter().flatten() {
+            flow.into.entry(edge.to.clone()).or_default().entry(edge.param.clone()).or_default().push(flow.edges.len());
+            flow.edges.push(edge);
+        }
+        for list in flow.into.values_mut().flat_map(HashMap::values_mut) {
             list.sort_by(|a, b| flow.edges[*b].weight.total_cmp(&flow.edges[*a].weight));
         }
         flow
-    }
-
-    fn push(&mut self, edge: Edge) {
-        let key = (edge.to.clone(), edge.param.clone());
-        // One edge per (producer, field, consumer, parameter).
-        if let Some(list) = self.into.get(&key)
-            && list.iter().any(|&i| self.edges[i].from == edge.from && self.edges[i].field == edge.field)
-        {
-            return;
-        }
-        self.into.entry(key).or_default().push(self.edges.len());
-        self.edges.push(edge);
     }
 
     pub fn edges(&self) -> &[Edge] {
@@ -151,7 +155,7 @@ impl DataFlow {
 
     /// The edges into `tool`'s parameter `param`, strongest first.
     pub fn producers<'a>(&'a self, tool: &str, param: &str) -> impl Iterator<Item = &'a Edge> + 'a {
-        self.into.get(&(tool.to_string(), param.to_string())).into_iter().flatten().map(|&i| &self.edges[i])
+        self.into.get(tool).and_then(|params| params.get(param)).into_iter().flatten().map(|&i| &self.edges[i])
     }
 
     /// Which tools can follow which: `y` follows `x` when `x` can feed every required parameter
@@ -163,11 +167,11 @@ impl DataFlow {
             let fed: Vec<&str> =
                 tool.required().map(|p| p.name.as_str()).filter(|p| self.producers(&id, p).next().is_some()).collect();
             let Some(first) = fed.first() else { continue };
-            let mut from: Vec<&str> = self.producers(&id, first).map(|e| e.from.as_str()).collect();
+            let mut from: Vec<&str> = self.producers(&id, first).map(|e| &*e.from).collect();
             from.sort_unstable();
             from.dedup();
             for x in from {
-                if fed.iter().all(|p| self.producers(&id, p).any(|e| e.from == x)) {
+                if fed.iter().all(|p| self.producers(&id, p).any(|e| &*e.from == x)) {
                     links.entry(x.to_string()).or_default().push(id.clone());
                 }
             }
@@ -232,10 +236,27 @@ pub(crate) fn singular(word: &str) -> String {
 /// A parameter that can take a value from another tool: required or not, in the path, query or
 /// body, naming an entity.
 struct Consumer {
-    tool: String,
-    param: String,
+    tool: Arc<str>,
+    param: Arc<str>,
     want: Want,
     types: Vec<&'static str>,
+    /// Why a field of each handle name feeds it (`id`, or `login`, `name`, `slug`, `id` for a
+    /// parameter that is the thing itself), written once for all its producers.
+    identified_by: Vec<(&'static str, Arc<str>)>,
+}
+
+impl Consumer {
+    /// Why the field `key` (lower-cased `key_lower`) of a thing of its entity feeds it.
+    fn identified_why(&self, key: &str, key_lower: &str) -> Arc<str> {
+        match self.identified_by.iter().find(|(handle, _)| *handle == key) {
+            Some((_, why)) => why.clone(),
+            None => identifies(key_lower, &self.want.entity, &self.param),
+        }
+    }
+}
+
+fn identifies(key: &str, entity: &str, param: &str) -> Arc<str> {
+    format!("`{key}` identifies a {entity}, and `{param}` takes a {entity}").into()
 }
 
 struct Consumers {
@@ -268,11 +289,18 @@ impl Consumers {
                 if types.iter().any(|t| matches!(*t, "object" | "array" | "boolean")) {
                     continue;
                 }
+                let handles = match want.field {
+                    Some(field) => vec![field],
+                    None => vec!["login", "name", "slug", "id"],
+                };
+                let identified_by =
+                    handles.iter().map(|handle| (*handle, identifies(handle, &want.entity, &param.name))).collect();
                 by_entity.entry(want.entity.clone()).or_default().push(Consumer {
-                    tool: tool.id(),
-                    param: param.name.clone(),
+                    tool: tool.id().into(),
+                    param: param.name.as_str().into(),
                     want,
                     types,
+                    identified_by,
                 });
             }
         }
@@ -291,16 +319,23 @@ impl Consumers {
         Consumers { by_entity, entities }
     }
 
-    /// The edges from `tool`'s response object `object` of `entities` into consumers.
-    fn fed_by(&self, tool: &Tool, context: &Producer, object: &Object, entities: &[(String, Evidence)]) -> Vec<Edge> {
+    /// The edges from `tool` (whose id is `from`)'s response object `object` of `entities` into
+    /// consumers.
+    fn fed_by(
+        &self,
+        tool: &Tool,
+        from: &Arc<str>,
+        context: &Producer,
+        object: &Object,
+        entities: &[(String, Evidence)],
+    ) -> Vec<Edge> {
         let mut out = Vec::new();
         for (key, field_schema) in &object.fields {
             let field_types = schema::types(tool, field_schema);
             if field_types.iter().any(|t| matches!(*t, "object" | "array")) {
                 continue;
             }
-            let mut path = object.path.clone();
-            path.0.push(Step::Key(key.clone()));
+            let path = Arc::new(FieldPath(object.path.0.iter().cloned().chain([Step::Key(key.to_string())]).collect()));
             let key_lower = key.to_ascii_lowercase();
             // The top level's id of an operation that takes that entity echoes its argument
             // (`/movie/{movie_id}/credits` → `id`); lists inside it are other things of the kind
@@ -314,7 +349,7 @@ impl Consumers {
                         Some(field) => key_lower == field,
                         None => matches!(key_lower.as_str(), "login" | "name" | "slug" | "id"),
                     };
-                    if !fits || consumer.tool == tool.id() || echoes(entity) {
+                    if !fits || consumer.tool == *from || echoes(entity) {
                         continue;
                     }
                     // A parameter that is the thing itself (`repo`, `owner`) takes its handle:
@@ -325,11 +360,8 @@ impl Consumers {
                         (None, "name") => 0.55,
                         (None, _) => 0.35,
                     };
-                    let named = Evidence {
-                        strength,
-                        why: format!("`{key}` identifies a {entity}, and `{}` takes a {entity}", consumer.param),
-                    };
-                    out.extend(edge(tool, &path, consumer, &field_types, vec![why.clone(), named]));
+                    let named = Evidence { strength, why: consumer.identified_why(key, &key_lower) };
+                    out.extend(edge(from, &path, consumer, &field_types, vec![why.clone(), named]));
                 }
             }
             // The field carries the parameter's own name (`movie_id` in a response).
@@ -338,12 +370,12 @@ impl Consumers {
                 && !echoes(&want.entity)
                 && let Some(consumers) = self.by_entity.get(&want.entity)
             {
-                for consumer in consumers.iter().filter(|c| c.tool != tool.id() && c.want.field == want.field) {
+                for consumer in consumers.iter().filter(|c| c.tool != *from && c.want.field == want.field) {
                     let same = Evidence {
-                        strength: if consumer.param == *key { 0.9 } else { 0.75 },
-                        why: format!("`{key}` names the {} that `{}` takes", want.entity, consumer.param),
+                        strength: if *consumer.param == **key { 0.9 } else { 0.75 },
+                        why: format!("`{key}` names the {} that `{}` takes", want.entity, consumer.param).into(),
                     };
-                    out.extend(edge(tool, &path, consumer, &field_types, vec![same]));
+                    out.extend(edge(from, &path, consumer, &field_types, vec![same]));
                 }
             }
         }
@@ -366,8 +398,8 @@ fn is_identity_word(word: &str) -> bool {
 }
 
 fn edge(
-    tool: &Tool,
-    path: &FieldPath,
+    from: &Arc<str>,
+    path: &Arc<FieldPath>,
     consumer: &Consumer,
     field_types: &[&str],
     mut evidence: Vec<Evidence>,
@@ -382,7 +414,7 @@ fn edge(
         weight *= 0.5;
         evidence.push(Evidence {
             strength: 0.0,
-            why: format!("types differ: {} into {}", field_types.join("|"), consumer.types.join("|")),
+            why: format!("types differ: {} into {}", field_types.join("|"), consumer.types.join("|")).into(),
         });
     }
     // An item of a list inside a list's item (a found person's `known_for[]` movies) is a thing
@@ -390,17 +422,38 @@ fn edge(
     let lists = path.0.iter().filter(|s| **s == Step::Item).count();
     if lists > 1 {
         weight *= NESTED_LIST.powi(lists as i32 - 1);
-        evidence.push(Evidence { strength: 0.0, why: "it sits in a list inside a list's item".into() });
+        evidence.push(Evidence { strength: 0.0, why: IN_A_LIST_IN_A_LIST.clone() });
     }
     (weight >= MIN_WEIGHT).then(|| Edge {
-        from: tool.id(),
+        from: from.clone(),
         field: path.clone(),
         to: consumer.tool.clone(),
         param: consumer.param.clone(),
         weight,
-        evidence,
+        evidence: evidence.into_boxed_slice(),
     })
 }
+
+/// One producing tool's edges, one per (field, consumer, parameter): the first found is kept.
+fn first_of_each(edges: Vec<Edge>) -> Vec<Edge> {
+    use std::hash::{BuildHasher, RandomState};
+    let hasher = RandomState::new();
+    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut kept: Vec<Edge> = Vec::with_capacity(edges.len());
+    for edge in edges {
+        let key = hasher.hash_one((&edge.field, &edge.to, &edge.param));
+        let same = |i: &usize| kept[*i].field == edge.field && kept[*i].to == edge.to && kept[*i].param == edge.param;
+        if seen.get(&key).is_some_and(|kept| kept.iter().any(same)) {
+            continue;
+        }
+        seen.entry(key).or_default().push(kept.len());
+        kept.push(edge);
+    }
+    kept
+}
+
+static IN_A_LIST_IN_A_LIST: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| "it sits in a list inside a list's item".into());
 
 /// Independent evidence combined: 1 − Π(1 − s).
 fn combine(evidence: &[Evidence]) -> f64 {
@@ -442,25 +495,26 @@ impl Producer {
     }
 }
 
-/// An object node of a response: where it is, the key it sits under, its scalar and other fields.
-struct Object {
+/// An object node of a response: where it is, the key it sits under, its scalar and other fields
+/// (borrowed from the catalog: objects of every tool are held at once while the graph is built).
+struct Object<'c> {
     path: FieldPath,
-    parent_key: Option<String>,
-    fields: Vec<(String, Value)>,
+    parent_key: Option<&'c str>,
+    fields: Vec<(&'c str, &'c Value)>,
 }
 
 /// The objects of a response schema, read beside an example response where the tool has one:
 /// a property whose name a generator lost (`""`) takes the name of the one key the example has
 /// and the schema does not (RestBench TMDB's `trending` answers `results` there), and a list
 /// where the example has one, so what it holds still feeds other calls.
-fn collect_objects(
-    tool: &Tool,
-    schema: &Value,
-    example: Option<&Value>,
+fn collect_objects<'c>(
+    tool: &'c Tool,
+    schema: &'c Value,
+    example: Option<&'c Value>,
     path: FieldPath,
-    parent_key: Option<String>,
+    parent_key: Option<&'c str>,
     depth: usize,
-    out: &mut Vec<Object>,
+    out: &mut Vec<Object<'c>>,
 ) {
     if depth > MAX_DEPTH || out.len() >= MAX_OBJECTS_PER_RESPONSE {
         return;
@@ -486,8 +540,7 @@ fn collect_objects(
     if keys.is_empty() {
         return;
     }
-    let fields: Vec<(String, Value)> = keys.iter().map(|(k, v)| (k.to_string(), (*v).clone())).collect();
-    out.push(Object { path: path.clone(), parent_key, fields });
+    out.push(Object { path: path.clone(), parent_key, fields: keys.clone() });
     for (key, value) in keys {
         let mut inner = path.clone();
         inner.0.push(Step::Key(key.to_string()));
@@ -496,9 +549,9 @@ fn collect_objects(
         match example.and_then(Value::as_array) {
             Some(items) if !declared_list => {
                 inner.0.push(Step::Item);
-                collect_objects(tool, value, items.first(), inner, Some(key.to_string()), depth + 2, out);
+                collect_objects(tool, value, items.first(), inner, Some(key), depth + 2, out);
             }
-            _ => collect_objects(tool, value, example, inner, Some(key.to_string()), depth + 1, out),
+            _ => collect_objects(tool, value, example, inner, Some(key), depth + 1, out),
         }
     }
 }
@@ -514,7 +567,7 @@ struct ObjectKinds {
 const KINDRED_SHAPE_KEYS: usize = 4;
 
 impl ObjectKinds {
-    fn of<'o>(objects: impl Iterator<Item = &'o Object>, entities: &BTreeSet<String>) -> ObjectKinds {
+    fn of<'c: 'o, 'o>(objects: impl Iterator<Item = &'o Object<'c>>, entities: &BTreeSet<String>) -> ObjectKinds {
         let mut under: HashMap<u64, BTreeSet<String>> = HashMap::new();
         for object in objects {
             let (Some(parent), Some(shape)) = (&object.parent_key, shape_of(object)) else { continue };
@@ -538,7 +591,7 @@ impl ObjectKinds {
         let new: Vec<&String> = kinds.iter().filter(|k| **k != own && !entities.iter().any(|(e, _)| e == *k)).collect();
         for kind in new {
             let why = format!("it sits under `{parent}` and has the keys of the objects under `{kind}`");
-            entities.push((kind.clone(), Evidence { strength: 0.7, why }));
+            entities.push((kind.clone(), Evidence { strength: 0.7, why: why.into() }));
         }
     }
 }
@@ -549,7 +602,7 @@ fn shape_of(object: &Object) -> Option<u64> {
     if object.fields.len() < KINDRED_SHAPE_KEYS {
         return None;
     }
-    let mut keys: Vec<&str> = object.fields.iter().map(|(k, _)| k.as_str()).collect();
+    let mut keys: Vec<&str> = object.fields.iter().map(|(k, _)| *k).collect();
     keys.sort_unstable();
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     keys.hash(&mut hasher);
@@ -606,7 +659,7 @@ fn object_entities(
     shapes: &Shapes,
     entities: &BTreeSet<String>,
 ) -> Vec<(String, Evidence)> {
-    let keys: BTreeSet<&str> = object.fields.iter().map(|(k, _)| k.as_str()).collect();
+    let keys: BTreeSet<&str> = object.fields.iter().map(|(k, _)| *k).collect();
     let mut found: Vec<(String, Evidence)> = Vec::new();
     let mut add = |entity: &str, evidence: Evidence| match found.iter_mut().find(|(e, _)| e == entity) {
         Some((_, best)) if best.strength < evidence.strength => *best = evidence,
@@ -637,7 +690,8 @@ fn object_entities(
                 entity,
                 Evidence {
                     strength,
-                    why: format!("it shares {} of its keys with a {entity} ({}, …)", shared.len(), sample.join(", ")),
+                    why: format!("it shares {} of its keys with a {entity} ({}, …)", shared.len(), sample.join(", "))
+                        .into(),
                 },
             );
         }
@@ -645,7 +699,7 @@ fn object_entities(
     if let Some(parent) = &object.parent_key {
         let entity = singular(parent);
         if entities.contains(&entity) || is_identity_word(&entity) {
-            add(&entity, Evidence { strength: 0.8, why: format!("it sits under `{parent}`") });
+            add(&entity, Evidence { strength: 0.8, why: format!("it sits under `{parent}`").into() });
         }
     }
     // What the path is about, for the operation's own results (not objects nested in them).
@@ -659,7 +713,7 @@ fn object_entities(
     if own_results {
         for noun in &producer.nouns {
             if entities.contains(noun) && !producer.takes(noun) {
-                add(noun, Evidence { strength: 0.75, why: format!("the operation's path is about {noun}s") });
+                add(noun, Evidence { strength: 0.75, why: format!("the operation's path is about {noun}s").into() });
             }
         }
     }
@@ -722,10 +776,12 @@ mod tests {
     #[test]
     fn every_edge_says_why() {
         let flow = flow();
-        let edge =
-            flow.producers("tmdb.person_movie_credits", "person_id").find(|e| e.from == "tmdb.search_person").unwrap();
+        let edge = flow
+            .producers("tmdb.person_movie_credits", "person_id")
+            .find(|e| &*e.from == "tmdb.search_person")
+            .unwrap();
         assert!(edge.weight > 0.8, "{edge:?}");
-        let reasons: Vec<&str> = edge.evidence.iter().map(|e| e.why.as_str()).collect();
+        let reasons: Vec<&str> = edge.evidence.iter().map(|e| &*e.why).collect();
         assert!(reasons.iter().any(|r| r.contains("shares")), "{reasons:?}");
         assert_eq!(edge.field.subscripts(), "[\"results\"][0][\"id\"]");
     }
@@ -736,10 +792,10 @@ mod tests {
         // The real spec has one quirk (`trending`'s nameless property), warned about elsewhere.
         let (catalog, _) = crate::toolset::test_support::openapi_catalog_and_diagnostics("tmdb", spec, None);
         let flow = DataFlow::build(&catalog);
-        let from = |tool: &str| flow.producers("tmdb.movie_credits", "movie_id").find(|e| e.from == tool).unwrap();
+        let from = |tool: &str| flow.producers("tmdb.movie_credits", "movie_id").find(|e| &*e.from == tool).unwrap();
         let nested = from("tmdb.search_person");
         assert_eq!(nested.field.to_string(), "results[].known_for[].id");
-        assert!(nested.evidence.iter().any(|e| e.why == "it sits in a list inside a list's item"), "{nested:?}");
+        assert!(nested.evidence.iter().any(|e| &*e.why == "it sits in a list inside a list's item"), "{nested:?}");
         let direct = from("tmdb.search_movie");
         assert_eq!(direct.field.to_string(), "results[].id");
         assert!(nested.weight < 0.7 * direct.weight, "{} vs {}", nested.weight, direct.weight);
@@ -754,7 +810,7 @@ mod tests {
         let flow = DataFlow::build(&catalog);
         let fields: Vec<String> = flow
             .producers("tmdb.movie_credits", "movie_id")
-            .filter(|e| e.from == "tmdb.trending")
+            .filter(|e| &*e.from == "tmdb.trending")
             .map(|e| e.field.to_string())
             .collect();
         assert_eq!(fields, ["results[].id"]);
@@ -772,7 +828,7 @@ mod tests {
         let flow = DataFlow::build(&openapi_catalog("github", &spec, None));
         let edge = flow
             .producers("github.users_repos", "username")
-            .find(|e| e.from == "github.search_repositories")
+            .find(|e| &*e.from == "github.search_repositories")
             .expect("the searched repositories' owners feed username");
         assert_eq!(edge.field.to_string(), "items[].owner.login");
         assert!(edge.evidence.iter().any(|e| e.why.contains("keys of the objects under `user`")), "{edge:?}");

@@ -31,7 +31,7 @@ pub fn hover(snap: &Snapshot, params: lsp::HoverParams) -> Option<lsp::Hover> {
             .producers(&tool, &param)
             .take(PRODUCERS_SHOWN)
             .map(|e| {
-                let why = e.evidence.iter().map(|w| w.why.as_str()).collect::<Vec<_>>().join("; ");
+                let why = e.evidence.iter().map(|w| &*w.why).collect::<Vec<_>>().join("; ");
                 format!("- `{}` → `{}` ({why})", e.from, e.field)
             })
             .collect();
