@@ -91,7 +91,7 @@ class Extension implements vscode.Disposable {
     if (!resolution.ok) {
       this.showState("failed", "executable not found");
       this.installPlaceholders(resolution.message);
-      void this.showError(resolution.message, "Open Settings");
+      void this.showError(resolution.message, "Open Settings", "path");
       return;
     }
     this.output.info(`Starting ${resolution.command} lsp (from ${resolution.source}) in ${this.root}`);
@@ -322,7 +322,7 @@ class Extension implements vscode.Disposable {
   private installPlaceholders(message: string): void {
     this.disposePlaceholders();
     this.placeholders = SERVER_COMMANDS.map((c) =>
-      vscode.commands.registerCommand(c.id, () => void this.showError(`${c.title}: ${message}`, "Open Settings")),
+      vscode.commands.registerCommand(c.id, () => void this.showError(`${c.title}: ${message}`, "Open Settings", "path")),
     );
   }
 
@@ -331,16 +331,35 @@ class Extension implements vscode.Disposable {
     this.placeholders = [];
   }
 
-  private async showError(message: string, action: "Show Output" | "Open Settings"): Promise<void> {
+  /** `setting`: the `chainsmith.*` key the message is about, which "Open Settings" shows. */
+  private async showError(message: string, action: "Show Output" | "Open Settings", setting?: string): Promise<void> {
     const choice = await vscode.window.showErrorMessage(`chainsmith: ${message}`, action);
     if (choice === "Show Output") this.output.show();
-    if (choice === "Open Settings") await vscode.commands.executeCommand("workbench.action.openSettings", SECTION);
+    if (choice === "Open Settings") await openSettings(setting);
   }
 
   private async showWarning(message: string): Promise<void> {
     const choice = await vscode.window.showWarningMessage(`chainsmith: ${message}`, "Open Settings");
-    if (choice) await vscode.commands.executeCommand("workbench.action.openSettings", SECTION);
+    if (choice) await openSettings();
   }
+}
+
+/**
+ * Opens the Settings editor at `chainsmith.<setting>` (or the whole section). `path` is a machine
+ * setting: in a remote window (Remote-SSH, WSL, Dev Containers) only the Remote tab can set it, so
+ * it opens there; the User tab, where VS Code would open, ignores it.
+ */
+async function openSettings(setting?: string): Promise<void> {
+  const query = setting ? `${SECTION}.${setting}` : SECTION;
+  if (setting === "path" && vscode.env.remoteName) {
+    try {
+      await vscode.commands.executeCommand("workbench.action.openRemoteSettings", { query });
+      return;
+    } catch {
+      // A workbench without that command: the User tab, whose description of the setting says where it belongs.
+    }
+  }
+  await vscode.commands.executeCommand("workbench.action.openSettings", query);
 }
 
 /** The window's chainsmith workspace (see workspace.ts). */

@@ -75,6 +75,27 @@ describe("the extension under a stand-in VS Code", () => {
     }
   });
 
+  it("opens the settings where chainsmith.path can be set: the Remote tab in a remote window", async () => {
+    const ws = path.join(temp, "missing-binary-settings");
+    fs.mkdirSync(ws);
+    fs.writeFileSync(path.join(ws, "chainsmith.toml"), "");
+    for (const [remoteName, expected] of [
+      [undefined, { id: "workbench.action.openSettings", args: ["chainsmith.path"] }],
+      ["ssh-remote", { id: "workbench.action.openRemoteSettings", args: [{ query: "chainsmith.path" }] }],
+    ] as const) {
+      fake.reset([ws], { path: "/nonexistent/chainsmith" });
+      fake.remoteName = remoteName;
+      fake.click = "Open Settings";
+      const deactivate = await activate();
+      try {
+        await until("the settings to open", () => fake.workbench.length > 0);
+        assert.deepEqual(fake.workbench, [expected], `remote window: ${remoteName ?? "none"}`);
+      } finally {
+        await deactivate();
+      }
+    }
+  });
+
   it("starts the server for a nested workspace, shows its tools and runs its commands", async () => {
     assert.ok(fs.existsSync(binary), `no chainsmith binary at ${binary}: build it with \`cargo build\``);
     const folder = path.join(temp, "repo");

@@ -107,6 +107,12 @@ export class FakeVscode {
   readonly contexts = new Map<string, unknown>();
   readonly statusItem: { text?: string; tooltip?: string; command?: string; visible?: boolean } = {};
   activeDocument: string | undefined;
+  /** `env.remoteName`: set for a remote window (Remote-SSH, WSL, Dev Containers). */
+  remoteName: string | undefined;
+  /** The button the user clicks on the messages shown from now on (none: they are dismissed). */
+  click: string | undefined;
+  /** The workbench's own commands the extension ran (`workbench.action.openSettings`, …). */
+  readonly workbench: Array<{ id: string; args: unknown[] }> = [];
   private readonly configurationChanged = new EventEmitter<{ affectsConfiguration: (s: string) => boolean }>();
 
   reset(folders: string[], settings: Record<string, unknown>): void {
@@ -115,6 +121,9 @@ export class FakeVscode {
     this.foundFiles = [];
     this.shown.length = 0;
     this.progress.length = 0;
+    this.remoteName = undefined;
+    this.click = undefined;
+    this.workbench.length = 0;
     this.log.length = 0;
     for (const k of Object.keys(this.statusItem)) delete (this.statusItem as Record<string, unknown>)[k];
   }
@@ -134,8 +143,9 @@ export class FakeVscode {
     const show =
       (kind: Shown["kind"]) =>
       async (message: string, ...rest: unknown[]) => {
-        fake.shown.push({ kind, message, actions: rest.filter((r): r is string => typeof r === "string") });
-        return undefined;
+        const actions = rest.filter((r): r is string => typeof r === "string");
+        fake.shown.push({ kind, message, actions });
+        return fake.click !== undefined && actions.includes(fake.click) ? fake.click : undefined;
       };
     const channel = withFallback(
       {
@@ -177,7 +187,19 @@ export class FakeVscode {
           constructor(readonly id: string) {}
         },
         CancellationError: class extends Error {},
-        env: withFallback({ appName: "Visual Studio Code", language: "en", machineId: "test", sessionId: "test", uiKind: 1 }, "env"),
+        env: withFallback(
+          {
+            appName: "Visual Studio Code",
+            language: "en",
+            machineId: "test",
+            sessionId: "test",
+            uiKind: 1,
+            get remoteName() {
+              return fake.remoteName;
+            },
+          },
+          "env",
+        ),
         workspace: withFallback(
           {
             get workspaceFolders() {
@@ -262,6 +284,10 @@ export class FakeVscode {
             async executeCommand(id: string, ...args: unknown[]) {
               if (id === "setContext") {
                 fake.contexts.set(String(args[0]), args[1]);
+                return undefined;
+              }
+              if (id.startsWith("workbench.")) {
+                fake.workbench.push({ id, args });
                 return undefined;
               }
               const f = fake.commands.get(id);
