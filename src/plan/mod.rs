@@ -14,7 +14,7 @@
 pub mod editor;
 pub mod values;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
@@ -920,6 +920,11 @@ impl Search<'_, '_> {
             edges.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
             needing.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
             edges.append(&mut needing);
+            // One field per producer, its best: a response that holds the thing in many places
+            // (a pull request's `user`, `head.user`, `assignee`, …) is one way to it, and took
+            // every place from the other producers.
+            let mut producers_seen = HashSet::new();
+            edges.retain(|e| producers_seen.insert(e.from.clone()));
             edges.truncate(PRODUCERS_PER_PARAM);
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
@@ -1252,6 +1257,19 @@ mod tests {
     fn a_name_that_qualifies_a_thing_is_searched_by_not_passed_as_another() {
         let paths = github_paths("List the repositories of the owner of the most starred Python repository");
         assert_eq!(paths[0], ["GET /search/repositories", "GET /users/{username}/repos"], "{paths:#?}");
+    }
+
+    /// A list of pull requests holds users in a dozen places (`user`, `head.user`, `assignee`, …):
+    /// each was a producer of its own, they took every producer's place for `username`, and the
+    /// one pull request the task names was never asked.
+    #[test]
+    fn a_producer_takes_one_place_however_many_fields_it_has() {
+        let paths = github_paths("List the public repositories of the author of pull request 7 in rust-lang/cargo");
+        assert_eq!(
+            paths[0],
+            ["GET /repos/{owner}/{repo}/pulls/{pull_number}", "GET /users/{username}/repos"],
+            "{paths:#?}"
+        );
     }
 
     /// "open" ranks the operations that change a pull request first; each of them needs the
