@@ -118,7 +118,8 @@ impl DataFlow {
             objects
         }
         // Each producing tool's objects and edges are its own: they are found on every core (the
-        // graph is built when an editor request first needs it), and joined in catalog order.
+        // editor builds the graph after each load, and hover, completion and plans wait for it),
+        // and joined in catalog order.
         let tools: Vec<&Tool> = catalog.tools().collect();
         let objects: Vec<Vec<Object>> = tools.par_iter().map(|tool| objects_of(tool)).collect();
         let kinds = ObjectKinds::of(objects.iter().flatten(), &consumers.entities);
@@ -240,17 +241,19 @@ struct Consumer {
     param: Arc<str>,
     want: Want,
     types: Vec<&'static str>,
-    /// Why a field of each handle name feeds it (`id`, or `login`, `name`, `slug`, `id` for a
-    /// parameter that is the thing itself), written once for all its producers.
+    /// Why a field of each name it takes feeds it (its field: `id`, `number`, `slug`; or `login`,
+    /// `name`, `slug`, `id` for a parameter that is the thing itself), written once for all its
+    /// producers.
     identified_by: Vec<(&'static str, Arc<str>)>,
 }
 
 impl Consumer {
-    /// Why the field `key` (lower-cased `key_lower`) of a thing of its entity feeds it.
-    fn identified_why(&self, key: &str, key_lower: &str) -> Arc<str> {
+    /// Why the field `key` of a thing of its entity feeds it (a key written otherwise than the
+    /// prepared names, `ID`, gets its own sentence).
+    fn identified_why(&self, key: &str) -> Arc<str> {
         match self.identified_by.iter().find(|(handle, _)| *handle == key) {
             Some((_, why)) => why.clone(),
-            None => identifies(key_lower, &self.want.entity, &self.param),
+            None => identifies(key, &self.want.entity, &self.param),
         }
     }
 }
@@ -360,7 +363,7 @@ impl Consumers {
                         (None, "name") => 0.55,
                         (None, _) => 0.35,
                     };
-                    let named = Evidence { strength, why: consumer.identified_why(key, &key_lower) };
+                    let named = Evidence { strength, why: consumer.identified_why(key) };
                     out.extend(edge(from, &path, consumer, &field_types, vec![why.clone(), named]));
                 }
             }
@@ -435,21 +438,20 @@ fn edge(
 }
 
 /// One producing tool's edges, one per (field, consumer, parameter): the first found is kept.
+/// Edges of different producers never repeat each other (tool ids are unique in a catalog), so
+/// each producer's are de-duplicated alone; and within one, a field's edges share its path and a
+/// consumer's its names, so the same edge is the same three pointers (hashing the paths and names
+/// themselves took a fifth of the build at 16k APIs). Were two equal names ever two allocations,
+/// an edge would be kept twice, never one lost.
 fn first_of_each(edges: Vec<Edge>) -> Vec<Edge> {
-    use std::hash::{BuildHasher, RandomState};
-    let hasher = RandomState::new();
-    let mut seen: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut kept: Vec<Edge> = Vec::with_capacity(edges.len());
-    for edge in edges {
-        let key = hasher.hash_one((&edge.field, &edge.to, &edge.param));
-        let same = |i: &usize| kept[*i].field == edge.field && kept[*i].to == edge.to && kept[*i].param == edge.param;
-        if seen.get(&key).is_some_and(|kept| kept.iter().any(same)) {
-            continue;
-        }
-        seen.entry(key).or_default().push(kept.len());
-        kept.push(edge);
-    }
-    kept
+    let mut seen = std::collections::HashSet::new();
+    edges
+        .into_iter()
+        .filter(|e| {
+            let name = |name: &Arc<str>| Arc::as_ptr(name).cast::<u8>() as usize;
+            seen.insert((Arc::as_ptr(&e.field) as usize, name(&e.to), name(&e.param)))
+        })
+        .collect()
 }
 
 static IN_A_LIST_IN_A_LIST: std::sync::LazyLock<Arc<str>> =
