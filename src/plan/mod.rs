@@ -920,11 +920,14 @@ impl Search<'_, '_> {
             edges.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
             needing.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
             edges.append(&mut needing);
-            // One field per producer, its best: a response that holds the thing in many places
-            // (a pull request's `user`, `head.user`, `assignee`, …) is one way to it, and took
-            // every place from the other producers.
+            // Each producer's best field first, its other fields in the places left: a response
+            // that holds the thing in many places (a pull request's `user`, `head.user`,
+            // `assignee`, …) is one way to it, and its fields took every place from the other
+            // producers.
             let mut producers_seen = HashSet::new();
-            edges.retain(|e| producers_seen.insert(e.from.clone()));
+            let (mut edges, mut other_fields): (Vec<_>, Vec<_>) =
+                edges.into_iter().partition(|e| producers_seen.insert(e.from.clone()));
+            edges.append(&mut other_fields);
             edges.truncate(PRODUCERS_PER_PARAM);
             for edge in edges {
                 let Ok(producer) = self.planner.catalog.find(&edge.from) else { continue };
