@@ -339,8 +339,8 @@ const ECHOED_KEY: &str = "fz-echoed-key-5c1d9e";
 /// What the API adds to the address it redirects to.
 const REDIRECT_MARK: &str = "redirected-by-the-api=1";
 
-/// The API of the host-channel target: every answer carries [`ECHOED_KEY`], and `/v1/redirect?to=`
-/// sends the host wherever the program asked.
+/// The API of the host-channel target: every answer but a redirect carries [`ECHOED_KEY`], and
+/// `/v1/redirect?to=` sends the host to the canary, at the path the program asked.
 const HOST_SPEC: &str = r#"{"openapi": "3.0.0", "info": {"title": "api", "version": "1"}, "paths": {
   "/items/{item_id}": {"get": {"operationId": "item", "parameters": [{"name": "item_id", "in": "path", "required": true, "schema": {"type": "integer"}}],
     "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {"id": {"type": "integer"}, "token": {"type": "string"}}}}}}}}},
@@ -385,13 +385,24 @@ fn host_bench() -> &'static HostBench {
     use crate::support::recorder::{Recorder, ok_json, redirect};
     static BENCH: std::sync::OnceLock<HostBench> = std::sync::OnceLock::new();
     BENCH.get_or_init(|| {
-        let api = Recorder::start(|target| {
+        let canary = Recorder::start(|_| ok_json("{}"));
+        let canary_url = canary.url();
+        let api = Recorder::start(move |target| {
             let key = ECHOED_KEY;
             if let Some(to) = target.strip_prefix("/v1/redirect?to=") {
-                // Marked, so the canary can tell a request the API sent it from one the host made.
-                let (to, fragment) = to.split_once('#').map_or((to, String::new()), |(t, f)| (t, format!("#{f}")));
-                let mark = if to.contains('?') { "&" } else { "?" };
-                redirect(&format!("{to}{mark}{REDIRECT_MARK}{fragment}"))
+                // A module call sends `to` form-encoded, the HTTP dialect as written.
+                let to = percent_encoding::percent_decode_str(&to.replace('+', " ")).decode_utf8_lossy().into_owned();
+                // Only to the canary (a mutated address must not leave the machine), and marked,
+                // so the canary can tell a request the API sent it from one the host made.
+                match to.strip_prefix(&canary_url) {
+                    Some(path) if path.starts_with('/') => {
+                        // Before a fragment (`to` may hold an encoded `#`), which is never sent.
+                        let (path, fragment) = path.split_once('#').map_or((path, ""), |(p, _)| (p, "#"));
+                        let mark = if path.contains('?') { "&" } else { "?" };
+                        redirect(&format!("{canary_url}{path}{mark}{REDIRECT_MARK}{fragment}"))
+                    }
+                    _ => "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".to_string(),
+                }
             } else if target.starts_with("/v1/items") {
                 ok_json(&format!(r#"{{"id": 7, "token": "{key}"}}"#))
             } else if target.starts_with("/v1/search") {
@@ -410,7 +421,6 @@ fn host_bench() -> &'static HostBench {
                 )
             }
         });
-        let canary = Recorder::start(|_| ok_json("{}"));
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("api.json"), HOST_SPEC).unwrap();
         let toml = format!(
@@ -432,7 +442,9 @@ fn send_through_door(door: &std::os::unix::net::UnixStream, fd: Option<std::os::
     let mut byte = 0u8;
     let mut iov = libc::iovec { iov_base: (&raw mut byte).cast(), iov_len: 1 };
     let mut control = [0u64; 4];
-    // SAFETY: a zeroed msghdr is a valid empty one; the buffers it points at outlive the call.
+    // SAFETY: a zeroed msghdr is a valid empty one; the buffers it points at outlive the call, and
+    // `control` is aligned for `cmsghdr` and larger than CMSG_SPACE of one descriptor, so
+    // CMSG_FIRSTHDR returns a header inside it.
     unsafe {
         let mut header: libc::msghdr = std::mem::zeroed();
         header.msg_iov = &mut iov;
@@ -531,6 +543,8 @@ proptest! {
             }
             _ => {}
         }
+        // The recorders serve every case: each case looks at the requests made during it.
+        let (api_before, canary_before) = (bench.api.received().len(), bench.canary.received().len());
         let answers = talk_to_host(&program_end, &input);
         let asked = input.split(|&b| b == b'\n').filter(|l| !l.iter().all(u8::is_ascii_whitespace)).count();
         let lines: Vec<&[u8]> = answers.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
@@ -542,13 +556,21 @@ proptest! {
         }
         let text = String::from_utf8_lossy(&answers);
         prop_assert!(!text.contains(ECHOED_KEY), "the program was handed the API's key: {text}");
-        let direct: Vec<String> = bench
-            .canary
-            .received()
-            .into_iter()
+        let direct: Vec<String> = bench.canary.received()[canary_before..]
+            .iter()
             .filter(|r| !r.lines().next().unwrap_or_default().contains(REDIRECT_MARK))
+            .cloned()
             .collect();
         prop_assert!(direct.is_empty(), "the host sent a request outside every toolset: {direct:?}");
+        let outside_the_base: Vec<String> = bench.api.received()[api_before..]
+            .iter()
+            .filter(|r| {
+                let target = r.split_whitespace().nth(1).unwrap_or_default();
+                !(target == "/v1" || target.starts_with("/v1/") || target.starts_with("/v1?"))
+            })
+            .cloned()
+            .collect();
+        prop_assert!(outside_the_base.is_empty(), "the host sent the API a request outside the base URL: {outside_the_base:?}");
         let (calls, _, _, _) = host.finish();
         prop_assert!(calls.len() <= max_calls as usize, "{} calls past the limit of {max_calls}", calls.len());
         // A run stopped at its call limit answers everything after with why it stopped.
