@@ -331,8 +331,8 @@ class Extension implements vscode.Disposable {
     this.placeholders = [];
   }
 
-  /** `setting`: the `chainsmith.*` key the message is about, which "Open Settings" shows. */
-  private async showError(message: string, action: "Show Output" | "Open Settings", setting?: string): Promise<void> {
+  /** `setting`: the machine setting the message is about, which "Open Settings" shows. */
+  private async showError(message: string, action: "Show Output" | "Open Settings", setting?: "path"): Promise<void> {
     const choice = await vscode.window.showErrorMessage(`chainsmith: ${message}`, action);
     if (choice === "Show Output") this.output.show();
     if (choice === "Open Settings") await openSettings(setting);
@@ -349,9 +349,9 @@ class Extension implements vscode.Disposable {
  * setting: in a remote window (Remote-SSH, WSL, Dev Containers) only the Remote tab can set it, so
  * it opens there; the User tab, where VS Code would open, ignores it.
  */
-async function openSettings(setting?: string): Promise<void> {
+async function openSettings(setting?: "path"): Promise<void> {
   const query = setting ? `${SECTION}.${setting}` : SECTION;
-  if (setting === "path" && vscode.env.remoteName) {
+  if (setting && vscode.env.remoteName) {
     try {
       await vscode.commands.executeCommand("workbench.action.openRemoteSettings", { query });
       return;

@@ -79,12 +79,15 @@ describe("the extension under a stand-in VS Code", () => {
     const ws = path.join(temp, "missing-binary-settings");
     fs.mkdirSync(ws);
     fs.writeFileSync(path.join(ws, "chainsmith.toml"), "");
-    for (const [remoteName, expected] of [
-      [undefined, { id: "workbench.action.openSettings", args: ["chainsmith.path"] }],
-      ["ssh-remote", { id: "workbench.action.openRemoteSettings", args: [{ query: "chainsmith.path" }] }],
+    for (const [remoteName, lacking, expected] of [
+      [undefined, undefined, { id: "workbench.action.openSettings", args: ["chainsmith.path"] }],
+      ["ssh-remote", undefined, { id: "workbench.action.openRemoteSettings", args: [{ query: "chainsmith.path" }] }],
+      // A workbench without Open Remote Settings: the User tab, at least at the setting.
+      ["ssh-remote", "workbench.action.openRemoteSettings", { id: "workbench.action.openSettings", args: ["chainsmith.path"] }],
     ] as const) {
       fake.reset([ws], { path: "/nonexistent/chainsmith" });
       fake.remoteName = remoteName;
+      if (lacking) fake.lacking.add(lacking);
       fake.click = "Open Settings";
       const deactivate = await activate();
       try {

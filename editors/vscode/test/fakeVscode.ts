@@ -113,6 +113,8 @@ export class FakeVscode {
   click: string | undefined;
   /** The workbench's own commands the extension ran (`workbench.action.openSettings`, …). */
   readonly workbench: Array<{ id: string; args: unknown[] }> = [];
+  /** Workbench commands this VS Code lacks (running one throws, as VS Code does). */
+  readonly lacking = new Set<string>();
   private readonly configurationChanged = new EventEmitter<{ affectsConfiguration: (s: string) => boolean }>();
 
   reset(folders: string[], settings: Record<string, unknown>): void {
@@ -124,6 +126,7 @@ export class FakeVscode {
     this.remoteName = undefined;
     this.click = undefined;
     this.workbench.length = 0;
+    this.lacking.clear();
     this.log.length = 0;
     for (const k of Object.keys(this.statusItem)) delete (this.statusItem as Record<string, unknown>)[k];
   }
@@ -287,6 +290,7 @@ export class FakeVscode {
                 return undefined;
               }
               if (id.startsWith("workbench.")) {
+                if (fake.lacking.has(id)) throw new Error(`command '${id}' not found`);
                 fake.workbench.push({ id, args });
                 return undefined;
               }
