@@ -556,6 +556,38 @@ fn run_against_the_mock_reaches_no_api() {
     assert_eq!(server.requests().as_array().unwrap().len(), 0, "the mock run reached the API");
 }
 
+/// README's quick start: with no key and no network, "Run against the mock" runs every chain of
+/// the example — the HTTP-dialect ones too, which once read `$TMDB_KEY` themselves and so failed
+/// in a confined run, where the program never sees it (chainsmith adds the key).
+#[test]
+fn every_example_chain_runs_against_the_mock_with_no_key() {
+    let ws = tempfile::tempdir().unwrap();
+    let example = crate::support::runtime::repo("examples/tmdb");
+    for dir in ["specs", "chains"] {
+        std::fs::create_dir_all(ws.path().join(dir)).unwrap();
+        for entry in std::fs::read_dir(example.join(dir)).unwrap().flatten() {
+            std::fs::copy(entry.path(), ws.path().join(dir).join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::copy(example.join("chainsmith.toml"), ws.path().join("chainsmith.toml")).unwrap();
+    let mut chains: Vec<_> = std::fs::read_dir(ws.path().join("chains")).unwrap().flatten().map(|e| e.path()).collect();
+    chains.sort();
+    assert!(chains.len() >= 12, "{chains:?}");
+    for chain in chains {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .args(["run", "--mock"])
+            .arg(&chain)
+            .current_dir(ws.path())
+            .env_remove("TMDB_KEY")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{}:\n{stdout}\n{stderr}", chain.display());
+        assert!(stderr.contains("── trace:"), "{}: {stderr}", chain.display());
+    }
+}
+
 #[test]
 fn a_missing_requests_library_is_named_clearly() {
     let server = TmdbServer::start(&[]);

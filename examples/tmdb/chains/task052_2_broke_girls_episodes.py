@@ -8,13 +8,15 @@ import os
 import requests
 
 BASE = "https://api.themoviedb.org/3"
-KEY = os.environ["TMDB_KEY"]
+# Under chainsmith the program never sees the key: chainsmith adds it to every request under the
+# toolset's base URL (`auth` in chainsmith.toml). Run with plain python3, it passes $TMDB_KEY itself.
+AUTH = {"api_key": os.environ["TMDB_KEY"]} if "TMDB_KEY" in os.environ else {}
 
 session = requests.Session()
-shows = session.get(BASE + "/search/tv", params={"api_key": KEY, "query": "2 Broke Girls"}).json()
+shows = session.get(BASE + "/search/tv", params={**AUTH, "query": "2 Broke Girls"}).json()
 show = shows["results"][0]
 
-details = session.get(f"{BASE}/tv/{show['id']}", params={"api_key": KEY}).json()
+details = session.get(f"{BASE}/tv/{show['id']}", params=AUTH).json()
 
 print(f"{details['name']} has {details['number_of_episodes']} episodes in {details['number_of_seasons']} seasons:")
 for season in details["seasons"]:

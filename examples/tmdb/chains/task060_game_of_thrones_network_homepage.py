@@ -8,14 +8,16 @@ import os
 import requests
 
 API = "https://api.themoviedb.org/3"
-KEY = os.environ["TMDB_KEY"]
+# Under chainsmith the program never sees the key: chainsmith adds it to every request under the
+# toolset's base URL (`auth` in chainsmith.toml). Run with plain python3, it passes $TMDB_KEY itself.
+AUTH = {"api_key": os.environ["TMDB_KEY"]} if "TMDB_KEY" in os.environ else {}
 
-shows = requests.get(API + "/search/tv", params={"api_key": KEY, "query": "Game of Thrones"}).json()
+shows = requests.get(API + "/search/tv", params={**AUTH, "query": "Game of Thrones"}).json()
 show_id = shows["results"][0]["id"]
 
-tv = requests.get(f"{API}/tv/{show_id}", params={"api_key": KEY}).json()
+tv = requests.get(f"{API}/tv/{show_id}", params=AUTH).json()
 network_id = tv["networks"][0]["id"]
 
-network = requests.get(API + f"/network/{network_id}", params={"api_key": KEY}).json()
+network = requests.get(API + f"/network/{network_id}", params=AUTH).json()
 
 print(f"{tv['name']} was produced by {network['name']}; its homepage is {network['homepage']}")

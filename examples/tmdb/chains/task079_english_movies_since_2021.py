@@ -8,12 +8,14 @@ import os
 import httpx
 
 BASE = "https://api.themoviedb.org/3"
-KEY = os.environ["TMDB_KEY"]
+# Under chainsmith the program never sees the key: chainsmith adds it to every request under the
+# toolset's base URL (`auth` in chainsmith.toml). Run with plain python3, it passes $TMDB_KEY itself.
+AUTH = {"api_key": os.environ["TMDB_KEY"]} if "TMDB_KEY" in os.environ else {}
 
 movies = httpx.get(
     BASE + "/discover/movie",
     params={
-        "api_key": KEY,
+        **AUTH,
         "with_original_language": "en",
         "vote_average.gte": 7.0,
         "vote_count.gte": 200,
