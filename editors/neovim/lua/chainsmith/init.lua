@@ -38,7 +38,7 @@ M.defaults = {
   cmd_env = nil,
 }
 
---- The server's editor commands (DESIGN.md) and the user commands that run them.
+--- The server's editor commands (src/server/command_names.rs) and the user commands that run them.
 M.commands = {
   { id = "chainsmith.run", user = "ChainsmithRun", title = "Run chain" },
   { id = "chainsmith.generate", user = "ChainsmithGenerate", title = "Generate chain" },
