@@ -411,7 +411,7 @@ const QUALIFIER_AS_NAME_PENALTY: f64 = 1.0;
 
 /// The thing `param` of `tool` identifies, when it identifies one and that is not `noun`.
 fn names_other_thing(tool: &Tool, param: &str, noun: &str) -> Option<String> {
-    let param = tool.params.iter().find(|p| p.name == param)?;
+    let param = tool.param(param)?;
     let entity = crate::toolset::dataflow::identified_by(tool, param)?;
     (entity != crate::toolset::dataflow::singular(noun)).then_some(entity)
 }

@@ -2,32 +2,18 @@
 //! are the trajectories): successor inlay hints, completion ranked by transition weight, the graph
 //! neighbourhood on hover, and the "failing lately" hint from runs.
 
-use std::path::Path;
-
 use serde_json::json;
 use tower_lsp_server::lsp_types as lsp;
 
 use crate::support::lsp::{TestClient, pos};
-
-fn copy_workspace(to: &Path) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/tmdb");
-    for entry in walkdir::WalkDir::new(&from).into_iter().filter_map(Result::ok) {
-        let rel = entry.path().strip_prefix(&from).unwrap();
-        let target = to.join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+use crate::support::runtime::copy_example;
 
 const PROGRAM: &str = "\"\"\"how many movies did Sofia Coppola direct\"\"\"\nfrom chainsmith.tools import tmdb\n\nfound = tmdb.search_person(query=\"Sofia Coppola\")\nnext_call = tmdb.\n";
 
 #[test]
 fn successors_rank_completion_and_show_inline() {
     let dir = tempfile::tempdir().unwrap();
-    copy_workspace(dir.path());
+    copy_example(dir.path());
     let mut client = TestClient::in_process().workspace(dir).start();
     let uri = client.open("new_chain.py", PROGRAM);
 
@@ -87,7 +73,7 @@ fn successor_hints_follow_the_workspace_setting() {
     for (setting, expected) in [("last", vec![(4, "next → person_movie_credits 100%".to_string())]), ("off", vec![])]
     {
         let dir = tempfile::tempdir().unwrap();
-        copy_workspace(dir.path());
+        copy_example(dir.path());
         let config = dir.path().join("chainsmith.toml");
         let text = std::fs::read_to_string(&config).unwrap();
         std::fs::write(&config, format!("{text}\n[toolnet]\nhints = \"{setting}\"\n")).unwrap();

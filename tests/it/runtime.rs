@@ -562,14 +562,7 @@ fn run_against_the_mock_reaches_no_api() {
 #[test]
 fn every_example_chain_runs_against_the_mock_with_no_key() {
     let ws = tempfile::tempdir().unwrap();
-    let example = crate::support::runtime::repo("examples/tmdb");
-    for dir in ["specs", "chains"] {
-        std::fs::create_dir_all(ws.path().join(dir)).unwrap();
-        for entry in std::fs::read_dir(example.join(dir)).unwrap().flatten() {
-            std::fs::copy(entry.path(), ws.path().join(dir).join(entry.file_name())).unwrap();
-        }
-    }
-    std::fs::copy(example.join("chainsmith.toml"), ws.path().join("chainsmith.toml")).unwrap();
+    crate::support::runtime::copy_example(ws.path());
     let mut chains: Vec<_> = std::fs::read_dir(ws.path().join("chains")).unwrap().flatten().map(|e| e.path()).collect();
     chains.sort();
     assert!(chains.len() >= 12, "{chains:?}");

@@ -11,6 +11,20 @@ pub fn repo(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
 }
 
+/// A copy of the TMDB example workspace (`examples/tmdb`, every file) in `to`.
+pub fn copy_example(to: &Path) {
+    let from = repo("examples/tmdb");
+    for entry in walkdir::WalkDir::new(&from).into_iter().filter_map(Result::ok) {
+        let rel = entry.path().strip_prefix(&from).unwrap();
+        let target = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 pub fn spec_path() -> PathBuf {
     repo("examples/tmdb/specs/tmdb_oas.json")
 }
