@@ -59,11 +59,13 @@ pub fn run(
     let catalog = Arc::new(catalog);
     let mut request = RunRequest::new(file, &root, Arc::new(config), catalog.clone());
     request.inherit_stdin = true;
-    let mut ready = match jobs::run::prepare(request, &text) {
+    let mut ready = match jobs::run::prepare(request, &text, mock) {
         Ok(ready) => ready,
         Err(refused) => {
             print_diagnostics(&refused, &text);
-            let why = if refused.iter().any(|d| d.code == crate::trust::UNTRUSTED) {
+            let why = if refused.iter().any(|d| d.code == jobs::run::MOCK_FAILED) {
+                "the mock did not start"
+            } else if refused.iter().any(|d| d.code == crate::trust::UNTRUSTED) {
                 "the workspace is not trusted to run what it needs (`chainsmith trust` records trust, `chainsmith --trust run` trusts it this once)"
             } else {
                 "it calls tools that cannot run"
@@ -74,9 +76,6 @@ pub fn run(
     };
     if let Some(path) = replay {
         ready.replay(trace::load(path)?, None);
-    }
-    if mock {
-        ready.start_mock().context("cannot start the mock")?;
     }
     let outcome = ready.run(Arc::new(Terminal), &Cancel::new());
 

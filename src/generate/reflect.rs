@@ -65,7 +65,7 @@ pub fn writing_tools(program: &str, catalog: &Catalog) -> Vec<String> {
 impl Runner {
     /// Runs `program` (replaying `replay`'s calls) on a blocking thread.
     pub async fn execute(&self, program: &str, replay: Option<&Trace>) -> Execution {
-        let refused = runtime::unrunnable_calls(&self.program, program, &self.config, &self.catalog);
+        let refused = runtime::unrunnable_calls(&self.program, program, &self.config, &self.catalog, &self.upstream);
         if !refused.is_empty() {
             return Execution::Unrunnable(refused.into_iter().map(|d| d.message).collect());
         }

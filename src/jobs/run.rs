@@ -9,6 +9,7 @@ use std::sync::Arc;
 use crate::diagnostic::Diagnostic;
 use crate::mock::MockServer;
 use crate::runtime::{self, Cancel, RunObserver, RunOutcome, RunRequest};
+use crate::text::ByteRange;
 
 /// A run ready to go: its request, and the mock it talks to (when started), kept for as long as
 /// the run.
@@ -17,15 +18,32 @@ pub struct Ready {
     mock: Option<MockServer>,
 }
 
+/// Why a run against the mock did not start: the mock did not (the diagnostic's code).
+pub const MOCK_FAILED: &str = "mock-failed";
+
 /// `request` checked against the workspace: the calls that cannot run (located diagnostics), if
 /// any. The text checked is the request's source, or `file_text` (the program file's content).
-pub fn prepare(request: RunRequest, file_text: &str) -> Result<Ready, Vec<Diagnostic>> {
+/// With `mock`, the run's HTTP calls go to a mock of their APIs, built from the protocols, started
+/// now and stopped when the run ends: they carry no key, so sending one needs no trust.
+pub fn prepare(mut request: RunRequest, file_text: &str, mock: bool) -> Result<Ready, Vec<Diagnostic>> {
+    let mock = match mock.then(|| MockServer::start(request.catalog.clone(), ([127, 0, 0, 1], 0).into())) {
+        None => None,
+        Some(Ok(mock)) => Some(mock),
+        Some(Err(e)) => {
+            let why = format!("the mock did not start: {e}");
+            return Err(vec![Diagnostic::error(&request.program, ByteRange::default(), MOCK_FAILED, why)]);
+        }
+    };
+    if let Some(mock) = &mock {
+        request.upstream = mock.upstream();
+    }
     let text = request.source.as_deref().unwrap_or(file_text);
-    let refused = runtime::unrunnable_calls(&request.program, text, &request.config, &request.catalog);
+    let refused =
+        runtime::unrunnable_calls(&request.program, text, &request.config, &request.catalog, &request.upstream);
     if !refused.is_empty() {
         return Err(refused);
     }
-    Ok(Ready { request, mock: None })
+    Ok(Ready { request, mock })
 }
 
 impl Ready {
@@ -40,15 +58,6 @@ impl Ready {
     pub fn replay(&mut self, trace: runtime::trace::Trace, before: Option<u32>) {
         self.request.replay = Some(trace);
         self.request.replay_before = before;
-    }
-
-    /// Points the run's HTTP calls at a mock of their APIs, built from the protocols, started now
-    /// and stopped when the run ends.
-    pub fn start_mock(&mut self) -> std::io::Result<()> {
-        let mock = MockServer::start(self.request.catalog.clone(), ([127, 0, 0, 1], 0).into())?;
-        self.request.upstream = mock.upstream();
-        self.mock = Some(mock);
-        Ok(())
     }
 
     /// Whether the run reaches the APIs themselves: only then is its trace a record of them that a

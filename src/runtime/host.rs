@@ -470,8 +470,13 @@ impl Host {
     /// Adds the toolset's auth; when it has auth but no value for it, why (for a 401's message).
     /// Refused when the workspace is not trusted to send that secret to its base URL, or when the
     /// request leaves the base URL's scheme (a key meant for `https://` never goes out in clear).
+    /// A request a stand-in answers (chainsmith's mock, on this machine) goes without a key: the
+    /// mock needs none, so a mock run sends no secret anywhere and needs no trust to.
     fn add_auth(&self, toolset: &Toolset, prepared: &mut Prepared) -> Result<Option<String>, String> {
         let Some(auth) = toolset.auth.as_ref() else { return Ok(None) };
+        if self.stand_in(prepared.url.as_str()).is_some() {
+            return Ok(None);
+        }
         let Some(value) = http::auth_value(auth) else { return Ok(Some(missing_auth(toolset, auth))) };
         self.may_send_secret(toolset)?;
         let base_scheme =
@@ -497,13 +502,16 @@ impl Host {
         }
     }
 
-    fn send(&self, mut prepared: Prepared, missing_auth: Option<String>) -> Outcome {
-        let url = prepared.url.as_str().to_string();
-        let redirected = self.upstream.iter().find_map(|(base, to)| {
+    /// Where a stand-in for `url`'s API answers it (the run's `upstream`), if one does.
+    fn stand_in(&self, url: &str) -> Option<String> {
+        self.upstream.iter().find_map(|(base, to)| {
             let rest = url.strip_prefix(base.trim_end_matches('/'))?;
             (rest.is_empty() || rest.starts_with(['/', '?'])).then(|| format!("{}{rest}", to.trim_end_matches('/')))
-        });
-        if let Some(Ok(url)) = redirected.map(|u| reqwest::Url::parse(&u)) {
+        })
+    }
+
+    fn send(&self, mut prepared: Prepared, missing_auth: Option<String>) -> Outcome {
+        if let Some(Ok(url)) = self.stand_in(prepared.url.as_str()).map(|u| reqwest::Url::parse(&u)) {
             prepared.url = url;
         }
         match http::send(

@@ -235,8 +235,16 @@ pub fn untrusted_runtime(config: &Config, catalog: &Catalog) -> Option<String> {
 /// not trusted to send, imports of MCP toolsets whose server it is not trusted with, tools
 /// without a transport (ToolBench tools of a toolset without `base_url`, native tools without one),
 /// HTTP tools of a toolset without a base URL, and command tools the workspace is not trusted
-/// with. `chainsmith run` refuses such a program before starting it.
-pub fn unrunnable_calls(file: &Path, text: &str, config: &Config, catalog: &Catalog) -> Vec<Diagnostic> {
+/// with. `chainsmith run` refuses such a program before starting it. HTTP calls to a base URL a
+/// stand-in answers (`stand_ins`, chainsmith's mock: base URL → the mock's) carry no key, so they
+/// need no trust to send one.
+pub fn unrunnable_calls(
+    file: &Path,
+    text: &str,
+    config: &Config,
+    catalog: &Catalog,
+    stand_ins: &[(String, String)],
+) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     if let Some(why) = untrusted_runtime(config, catalog) {
         out.push(Diagnostic::error(file, ByteRange::default(), crate::trust::UNTRUSTED, why));
@@ -260,7 +268,9 @@ pub fn unrunnable_calls(file: &Path, text: &str, config: &Config, catalog: &Cata
     for call in &analysis.calls {
         let Some(tool) = call.tool else { continue };
         let Some(toolset) = catalog.toolset(&tool.toolset) else { continue };
-        if let Some(line) = toolset.secret_line().filter(|line| !catalog.trust.allows(&line.command)) {
+        let stood_in = matches!(tool.transport, Transport::Http { .. })
+            && toolset.base_url.as_deref().is_some_and(|url| stand_ins.iter().any(|(base, _)| base == url));
+        if let Some(line) = toolset.secret_line().filter(|line| !stood_in && !catalog.trust.allows(&line.command)) {
             let why = catalog.trust.refusal(&line);
             out.push(Diagnostic::error(file, call.name_range, crate::trust::UNTRUSTED, why));
             continue;

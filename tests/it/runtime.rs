@@ -559,25 +559,32 @@ fn run_against_the_mock_reaches_no_api() {
 /// README's quick start: with no key and no network, "Run against the mock" runs every chain of
 /// the example — the HTTP-dialect ones too, which once read `$TMDB_KEY` themselves and so failed
 /// in a confined run, where the program never sees it (chainsmith adds the key).
+/// The example's chains run against the mock as a newcomer runs them: without a key, and with
+/// one in the environment but the workspace not trusted to send it (a mock run sends no key).
 #[test]
-fn every_example_chain_runs_against_the_mock_with_no_key() {
+fn every_example_chain_runs_against_the_mock_with_or_without_a_key() {
     let ws = tempfile::tempdir().unwrap();
     crate::support::runtime::copy_example(ws.path());
     let mut chains: Vec<_> = std::fs::read_dir(ws.path().join("chains")).unwrap().flatten().map(|e| e.path()).collect();
     chains.sort();
     assert!(chains.len() >= 12, "{chains:?}");
+    let key = "tmdb-key-never-needed-0123456789";
     for chain in chains {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
-            .args(["run", "--mock"])
-            .arg(&chain)
-            .current_dir(ws.path())
-            .env_remove("TMDB_KEY")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-        assert_eq!(out.status.code(), Some(0), "{}:\n{stdout}\n{stderr}", chain.display());
-        assert!(stderr.contains("── trace:"), "{}: {stderr}", chain.display());
+        for with_key in [false, true] {
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+            command.args(["run", "--mock"]).arg(&chain).current_dir(ws.path()).stdin(std::process::Stdio::null());
+            if with_key {
+                command.env("TMDB_KEY", key);
+            } else {
+                command.env_remove("TMDB_KEY");
+            }
+            let out = command.output().unwrap();
+            let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+            let run = format!("{} (TMDB_KEY set: {with_key})", chain.display());
+            assert_eq!(out.status.code(), Some(0), "{run}:\n{stdout}\n{stderr}");
+            assert!(stderr.contains("── trace:"), "{run}: {stderr}");
+            assert!(!stdout.contains(key) && !stderr.contains(key), "{run}: {stdout}\n{stderr}");
+        }
     }
 }
 

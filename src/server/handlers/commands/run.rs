@@ -72,7 +72,8 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
     request.mcp = Some(ctx.mcp.clone());
-    let mut ready = match guarded(names::RUN, || jobs::run::prepare(request, &text))? {
+    let mock = arguments::mock(&params.arguments);
+    let mut ready = match guarded(names::RUN, || jobs::run::prepare(request, &text, mock))? {
         Ok(ready) => ready,
         Err(refused) => {
             let message = format!(
@@ -122,12 +123,6 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
     };
     let key = TaskKey::document(&uri, TaskKind::Run);
     let Some((task, progress)) = task::begin(&ctx.tasks, &ctx.client, key, showing).await else { return Ok(None) };
-    if arguments::mock(&params.arguments)
-        && let Err(e) = ready.start_mock()
-    {
-        progress.end(format!("✗ the mock did not start: {e}")).await;
-        return Ok(None);
-    }
     let context = ctx.clone();
     let generation = world.generation;
     spawn_guarded(&ctx.client, names::RUN, async move {
