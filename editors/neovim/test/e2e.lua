@@ -713,6 +713,115 @@ local main = function()
     out(("     %s; output %q; hints %s; %d inlay hint refresh(es)"):format(ended, output.message, show(hints), refreshes))
   end)
 
+  -- GET /__requests on the test server: how many requests it has had.
+  local function tmdb_request_count()
+    local py = "import sys, json, urllib.request as u; print(len(json.load(u.urlopen(sys.argv[1], timeout=5))))"
+    local answer = vim.fn.system({ "python3", "-c", py, ("http://127.0.0.1:%d/__requests"):format(tmdb.port) })
+    check(vim.v.shell_error == 0, "GET /__requests failed: " .. answer)
+    return tonumber(vim.trim(answer))
+  end
+
+  -- Starts a run of the chain with `start()` as a user would, and waits for its end: { ended,
+  -- output, done }, `output` what the output buffer gained, `done` how many `User
+  -- ChainsmithCommandDone` fired. The output window is closed first: the run has to show it.
+  local function run_by(start)
+    vim.api.nvim_set_current_buf(chain_buf)
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    local output_buf = chainsmith.output_buffer()
+    local win = vim.fn.bufwinid(output_buf)
+    if win ~= -1 then
+      vim.api.nvim_win_close(win, true)
+    end
+    local before = vim.api.nvim_buf_line_count(output_buf)
+    local done = 0
+    local group = vim.api.nvim_create_augroup("chainsmith_e2e_done", { clear = true })
+    vim.api.nvim_create_autocmd("User", {
+      group = group,
+      pattern = "ChainsmithCommandDone",
+      callback = function()
+        done = done + 1
+      end,
+    })
+    local seen = #progress
+    start()
+    local ended
+    wait_for("the run's $/progress end", function()
+      for i = seen + 1, #progress do
+        if progress[i].value.kind == "end" then
+          ended = progress[i].value.message or ""
+          return true
+        end
+      end
+      return false
+    end)
+    wait_for("User ChainsmithCommandDone", function()
+      return done > 0
+    end)
+    vim.api.nvim_del_augroup_by_id(group)
+    check(vim.fn.bufwinid(output_buf) ~= -1, "the run did not show the output buffer")
+    check(vim.api.nvim_get_current_buf() == chain_buf, "showing the output moved the cursor out of the chain")
+    local output
+    wait_for("the run's output in the output buffer", function()
+      output = table.concat(vim.api.nvim_buf_get_lines(output_buf, before, -1, false), "\n")
+      return output:find("directed", 1, true) ~= nil
+    end)
+    return { ended = ended, output = output, done = done }
+  end
+
+  -- The code lens titled `title` on the chain's first line, run as a user does: :ChainsmithLens,
+  -- choosing it when Neovim asks which.
+  local function run_lens(title)
+    return run_by(function()
+      wait_for("the lens " .. title, function()
+        for _, lens in ipairs(vim.lsp.codelens.get(chain_buf) or {}) do
+          if lens.command and lens.command.title == title and lens.range.start.line == 0 then
+            return true
+          end
+        end
+        return false
+      end)
+      local offered = {}
+      local select = vim.ui.select
+      vim.ui.select = function(items, opts, on_choice)
+        for _, item in ipairs(items) do
+          local shown = opts.format_item and opts.format_item(item) or tostring(item)
+          table.insert(offered, shown)
+          if shown == title then
+            return on_choice(item)
+          end
+        end
+        on_choice(nil)
+      end
+      vim.cmd("ChainsmithLens")
+      vim.ui.select = select
+      check(#offered == 0 or vim.tbl_contains(offered, title), "the lenses offered: " .. vim.inspect(offered))
+    end)
+  end
+
+  if ran and vim.lsp.codelens and vim.lsp.codelens.get and vim.lsp.codelens.run then
+    step("the ▶ Run chain lens runs the chain as :ChainsmithRun does: its output shown, ChainsmithCommandDone fired", function()
+      local requests = tmdb_request_count()
+      local run = run_lens("▶ Run chain")
+      check(run.ended:find("^✓") ~= nil, "the run did not succeed: " .. run.ended)
+      check(run.output:find("Bradley Cooper directed", 1, true) ~= nil, run.output)
+      check(tmdb_request_count() > requests, "the lens's run never reached the test server")
+      out(("     %s; User ChainsmithCommandDone fired %d time(s)"):format(run.ended, run.done))
+    end)
+
+    step("the ▶ Run against the mock lens and :ChainsmithRunMock run offline: the test server gets no request", function()
+      local requests = tmdb_request_count()
+      local run = run_lens("▶ Run against the mock")
+      check(run.ended:find("^✓") ~= nil, "the mock run did not succeed: " .. run.ended)
+      check(tmdb_request_count() == requests, "the mock run reached the test server")
+      out(("     %s; %q"):format(run.ended, vim.split(run.output, "\n", { plain = true })[1]))
+      run = run_by(function()
+        vim.cmd("ChainsmithRunMock")
+      end)
+      check(run.ended:find("^✓") ~= nil, ":ChainsmithRunMock did not succeed: " .. run.ended)
+      check(tmdb_request_count() == requests, ":ChainsmithRunMock reached the test server")
+    end)
+  end
+
   if served then
     step("a failing run (the test server answers 500 on /person/) publishes a diagnostic at the failing call", function()
       check(ran, "the successful run failed first")
@@ -764,7 +873,8 @@ local main = function()
       local since = #messages
       vim.cmd("ChainsmithProbe")
       local told = shown_after(since, "vault.search_vaults")
-      check(told.message == "chainsmith: learnt 2 keys of vault.search_vaults, written to vault.toolset.json", told.message)
+      -- Neovim says "LSP[chainsmith]" already: the server's own "chainsmith: " is left out.
+      check(told.message == "learnt 2 keys of vault.search_vaults, written to vault.toolset.json", told.message)
       for i = since + 1, #messages do
         check(not messages[i].message:find("file://", 1, true), "a URI taken for a tool: " .. messages[i].message)
       end
@@ -782,8 +892,8 @@ local main = function()
 
       since = #messages
       vim.cmd("ChainsmithProbeAll")
-      told = shown_after(since, "chainsmith:")
-      check(told.message == "chainsmith: every response schema is known", told.message)
+      told = shown_after(since, "schema")
+      check(told.message == "every response schema is known", told.message)
     end)
 
     step(":ChainsmithCancel cancels a run at work: its progress is shown, and the server says cancelled", function()
@@ -801,7 +911,7 @@ local main = function()
       check(status == nil or status:find("task000", 1, true), "vim.lsp.status(): " .. tostring(status))
       vim.cmd("ChainsmithCancel")
       local told = shown_after(since, "cancelled")
-      check(told.message == "chainsmith: the run of task000_sofia_coppola_directed.py was cancelled", told.message)
+      check(told.message == "the run of task000_sofia_coppola_directed.py was cancelled", told.message)
       wait_for("the run's progress to end", function()
         return chainsmith.progress_text(chain_buf) == ""
       end)

@@ -225,6 +225,15 @@ local function on_log_message(err, result, ctx, cfg)
   end
 end
 
+--- `window/showMessage`: on to Neovim's handler, which says "LSP[chainsmith]" already, without
+--- the "chainsmith: " the server starts its messages with for editors that do not.
+local function on_show_message(err, result, ctx, cfg)
+  if type(result) == "table" and type(result.message) == "string" then
+    result = vim.tbl_extend("force", result, { message = (result.message:gsub("^chainsmith: ", "")) })
+  end
+  return vim.lsp.handlers["window/showMessage"](err, result, ctx, cfg)
+end
+
 --- The files an edit changes, as paths.
 local function edited_files(edit)
   local files = {}
@@ -413,8 +422,10 @@ local function client_config(root)
     init_options = settings,
     settings = { chainsmith = settings },
     capabilities = config.capabilities or vim.lsp.protocol.make_client_capabilities(),
+    commands = M.client_commands(),
     handlers = {
       ["chainsmith/status"] = on_status,
+      ["window/showMessage"] = on_show_message,
       ["$/progress"] = on_progress,
       ["window/logMessage"] = on_log_message,
       ["workspace/applyEdit"] = on_apply_edit,
@@ -482,9 +493,10 @@ function M.attach(bufnr)
   return id
 end
 
---- Runs a server command on `bufnr` (its URI is the argument). `callback(err, result)` replaces
---- the default report (an error notification, or the result when there is one).
-function M.execute(command, bufnr, callback)
+--- Runs a server command on `bufnr` (its URI is the argument, unless `arguments` are given: a
+--- code lens's or code action's own). `callback(err, result)` replaces the default report (an
+--- error notification, or the result when there is one).
+function M.execute(command, bufnr, callback, arguments)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   local client = M.clients(bufnr)[1]
   local title = command
@@ -497,7 +509,11 @@ function M.execute(command, bufnr, callback)
     notify(title .. ": no chainsmith server is attached to this buffer", vim.log.levels.WARN)
     return false
   end
-  local params = { command = command, arguments = { vim.uri_from_bufnr(bufnr) } }
+  local params = { command = command, arguments = arguments or { vim.uri_from_bufnr(bufnr) } }
+  if command == "chainsmith.run" then
+    -- What the chain prints is what a run is for: in view while it runs.
+    M.show_output()
+  end
   return M.request(client, "workspace/executeCommand", params, function(err, result)
     M.last_command = { command = command, err = err, result = result }
     if callback then
@@ -560,16 +576,30 @@ local function show_graph(err, result)
   notify("Show tool graph: " .. summary .. "; the picture is " .. path)
 end
 
+--- The server's commands as a code lens or code action carries them, run as the user commands
+--- run them (a run's output in view, the result reported, `User ChainsmithCommandDone` fired)
+--- instead of by Neovim's bare workspace/executeCommand, which shows nothing of either.
+function M.client_commands()
+  local commands = {}
+  for _, c in ipairs(M.commands) do
+    commands[c.id] = function(command, ctx)
+      local callback = command.command == "chainsmith.graph" and show_graph or nil
+      M.execute(command.command, type(ctx) == "table" and ctx.bufnr or 0, callback, command.arguments)
+    end
+  end
+  return commands
+end
+
 local function define_user_commands()
   for _, c in ipairs(M.commands) do
     vim.api.nvim_create_user_command(c.user, function()
-      if c.id == "chainsmith.run" then
-        -- What the chain prints is what a run is for: in view while it runs.
-        M.show_output()
-      end
       M.execute(c.id, 0, c.id == "chainsmith.graph" and show_graph or nil)
     end, { desc = "chainsmith: " .. c.title })
   end
+  -- The "Run against the mock" lens's command: HTTP calls answered from the protocols, no key sent.
+  vim.api.nvim_create_user_command("ChainsmithRunMock", function()
+    M.execute("chainsmith.run", 0, nil, { { uri = vim.uri_from_bufnr(0), mock = true } })
+  end, { desc = "chainsmith: Run chain against the mock of its APIs (offline, no keys)" })
   vim.api.nvim_create_user_command("ChainsmithOutput", function()
     M.show_output()
   end, { desc = "chainsmith: show what runs printed and the server's log (a program not applied included)" })
