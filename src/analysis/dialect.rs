@@ -160,6 +160,21 @@ impl<'t> FlatUrl<'t> {
         }
     }
 
+    /// The source range from `flat[start]` to `flat[end - 1]` when `start` lies in an exact
+    /// literal (the span's last part may be a hole: the span ends where its expression does).
+    pub fn source_span(&self, start: usize, end: usize) -> Option<ByteRange> {
+        let part_at = |at: usize| self.parts.iter().rev().find(|(s, _)| *s <= at);
+        let (first_start, first) = part_at(start)?;
+        if !first.exact || first.hole.is_some() {
+            return None;
+        }
+        let from = first.origin.start + (start - first_start);
+        let (last_start, last) = part_at(end.checked_sub(1)?)?;
+        let to =
+            if last.exact && last.hole.is_none() { last.origin.start + (end - last_start) } else { last.origin.end };
+        (from < to).then(|| ByteRange::new(from, to))
+    }
+
     /// The hole expression at `flat[at]`, if there is one.
     pub fn hole_at(&self, at: usize) -> Option<Node<'t>> {
         self.parts.iter().find(|(s, p)| *s == at && p.hole.is_some()).and_then(|(_, p)| p.hole)

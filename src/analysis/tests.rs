@@ -150,6 +150,33 @@ g = films.person(person_id=b["results"][0]["id"])["known_for"][0]["titel"]
 }
 
 #[test]
+fn a_value_close_to_an_allowed_one_gets_a_did_you_mean_and_its_quick_fix() {
+    let program = "from chainsmith.tools import films\na = films.search_person(query=\"x\", sort=\"dsc\")\nb = films.search_person(query=\"x\", sort='ascc')\nc = films.search_person(query=\"x\", sort=\"up\")\n";
+    let diags = check(program);
+    let fixes: Vec<(&str, &str, &str)> = diags
+        .iter()
+        .filter(|d| d.code == "not-in-enum")
+        .map(|d| {
+            let fix = d.suggestions.first();
+            (
+                fix.map_or("", |f| &program[f.range.start..f.range.end]),
+                fix.map_or("", |f| f.replacement.as_str()),
+                d.message.rsplit("; ").next().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fixes,
+        vec![
+            ("\"dsc\"", "\"desc\"", "did you mean \"desc\"?"),
+            ("'ascc'", "'asc'", "did you mean \"asc\"?"),
+            // Nothing close: the allowed values are listed, no guess.
+            ("", "", "`sort`: \"up\" is not one of \"asc\", \"desc\""),
+        ]
+    );
+}
+
+#[test]
 fn http_dialect_matches_urls_and_checks_them() {
     let program = r#"
 import requests
@@ -190,7 +217,38 @@ f = rq.get("https://elsewhere.example/x").json()["anything"]
     );
     let diags = check(bad);
     assert!(diags[0].message.contains("did you mean /search/person"), "{}", diags[0].message);
+    // The quick fix respells the path where it is written.
+    let fix = &diags[0].suggestions[0];
+    assert_eq!((fix.title.as_str(), fix.replacement.as_str()), ("Change to /search/person", "/search/person"));
+    assert_eq!(&bad[fix.range.start..fix.range.end], "/search/persons");
     assert!(diags[4].message.contains("that path has GET"), "{}", diags[4].message);
+}
+
+#[test]
+fn an_unknown_endpoint_is_respelt_where_it_is_written_keeping_its_interpolations() {
+    let fixes = |program: &str| -> Vec<(String, String)> {
+        check(program)
+            .iter()
+            .filter(|d| d.code == "unknown-endpoint")
+            .flat_map(|d| &d.suggestions)
+            .map(|s| (program[s.range.start..s.range.end].to_string(), s.replacement.clone()))
+            .collect()
+    };
+    let base = "import requests\nBASE = \"https://films.example/3\"\n";
+    let f_string = format!("{base}pid = 1\nc = requests.get(f\"{{BASE}}/person/{{pid}}/movie_credit\").json()\n");
+    assert_eq!(
+        fixes(&f_string),
+        vec![("/person/{pid}/movie_credit".to_string(), "/person/{pid}/movie_credits".to_string())]
+    );
+    let hole_last = format!("{base}pid = 1\nc = requests.get(f\"{{BASE}}/persons/{{pid}}?language=en\").json()\n");
+    assert_eq!(fixes(&hole_last), vec![("/persons/{pid}".to_string(), "/person/{pid}".to_string())]);
+    // Built with `+`, the path's pieces are not one text to respell: the message says, no fix.
+    let joined =
+        format!("{base}pid = 1\nc = requests.get(BASE + \"/person/\" + str(pid) + \"/movie_credit\").json()\n");
+    let diags = check(&joined);
+    let d = diags.iter().find(|d| d.code == "unknown-endpoint").expect("an unknown-endpoint diagnostic");
+    assert!(d.message.contains("did you mean /person/{person_id}/movie_credits"), "{}", d.message);
+    assert!(d.suggestions.is_empty(), "{:?}", d.suggestions);
 }
 
 #[test]

@@ -100,7 +100,9 @@ pub struct Reply {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
-    #[error("the LLM server at {url} cannot be reached: {reason}")]
+    #[error(
+        "the LLM server at {url} cannot be reached ({reason}): is a model running there? `[llm] base_url` in chainsmith.toml names it"
+    )]
     Unreachable { url: String, reason: String },
     #[error("the LLM server did not answer within {0} s")]
     Timeout(u64),
@@ -356,10 +358,12 @@ impl Client {
         if e.is_timeout() {
             LlmError::Timeout(self.timeout_s)
         } else {
+            // The innermost cause ("Connection refused (os error 111)") says what happened;
+            // reqwest's wrappers around it ("error sending request for url (…)") only repeat the URL.
             let mut reason = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {
-                reason = format!("{reason}: {s}");
+                reason = s.to_string();
                 source = s.source();
             }
             LlmError::Unreachable { url: crate::trust::redact_url(&self.endpoint), reason }

@@ -144,25 +144,37 @@ fn every_planted_mistake_is_reported_on_its_line() {
     got.sort();
     assert_eq!(got, expected);
 
-    // EXPECTED.md's table says where each one is and how severe: held to what `check` prints.
+    // EXPECTED.md's table says where each one is, how severe, and its message: held to what
+    // `check` prints.
+    type Row = (String, u64, u64, String, String, String);
     let table = std::fs::read_to_string("examples/tmdb/mistakes/EXPECTED.md").unwrap();
-    let mut documented: Vec<(String, u64, u64, String, String)> = table
+    let mut documented: Vec<Row> = table
         .lines()
         .filter(|l| l.starts_with("| `mistakes/"))
         .map(|row| {
-            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(|c| c.trim().trim_matches('`')).collect();
+            let raw: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            let cells: Vec<&str> = raw.iter().map(|c| c.trim_matches('`')).collect();
             let file = Path::new(cells[0]).file_name().unwrap().to_string_lossy().to_string();
-            (file, cells[1].parse().unwrap(), cells[2].parse().unwrap(), cells[3].to_string(), cells[4].to_string())
+            let message = raw[6].to_string();
+            (
+                file,
+                cells[1].parse().unwrap(),
+                cells[2].parse().unwrap(),
+                cells[3].to_string(),
+                cells[4].to_string(),
+                message,
+            )
         })
         .collect();
     documented.sort();
-    let mut printed: Vec<(String, u64, u64, String, String)> = items
+    let mut printed: Vec<Row> = items
         .iter()
         .map(|d| {
             let file = Path::new(d["file"].as_str().unwrap()).file_name().unwrap().to_string_lossy().to_string();
             let start = &d["range"]["start"];
             let (line, col) = (start["line"].as_u64().unwrap() + 1, start["character"].as_u64().unwrap() + 1);
-            (file, line, col, d["severity"].as_str().unwrap().to_string(), d["code"].as_str().unwrap().to_string())
+            let text = |key: &str| d[key].as_str().unwrap().to_string();
+            (file, line, col, text("severity"), text("code"), text("message"))
         })
         .collect();
     printed.sort();

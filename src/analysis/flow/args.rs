@@ -176,7 +176,21 @@ impl<'t, 'c> Walker<'t, 'c> {
             return;
         }
         if let Err(message) = schema::check_literal(self.catalog, &param.schema, value) {
-            let d = self.error(range, "not-in-enum", format!("`{}`: {message}", param.name));
+            let mut d = self.error(range, "not-in-enum", format!("`{}`: {message}", param.name));
+            let allowed = schema::enum_values(self.catalog, &param.schema);
+            if let (Some(written), Some(allowed)) = (value.as_str(), allowed)
+                && let Some(best) = did_you_mean(written, allowed.iter().filter_map(Value::as_str))
+            {
+                d.message.push_str(&format!("; did you mean \"{best}\"?"));
+                // Respelt only where the source spells the value plainly: `"movies"`, or `movies` in a URL.
+                let source = self.text.get(range.start..range.end).unwrap_or("");
+                let quote =
+                    ["\"", "'"].into_iter().find(|q| source.len() > 1 && source.starts_with(q) && source.ends_with(q));
+                let quote = quote.unwrap_or("");
+                if source == format!("{quote}{written}{quote}") {
+                    d = d.with_suggestion(format!("Change to \"{best}\""), range, format!("{quote}{best}{quote}"));
+                }
+            }
             self.diag(d);
         }
     }

@@ -53,7 +53,8 @@ impl<'t, 'c> Walker<'t, 'c> {
             range: url_range,
             path_start: exact_source_offset(&flat, split.path_start),
         });
-        let endpoint = self.resolve_endpoint(toolset, &method, &split, path_range(&flat, &split, url_range));
+        let (path_range, written_span) = path_range(&flat, &split, url_range);
+        let endpoint = self.resolve_endpoint(toolset, &method, &split, path_range, written_span);
         let mut given = endpoint.as_ref().map(|e| url_arguments(e, &split, &flat)).unwrap_or_default();
         self.walk_request_arguments(&children, url_node, endpoint.is_some(), &mut given);
         let call_index = self.out.calls.len();
@@ -107,6 +108,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         method: &str,
         split: &SplitUrl,
         path_range: ByteRange,
+        written_span: Option<ByteRange>,
     ) -> Option<EndpointMatch<'c>> {
         match endpoint::match_endpoint(toolset, method, &split.segments) {
             Matched::Tool(m) => Some(m),
@@ -135,6 +137,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 );
                 if let Some(path) = closest_path(toolset, method, &written) {
                     d.message.push_str(&format!("; did you mean {path}?"));
+                    if let Some((span, respelt)) = written_span.and_then(|span| respelt_path(self.text, span, path)) {
+                        d = d.with_suggestion(format!("Change to {path}"), span, respelt);
+                    }
                 }
                 self.diag(d);
                 None
@@ -307,12 +312,14 @@ fn exact_source_offset(flat: &FlatUrl, at: usize) -> Option<usize> {
     (r.start == r.end).then_some(r.start)
 }
 
-/// Where the URL's path is written, for the endpoint's diagnostics; the whole URL when the path
-/// has no extent there.
-fn path_range(flat: &FlatUrl, split: &SplitUrl, url_range: ByteRange) -> ByteRange {
+/// Where the URL's path is written, for the endpoint's diagnostics (the whole URL when the path
+/// has no extent there), and the source text it spans from its first byte to its last, when it
+/// starts in a literal there (a quick fix may respell it).
+fn path_range(flat: &FlatUrl, split: &SplitUrl, url_range: ByteRange) -> (ByteRange, Option<ByteRange>) {
     let end = split.segments.last().map(|s| s.start + s.text.len()).unwrap_or(split.path_start);
     let r = flat.source_range(split.path_start, end);
-    if r.end > r.start { r } else { url_range }
+    let shown = if r.end > r.start { r } else { url_range };
+    (shown, flat.source_span(split.path_start, end))
 }
 
 /// The toolset's path for `method` closest to the path written, for did-you-mean.
@@ -331,6 +338,38 @@ fn closest_path<'c>(toolset: &'c Toolset, method: &str, written: &str) -> Option
     let best = did_you_mean(&normalized, comparable.iter().map(String::as_str))?;
     let i = comparable.iter().position(|c| c == best)?;
     Some(paths[i])
+}
+
+/// The path written at `span` of `text` (`/person/{pid}/movie_credit` in an f-string) respelt as
+/// `template` (`/person/{person_id}/movie_credits`): its literal segments the template's, its
+/// interpolations kept; with the span it replaces (widened over an interpolation's closing `}`).
+/// `None` when the two do not line up segment by segment (a path built by `+`, an interpolation
+/// where the template has a literal, or the other way round).
+fn respelt_path(text: &str, mut span: ByteRange, template: &str) -> Option<(ByteRange, String)> {
+    let mut source = text.get(span.start..span.end)?;
+    // The span ends where an interpolation's expression does: `…/{pid`.
+    let last = source.rsplit('/').next().unwrap_or("");
+    if last.starts_with('{') && !last.contains('}') && text[span.end..].starts_with('}') {
+        span.end += 1;
+        source = &text[span.start..span.end];
+    }
+    let written: Vec<&str> = source.strip_prefix('/')?.split('/').collect();
+    let wanted = endpoint::template_segments(template);
+    if written.len() != wanted.len() {
+        return None;
+    }
+    let mut out = String::new();
+    for (written, wanted) in written.iter().zip(wanted) {
+        let interpolated = written.starts_with('{') && written.ends_with('}') && !written.starts_with("{{");
+        let literal = !written.contains(['{', '}', '"', '\'', '\\', '+', '\n']);
+        out.push('/');
+        match endpoint::template_param(wanted) {
+            Some(_) if interpolated => out.push_str(written),
+            None if literal => out.push_str(wanted),
+            _ => return None,
+        }
+    }
+    Some((span, out))
 }
 
 /// A path template with its parameters unnamed: `/movie/{movie_id}` → `/movie/{}`.
