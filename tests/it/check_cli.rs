@@ -362,3 +362,57 @@ fn deeply_nested_python_is_a_located_warning() {
     assert!(stdout.contains("parens.py:1:1: warning[too-deep]"), "{stdout}");
     assert!(stdout.contains("sum.py:2:1: warning[too-deep]"), "{stdout}");
 }
+
+/// examples/tmdb/README.md says what the workspace holds and what `check` and `tools` print there:
+/// held to the files and to the output.
+#[test]
+fn the_examples_readme_says_what_the_workspace_holds_and_prints() {
+    let readme = std::fs::read_to_string("examples/tmdb/README.md").unwrap();
+    let prose = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The chains' table lists exactly the files in chains/, and the count says how many.
+    let mut on_disk: Vec<String> = std::fs::read_dir("examples/tmdb/chains")
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|name| name.ends_with(".py"))
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `task"))
+        .map(|rest| format!("task{}", &rest[..rest.find('`').unwrap()]))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, on_disk, "the chains' table in examples/tmdb/README.md");
+    assert!(prose.contains(&format!("{} correct tool-chain programs", on_disk.len())), "the chains' count");
+    let (module, http): (Vec<&str>, Vec<&str>) = readme
+        .lines()
+        .filter(|l| l.starts_with("| `task"))
+        .map(|l| l.split(" | ").nth(2).unwrap())
+        .partition(|dialect| dialect.starts_with("module"));
+    assert!(prose.contains(&format!("{} use the **module dialect**", module.len())), "{module:?}");
+    assert!(prose.contains(&format!("{} the **HTTP dialect**", http.len())), "{http:?}");
+
+    // `chainsmith tools` lists as many tools as the README says.
+    let (code, stdout, _) = chainsmith(&["--root", "examples/tmdb", "tools", "--format", "json"]);
+    assert_eq!(code, 0);
+    let tools: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    assert!(prose.contains(&format!("`chainsmith tools` lists the {} tools", tools.len())), "{} tools", tools.len());
+    assert!(prose.contains(&format!("{} GET operations, so {} tools", tools.len(), tools.len())));
+
+    // `check mistakes`: the errors and warnings it names, in the README's words.
+    let (_, stdout, _) = chainsmith(&["check", "--format", "json", "examples/tmdb/mistakes"]);
+    let items: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    let in_programs = |severity: &str| -> Vec<String> {
+        items
+            .iter()
+            .filter(|d| d["severity"] == severity && d["file"].as_str().unwrap().ends_with(".py"))
+            .map(|d| d["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (errors, warnings) = (in_programs("error"), in_programs("warning"));
+    assert!(prose.contains(&format!("then {} errors —", errors.len())), "{errors:?}");
+    assert!(prose.contains(&format!("and {} warnings,", warnings.len())), "{warnings:?}");
+    for code in errors.iter().chain(&warnings) {
+        assert!(prose.contains(code.as_str()), "the README does not name {code}");
+    }
+}

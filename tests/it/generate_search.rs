@@ -353,7 +353,14 @@ async fn model_failures_leave_clear_stops() {
     // The model is down.
     let down = unreachable_client();
     let outcome = run_search(BIO, ws.path(), &down, &settings(2, 2, 3, 10), &runner).await;
-    assert!(matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("cannot be reached")), "{:?}", outcome.stop);
+    // It says why (the root cause, not the HTTP client's wrappers) and where the address is set.
+    assert!(
+        matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("cannot be reached (Connection refused")
+            && e.contains("`[llm] base_url` in chainsmith.toml")
+            && !e.contains("error sending request")),
+        "{:?}",
+        outcome.stop
+    );
 
     // Cancelled before it starts.
     let llm = Server::start(move |_, _| Answer::text(fenced("", good)));
