@@ -231,6 +231,9 @@ pub struct RuntimeConfig {
     pub max_processes: u64,
     /// The largest body an HTTP tool's answer may have, in MiB (64 by default, as an MCP message).
     pub max_response_mb: u64,
+    /// What a confined run may write in its scratch folder (`TMPDIR`), in MiB: the folder is a
+    /// memory-backed file system of that size in the run's mount namespace (see `runtime::sandbox`).
+    pub max_scratch_mb: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -244,6 +247,7 @@ impl Default for RuntimeConfig {
             max_memory_mb: 4096,
             max_processes: 256,
             max_response_mb: 64,
+            max_scratch_mb: 256,
         }
     }
 }

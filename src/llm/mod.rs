@@ -101,7 +101,7 @@ pub struct Reply {
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error(
-        "the LLM server at {url} cannot be reached ({reason}): is a model running there? `[llm] base_url` in chainsmith.toml names it"
+        "the LLM server at {url} cannot be reached ({reason}): is a model running there? (`[llm] base_url` in chainsmith.toml sets the address)"
     )]
     Unreachable { url: String, reason: String },
     #[error("the LLM server did not answer within {0} s")]
@@ -358,14 +358,7 @@ impl Client {
         if e.is_timeout() {
             LlmError::Timeout(self.timeout_s)
         } else {
-            // The innermost cause ("Connection refused (os error 111)") says what happened;
-            // reqwest's wrappers around it ("error sending request for url (…)") only repeat the URL.
-            let mut reason = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                reason = s.to_string();
-                source = s.source();
-            }
+            let reason = crate::logging::root_cause(&e).unwrap_or_else(|| "the request failed".into());
             LlmError::Unreachable { url: crate::trust::redact_url(&self.endpoint), reason }
         }
     }

@@ -503,11 +503,20 @@ impl Host {
     }
 
     /// Where a stand-in for `url`'s API answers it (the run's `upstream`), if one does.
+    /// `url` is as the HTTP client reads it (lower-case scheme and host, no default port), so the
+    /// base is read that way too; the longest base that holds it wins.
     fn stand_in(&self, url: &str) -> Option<String> {
-        self.upstream.iter().find_map(|(base, to)| {
-            let rest = url.strip_prefix(base.trim_end_matches('/'))?;
-            (rest.is_empty() || rest.starts_with(['/', '?'])).then(|| format!("{}{rest}", to.trim_end_matches('/')))
-        })
+        self.upstream
+            .iter()
+            .filter_map(|(base, to)| {
+                let base = reqwest::Url::parse(base).map(String::from).unwrap_or_else(|_| base.clone());
+                let base = base.trim_end_matches('/');
+                let rest = url.strip_prefix(base)?;
+                (rest.is_empty() || rest.starts_with(['/', '?']))
+                    .then(|| (base.len(), format!("{}{rest}", to.trim_end_matches('/'))))
+            })
+            .max_by_key(|(length, _)| *length)
+            .map(|(_, url)| url)
     }
 
     fn send(&self, mut prepared: Prepared, missing_auth: Option<String>) -> Outcome {

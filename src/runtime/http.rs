@@ -460,13 +460,7 @@ fn describe_transport_error(e: reqwest::Error) -> String {
         "failed"
     };
     let mut message = format!("the request {what}");
-    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
-    let mut last = None;
-    while let Some(s) = source {
-        last = Some(s.to_string());
-        source = s.source();
-    }
-    if let Some(cause) = last {
+    if let Some(cause) = crate::logging::root_cause(&e) {
         message.push_str(&format!(": {cause}"));
     }
     if let Some(url) = e.url() {

@@ -167,7 +167,12 @@ fn execute(
     }
     let (door, program_door) =
         UnixStream::pair().map_err(|e| format!("cannot make the channel to the program: {e}"))?;
+    // The run's folder holds what chainsmith gives the program (its source, the file it writes
+    // where it is when asked); the program writes in `scratch`, a folder of capped size beneath.
     let fault_file = work.path().join("where.txt");
+    std::fs::write(&fault_file, "").map_err(|e| format!("cannot write {}: {e}", fault_file.display()))?;
+    let scratch = work.path().join("scratch");
+    std::fs::create_dir(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let run_start = Instant::now();
     let deadline = run_start + request.limits.timeout;
     let host = Arc::new(Host::new(HostSetup {
@@ -187,10 +192,16 @@ fn execute(
     }));
     let accept = host.serve(door.try_clone().map_err(|e| format!("cannot make the channel to the program: {e}"))?);
 
-    let mut writable = vec![work.path().to_path_buf()];
+    let mut writable = vec![scratch.clone(), fault_file.clone()];
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
     let limits = &request.config.runtime;
-    let sandbox = match Sandbox::prepare(limits.sandbox, &writable, limits.max_memory_mb, limits.max_processes) {
+    let sandbox = match Sandbox::prepare(
+        limits.sandbox,
+        &writable,
+        limits.max_memory_mb,
+        limits.max_processes,
+        limits.max_scratch_mb,
+    ) {
         Ok(sandbox) => sandbox,
         Err(why) => {
             host.close(&door);
@@ -206,7 +217,7 @@ fn execute(
     // What the program sees of chainsmith's environment: the basics, never its secrets.
     crate::trust::confine(&mut command, []);
     command
-        .env("TMPDIR", work.path())
+        .env("TMPDIR", &scratch)
         .env("CHAINSMITH_SANDBOX", &sandbox.summary)
         .env("CHAINSMITH_WRITABLE", sandbox.writable_list())
         .arg(package.join(package::BOOT_SCRIPT))

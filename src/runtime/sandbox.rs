@@ -20,7 +20,9 @@
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
 //!   (`MemoryError`) instead of taking the machine's memory;
 //! - a process limit (`[runtime] max_processes`): `RLIMIT_NPROC` inside the user namespace, where
-//!   it counts the run's own processes and threads alone (root is not held to it).
+//!   it counts the run's own processes and threads alone (root is not held to it);
+//! - a scratch folder of capped size (`[runtime] max_scratch_mb`): a tmpfs over it in the run's
+//!   mount namespace.
 //!
 //! In every mode, `off` included, the program starts a session of its own (`setsid`: no
 //! controlling terminal, so `/dev/tty` cannot be opened), dies with chainsmith (a parent-death
@@ -67,9 +69,11 @@ pub struct Sandbox {
     /// hold root to it. See [`process_limit`].
     processes: Option<u64>,
     landlock: Option<OwnedFd>,
-    /// The Landlock rights the run's own `/dev/shm` is given once it is mounted: a rule made
-    /// before the fork names the host's `/dev/shm`, which the run's mount hides.
+    /// The Landlock rights the run's own `/dev/shm` and scratch folder are given once they are
+    /// mounted: a rule made before the fork names the host's folders, which the run's mounts hide.
     shm_access: Option<u64>,
+    /// The scratch folder's own size-capped file system, with private mounts.
+    scratch: Option<ScratchMount>,
     seccomp: Option<BpfProgram>,
     /// What the kernel refused, in words (best-effort mode runs without it).
     pub missing: Vec<String>,
@@ -101,13 +105,14 @@ impl IdMaps {
 }
 
 impl Sandbox {
-    /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first).
-    /// In strict mode a missing layer is an error.
+    /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first,
+    /// holding at most `max_scratch_mb`). In strict mode a missing layer is an error.
     pub fn prepare(
         mode: SandboxMode,
         writable: &[PathBuf],
         max_memory_mb: u64,
         max_processes: u64,
+        max_scratch_mb: u64,
     ) -> Result<Sandbox, String> {
         if mode == SandboxMode::Off {
             return Ok(Sandbox {
@@ -116,12 +121,14 @@ impl Sandbox {
                 processes: None,
                 landlock: None,
                 shm_access: None,
+                scratch: None,
                 seccomp: None,
                 missing: Vec::new(),
                 summary: String::new(),
                 writable: Vec::new(),
             });
         }
+        let scratch_folder = writable.first().cloned();
         let mut writable = writable.to_vec();
         // What any program may write: the null device, its controlling terminal (it has none, so
         // opening it fails as it would outside a terminal), shared memory. Not the user's other
@@ -147,7 +154,7 @@ impl Sandbox {
         };
         if let (Ok(()), Err(why)) = (&support.namespaces, &support.private_mounts) {
             missing.push(format!(
-                "a mount namespace ({why}): the program sees every process in /proc and shares /dev/shm"
+                "a mount namespace ({why}): the program sees every process in /proc, shares /dev/shm, and its scratch folder's size is not capped"
             ));
         }
         let private_mounts = namespaces.as_ref().is_some_and(|n| n.private_mounts);
@@ -190,8 +197,14 @@ impl Sandbox {
         if namespaces.is_some() {
             applies.push("every process ends with the run");
         }
-        if namespaces.as_ref().is_some_and(|n| n.private_mounts) {
-            applies.push("its own /proc and /dev/shm");
+        let scratch =
+            scratch_folder.filter(|_| private_mounts).and_then(|folder| ScratchMount::new(&folder, max_scratch_mb));
+        if private_mounts {
+            applies.push(if scratch.is_some() {
+                "its own /proc and /dev/shm, and a scratch folder of limited size"
+            } else {
+                "its own /proc and /dev/shm"
+            });
         }
         if seccomp.is_some() {
             applies.push("no Unix socket but chainsmith's, no typing into a terminal");
@@ -209,6 +222,7 @@ impl Sandbox {
             processes,
             landlock,
             shm_access,
+            scratch,
             seccomp,
             missing,
             summary: applies.join("; "),
@@ -232,6 +246,7 @@ impl Sandbox {
         let maps = self.namespaces.clone();
         let landlock = self.landlock.as_ref().map(|fd| fd.as_raw_fd());
         let shm_rule = landlock.zip(self.shm_access);
+        let scratch = self.scratch.clone();
         let memory = self.memory;
         let processes = self.processes;
         let seccomp = self.seccomp.clone();
@@ -258,7 +273,7 @@ impl Sandbox {
                     return Err(std::io::Error::last_os_error());
                 }
                 if let Some(maps) = &maps {
-                    enter_namespaces(maps, shm_rule)?;
+                    enter_namespaces(maps, shm_rule, scratch.as_ref())?;
                 }
                 if let Some(bytes) = memory {
                     let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
@@ -371,7 +386,7 @@ fn namespace_support() -> &'static NamespaceSupport {
             probe.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null());
             // SAFETY: enter_namespaces makes plain system calls on the buffers moved in here.
             unsafe {
-                probe.pre_exec(move || enter_namespaces(&maps, None));
+                probe.pre_exec(move || enter_namespaces(&maps, None, None));
             }
             match probe.status() {
                 Ok(status) if status.success() => Ok(()),
@@ -450,8 +465,13 @@ const SHM_OPTIONS: &CStr = c"size=64m,mode=1777";
 /// nothing written there outlives it or reaches another process). Mount events do not propagate
 /// back: `/` is made private first.
 ///
-/// `shm_rule` (a Landlock ruleset and rights) makes the run's own `/dev/shm` writable under it.
-fn enter_namespaces(maps: &IdMaps, shm_rule: Option<(RawFd, u64)>) -> std::io::Result<()> {
+/// `shm_rule` (a Landlock ruleset and rights) makes the run's own `/dev/shm` (and `scratch`, a
+/// size-capped file system over the scratch folder) writable under it.
+fn enter_namespaces(
+    maps: &IdMaps,
+    shm_rule: Option<(RawFd, u64)>,
+    scratch: Option<&ScratchMount>,
+) -> std::io::Result<()> {
     let mounts = if maps.private_mounts { libc::CLONE_NEWNS } else { 0 };
     // SAFETY: system calls on stack data and the buffers prepared before the fork.
     unsafe {
@@ -471,7 +491,7 @@ fn enter_namespaces(maps: &IdMaps, shm_rule: Option<(RawFd, u64)>) -> std::io::R
             // intermediate die before this line, it died by the group kill that also reaches here).
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if maps.private_mounts {
-                mount_own_proc_and_shm(shm_rule)?;
+                mount_own_proc_and_shm(shm_rule, scratch)?;
             }
             return Ok(());
         }
@@ -526,9 +546,9 @@ fn handled_fs_access() -> u64 {
 }
 
 /// In the init of a new PID and mount namespace: see [`enter_namespaces`].
-fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>) -> std::io::Result<()> {
+fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>, scratch: Option<&ScratchMount>) -> std::io::Result<()> {
     let nothing = std::ptr::null();
-    // SAFETY: mount takes NUL-terminated constants and null pointers.
+    // SAFETY: mount takes NUL-terminated strings made before the fork and null pointers.
     unsafe {
         if libc::mount(nothing, c"/".as_ptr(), nothing, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
             return Err(std::io::Error::last_os_error());
@@ -539,26 +559,70 @@ fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>) -> std::io::Result<()>
         {
             return Err(std::io::Error::last_os_error());
         }
+        if let Some(scratch) = scratch
+            && libc::mount(
+                c"tmpfs".as_ptr(),
+                scratch.folder.as_ptr(),
+                c"tmpfs".as_ptr(),
+                flags,
+                scratch.options.as_ptr().cast(),
+            ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
         if libc::mount(c"proc".as_ptr(), c"/proc".as_ptr(), c"proc".as_ptr(), flags | libc::MS_NOEXEC, std::ptr::null())
             != 0
         {
             return Err(std::io::Error::last_os_error());
         }
         if let Some((ruleset, allowed_access)) = shm_rule {
-            let dir = libc::open(c"/dev/shm".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
-            if dir < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let rule = PathBeneathAttr { allowed_access, parent_fd: dir };
-            let added = libc::syscall(libc::SYS_landlock_add_rule, ruleset, 1u32 /* PATH_BENEATH */, &rule, 0u32);
-            let error = std::io::Error::last_os_error();
-            libc::close(dir);
-            if added != 0 {
-                return Err(error);
+            allow_beneath(ruleset, allowed_access, c"/dev/shm")?;
+            if let Some(scratch) = scratch {
+                allow_beneath(ruleset, allowed_access, &scratch.folder)?;
             }
         }
     }
     Ok(())
+}
+
+/// Adds a Landlock rule to `ruleset`: `allowed_access` beneath `folder` (as mounted now).
+///
+/// # Safety
+/// Runs between fork and exec: system calls on `folder`, made before the fork, alone.
+unsafe fn allow_beneath(ruleset: RawFd, allowed_access: u64, folder: &CStr) -> std::io::Result<()> {
+    // SAFETY: open/close and the Landlock system call on a NUL-terminated path and stack data.
+    unsafe {
+        let dir = libc::open(folder.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        if dir < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let rule = PathBeneathAttr { allowed_access, parent_fd: dir };
+        let added = libc::syscall(libc::SYS_landlock_add_rule, ruleset, 1u32 /* PATH_BENEATH */, &rule, 0u32);
+        let error = std::io::Error::last_os_error();
+        libc::close(dir);
+        if added != 0 {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// A memory-backed file system of a capped size over the run's scratch folder, in its mount
+/// namespace: what the program writes there counts against the cap (`ENOSPC` past it), is private
+/// to the run, and is gone with it. Made before the fork.
+#[derive(Clone)]
+struct ScratchMount {
+    folder: std::ffi::CString,
+    options: std::ffi::CString,
+}
+
+impl ScratchMount {
+    fn new(folder: &std::path::Path, max_mb: u64) -> Option<ScratchMount> {
+        use std::os::unix::ffi::OsStrExt;
+        let folder = std::ffi::CString::new(folder.canonicalize().ok()?.as_os_str().as_bytes()).ok()?;
+        let options = std::ffi::CString::new(format!("size={}m,mode=0700", max_mb.max(1))).ok()?;
+        Some(ScratchMount { folder, options })
+    }
 }
 
 fn write_proc(path: &CStr, data: &[u8]) -> std::io::Result<()> {

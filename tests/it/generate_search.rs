@@ -356,7 +356,7 @@ async fn model_failures_leave_clear_stops() {
     // It says why (the root cause, not the HTTP client's wrappers) and where the address is set.
     assert!(
         matches!(&outcome.stop, Some(Stop::Llm(e)) if e.contains("cannot be reached (Connection refused")
-            && e.contains("`[llm] base_url` in chainsmith.toml")
+            && e.contains("(`[llm] base_url` in chainsmith.toml sets the address)")
             && !e.contains("error sending request")),
         "{:?}",
         outcome.stop

@@ -583,9 +583,37 @@ fn every_example_chain_runs_against_the_mock_with_or_without_a_key() {
             let run = format!("{} (TMDB_KEY set: {with_key})", chain.display());
             assert_eq!(out.status.code(), Some(0), "{run}:\n{stdout}\n{stderr}");
             assert!(stderr.contains("── trace:"), "{run}: {stderr}");
-            assert!(!stdout.contains(key) && !stderr.contains(key), "{run}: {stdout}\n{stderr}");
         }
     }
+}
+
+/// A call a stand-in answers (chainsmith's mock, in a mock run) goes without the toolset's key:
+/// the stand-in gets none, and an untrusted workspace needs no trust to make it.
+#[test]
+fn a_stand_in_gets_no_key() {
+    let server = TmdbServer::start(&[]);
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(ws.path().join("specs")).unwrap();
+    std::fs::copy(crate::support::runtime::spec_path(), ws.path().join("specs/tmdb_oas.json")).unwrap();
+    // $HOME stands for a secret: it is set in every test process.
+    let home = std::env::var("HOME").expect("HOME is set");
+    std::fs::write(
+        ws.path().join("chainsmith.toml"),
+        "[[toolsets]]\nname = \"tmdb\"\nopenapi = \"specs/tmdb_oas.json\"\nbase_url = \"https://api.themoviedb.example/3\"\nauth = { query = \"api_key\", value_env = \"HOME\" }\n",
+    )
+    .unwrap();
+    write(ws.path(), "p.py", SOFIA);
+    let (config, catalog) = chainsmith::cli::load_workspace(ws.path()).unwrap();
+    let mut request =
+        chainsmith::runtime::RunRequest::new(ws.path().join("p.py"), ws.path(), Arc::new(config), Arc::new(catalog));
+    request.upstream = vec![("https://api.themoviedb.example/3".into(), server.base_url())];
+    let outcome =
+        chainsmith::runtime::run(request, Arc::new(Lines(Mutex::default(), Mutex::default())), &Default::default());
+    assert!(outcome.trace.calls.iter().all(|c| c.ok), "{:?}", outcome.trace.calls);
+    assert_eq!(outcome.trace.calls.len(), 2);
+    let requests = server.requests().to_string();
+    assert!(requests.contains("/search/person"), "{requests}");
+    assert!(!requests.contains(&home) && !requests.contains("api_key"), "the key went to the stand-in: {requests}");
 }
 
 #[test]

@@ -127,6 +127,32 @@ except OSError as e:
     assert!(!std::path::Path::new("/dev/shm").join(&marker).exists(), "the run's /dev/shm outlived it");
 }
 
+/// The scratch folder holds `[runtime] max_scratch_mb`: past it a write fails (`ENOSPC`) instead
+/// of filling the disk; the file chainsmith reads back (where the program is, on a timeout) lies
+/// outside it and stays readable.
+#[test]
+fn the_scratch_folder_is_capped() {
+    let ws = workspace("http://127.0.0.1:9", false, "[runtime]\nmax_scratch_mb = 2\n");
+    let program = r#"import os
+path = os.path.join(os.environ["TMPDIR"], "big.bin")
+with open(path, "wb") as f:
+    f.write(b"x" * (1 << 20))
+    f.flush()
+    print("1 MiB: ok")
+    try:
+        f.write(b"x" * (4 << 20))
+        f.flush()
+        print("5 MiB: ok")
+    except OSError as e:
+        print("5 MiB:", e.strerror)
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("1 MiB: ok"), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("5 MiB: No space left on device"), "{stdout}\n{}", text(&out.stderr));
+}
+
 /// A pseudo-terminal: (the controlling side, the terminal a program is given).
 fn pseudo_terminal() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::FromRawFd;

@@ -782,9 +782,10 @@ local main = function()
       end)
       local offered = {}
       local select = vim.ui.select
-      vim.ui.select = function(items, opts, on_choice)
+      vim.ui.select = function(items, _, on_choice)
         for _, item in ipairs(items) do
-          local shown = opts.format_item and opts.format_item(item) or tostring(item)
+          -- Neovim's picker items: { client, lens } (how it formats them differs by version).
+          local shown = item.lens and item.lens.command and item.lens.command.title or tostring(item)
           table.insert(offered, shown)
           if shown == title then
             return on_choice(item)
@@ -792,8 +793,9 @@ local main = function()
         end
         on_choice(nil)
       end
-      vim.cmd("ChainsmithLens")
+      local ran, err = pcall(vim.cmd, "ChainsmithLens")
       vim.ui.select = select
+      check(ran, ":ChainsmithLens failed: " .. tostring(err))
       check(#offered == 0 or vim.tbl_contains(offered, title), "the lenses offered: " .. vim.inspect(offered))
     end)
   end

@@ -96,7 +96,8 @@ try {
     'base_url = "https://api.themoviedb.org/3"',
     `base_url = "${mockUrl}"`,
   );
-  writeFileSync(join(workspace, "chainsmith.toml"), toml);
+  // Runs may last as long as the slow one below sleeps (the default is 60 s): only Cancel ends it.
+  writeFileSync(join(workspace, "chainsmith.toml"), `${toml}\n[runtime]\ntimeout_s = 600\n`);
   writeFileSync(join(workspace, "typing.py"), "from chainsmith.tools import tmdb\n\n");
   // The example's chains call TMDB's own address with requests; this one calls the toolset, which
   // the workspace now points at the mock. (mistakes.py's unknown-endpoint is about TMDB's address

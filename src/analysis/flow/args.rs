@@ -187,7 +187,9 @@ impl<'t, 'c> Walker<'t, 'c> {
                 let quote =
                     ["\"", "'"].into_iter().find(|q| source.len() > 1 && source.starts_with(q) && source.ends_with(q));
                 let quote = quote.unwrap_or("");
-                if source == format!("{quote}{written}{quote}") {
+                // Only a plain value: one with a quote, backslash or brace would need escaping.
+                let plain = !best.contains(['"', '\'', '\\', '{', '}']);
+                if plain && source == format!("{quote}{written}{quote}") {
                     d = d.with_suggestion(format!("Change to \"{best}\""), range, format!("{quote}{best}{quote}"));
                 }
             }

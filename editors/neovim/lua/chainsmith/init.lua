@@ -494,11 +494,12 @@ function M.attach(bufnr)
 end
 
 --- Runs a server command on `bufnr` (its URI is the argument, unless `arguments` are given: a
---- code lens's or code action's own). `callback(err, result)` replaces the default report (an
---- error notification, or the result when there is one).
-function M.execute(command, bufnr, callback, arguments)
+--- code lens's or code action's own) through `client` (by default the buffer's chainsmith
+--- client). `callback(err, result)` replaces the default report (an error notification, or the
+--- result when there is one).
+function M.execute(command, bufnr, callback, arguments, client)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local client = M.clients(bufnr)[1]
+  client = client or M.clients(bufnr)[1]
   local title = command
   for _, c in ipairs(M.commands) do
     if c.id == command then
@@ -583,8 +584,10 @@ function M.client_commands()
   local commands = {}
   for _, c in ipairs(M.commands) do
     commands[c.id] = function(command, ctx)
+      ctx = type(ctx) == "table" and ctx or {}
       local callback = command.command == "chainsmith.graph" and show_graph or nil
-      M.execute(command.command, type(ctx) == "table" and ctx.bufnr or 0, callback, command.arguments)
+      local client = ctx.client_id and vim.lsp.get_client_by_id(ctx.client_id) or nil
+      M.execute(command.command, ctx.bufnr or 0, callback, command.arguments, client)
     end
   end
   return commands

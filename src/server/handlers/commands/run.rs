@@ -82,7 +82,9 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
                 refused.first().map_or("", |d| d.message.as_str())
             );
             ctx.client.show_message(lsp::MessageType::ERROR, message).await;
-            if let (Some(snap), Some(version)) = (snapshot.clone(), version) {
+            // A mock that did not start says nothing about the program's lines.
+            let about_the_program = refused.iter().all(|d| d.code != jobs::run::MOCK_FAILED);
+            if let (Some(snap), Some(version), true) = (snapshot.clone(), version, about_the_program) {
                 let index = LineIndex::new(&text);
                 let marks = RunMarks {
                     version,
