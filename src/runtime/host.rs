@@ -504,7 +504,7 @@ impl Host {
 
     /// Where a stand-in for `url`'s API answers it (the run's `upstream`), if one does.
     /// `url` is as the HTTP client reads it (lower-case scheme and host, no default port), so the
-    /// base is read that way too; the longest base that holds it wins.
+    /// base is read that way too; the longest base that holds it wins, the first of equals.
     fn stand_in(&self, url: &str) -> Option<String> {
         self.upstream
             .iter()
@@ -515,7 +515,11 @@ impl Host {
                 (rest.is_empty() || rest.starts_with(['/', '?']))
                     .then(|| (base.len(), format!("{}{rest}", to.trim_end_matches('/'))))
             })
-            .max_by_key(|(length, _)| *length)
+            // The first of equally long bases: toolsets sharing a base URL keep their order.
+            .fold(None, |best: Option<(usize, String)>, found| match best {
+                Some(best) if best.0 >= found.0 => Some(best),
+                _ => Some(found),
+            })
             .map(|(_, url)| url)
     }
 
