@@ -161,7 +161,8 @@ impl<'t> FlatUrl<'t> {
     }
 
     /// The source range from `flat[start]` to `flat[end - 1]` when `start` lies in an exact
-    /// literal (the span's last part may be a hole: the span ends where its expression does).
+    /// literal and every part up to `end` lies after the one before it within that range (the
+    /// span's last part may be a hole: the span ends where its expression does).
     pub fn source_span(&self, start: usize, end: usize) -> Option<ByteRange> {
         let part_at = |at: usize| self.parts.iter().rev().find(|(s, _)| *s <= at);
         let (first_start, first) = part_at(start)?;
@@ -172,6 +173,14 @@ impl<'t> FlatUrl<'t> {
         let (last_start, last) = part_at(end.checked_sub(1)?)?;
         let to =
             if last.exact && last.hole.is_none() { last.origin.start + (end - last_start) } else { last.origin.end };
+        // One stretch of source, in order: no part between taken from elsewhere (a name's value).
+        let mut at = from;
+        for (_, part) in self.parts.iter().filter(|(s, _)| (*first_start..=*last_start).contains(s)).skip(1) {
+            if part.origin.start < at || part.origin.end > to {
+                return None;
+            }
+            at = part.origin.end;
+        }
         (from < to).then(|| ByteRange::new(from, to))
     }
 

@@ -249,6 +249,13 @@ fn an_unknown_endpoint_is_respelt_where_it_is_written_keeping_its_interpolations
     let d = diags.iter().find(|d| d.code == "unknown-endpoint").expect("an unknown-endpoint diagnostic");
     assert!(d.message.contains("did you mean /person/{person_id}/movie_credits"), "{}", d.message);
     assert!(d.suggestions.is_empty(), "{:?}", d.suggestions);
+    // Spread over two statements, neither is the path's one text: no fix.
+    let spread = format!(
+        "{base}pid = 1\nurl = f\"{{BASE}}/person/{{pid}}\"\nc = requests.get(url + \"/movie_credit\").json()\n"
+    );
+    let diags = check(&spread);
+    let d = diags.iter().find(|d| d.code == "unknown-endpoint").expect("an unknown-endpoint diagnostic");
+    assert!(d.suggestions.is_empty(), "{:?}", d.suggestions);
 }
 
 #[test]
