@@ -503,24 +503,8 @@ impl Host {
     }
 
     /// Where a stand-in for `url`'s API answers it (the run's `upstream`), if one does.
-    /// `url` is as the HTTP client reads it (lower-case scheme and host, no default port), so the
-    /// base is read that way too; the longest base that holds it wins, the first of equals.
     fn stand_in(&self, url: &str) -> Option<String> {
-        self.upstream
-            .iter()
-            .filter_map(|(base, to)| {
-                let base = reqwest::Url::parse(base).map(String::from).unwrap_or_else(|_| base.clone());
-                let base = base.trim_end_matches('/');
-                let rest = url.strip_prefix(base)?;
-                (rest.is_empty() || rest.starts_with(['/', '?']))
-                    .then(|| (base.len(), format!("{}{rest}", to.trim_end_matches('/'))))
-            })
-            // The first of equally long bases: toolsets sharing a base URL keep their order.
-            .fold(None, |best: Option<(usize, String)>, found| match best {
-                Some(best) if best.0 >= found.0 => Some(best),
-                _ => Some(found),
-            })
-            .map(|(_, url)| url)
+        super::stand_in(&self.upstream, url)
     }
 
     fn send(&self, mut prepared: Prepared, missing_auth: Option<String>) -> Outcome {

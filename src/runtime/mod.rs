@@ -230,6 +230,31 @@ pub fn untrusted_runtime(config: &Config, catalog: &Catalog) -> Option<String> {
         .map(|line| trust.refusal(&line))
 }
 
+/// Where a stand-in answers `url` (`stand_ins`: an API's base URL → the stand-in's, as
+/// chainsmith's mock lists them), if one does: the URL with the stand-in's base in place of the
+/// API's. Both are read as the HTTP client reads URLs (lower-case scheme and host, no default
+/// port); the longest base that holds `url` wins, the first of equals (toolsets sharing a base URL
+/// keep their order). The host routes calls by it and the check before a run exempts by it, so the
+/// two cannot disagree about which calls go without a key.
+pub fn stand_in(stand_ins: &[(String, String)], url: &str) -> Option<String> {
+    let as_read = |text: &str| reqwest::Url::parse(text).map(String::from).unwrap_or_else(|_| text.to_string());
+    let url = as_read(url);
+    stand_ins
+        .iter()
+        .filter_map(|(base, to)| {
+            let base = as_read(base);
+            let base = base.trim_end_matches('/');
+            let rest = url.strip_prefix(base)?;
+            (rest.is_empty() || rest.starts_with(['/', '?']))
+                .then(|| (base.len(), format!("{}{rest}", to.trim_end_matches('/'))))
+        })
+        .fold(None, |best: Option<(usize, String)>, found| match best {
+            Some(best) if best.0 >= found.0 => Some(best),
+            _ => Some(found),
+        })
+        .map(|(_, url)| url)
+}
+
 /// What the analysis can tell will not run: run settings the workspace is not trusted with (on
 /// the program's first line), calls of a toolset whose auth would send a secret the workspace is
 /// not trusted to send, imports of MCP toolsets whose server it is not trusted with, tools
@@ -269,7 +294,7 @@ pub fn unrunnable_calls(
         let Some(tool) = call.tool else { continue };
         let Some(toolset) = catalog.toolset(&tool.toolset) else { continue };
         let stood_in = matches!(tool.transport, Transport::Http { .. })
-            && toolset.base_url.as_deref().is_some_and(|url| stand_ins.iter().any(|(base, _)| base == url));
+            && toolset.base_url.as_deref().is_some_and(|url| stand_in(stand_ins, url).is_some());
         if let Some(line) = toolset.secret_line().filter(|line| !stood_in && !catalog.trust.allows(&line.command)) {
             let why = catalog.trust.refusal(&line);
             out.push(Diagnostic::error(file, call.name_range, crate::trust::UNTRUSTED, why));
@@ -298,4 +323,34 @@ pub fn unrunnable_calls(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stand_in;
+
+    #[test]
+    fn a_stand_in_answers_the_urls_under_its_base_however_the_base_is_written() {
+        let mock = |name: &str| format!("http://127.0.0.1:9/{name}");
+        let stand_ins = vec![
+            ("HTTPS://API.Example.com:443/3".to_string(), mock("tmdb")),
+            ("https://api.example.com/3/person".to_string(), mock("people")),
+            ("https://api.example.com/3".to_string(), mock("second")),
+        ];
+        let at = |url: &str| stand_in(&stand_ins, url);
+        assert_eq!(at("https://api.example.com/3/search/movie?q=x"), Some(mock("tmdb") + "/search/movie?q=x"));
+        // The toolset's own base URL, as the check before a run asks.
+        assert_eq!(at("https://api.example.com/3"), Some(mock("tmdb")));
+        // The longest base wins; of equal ones, the first.
+        assert_eq!(at("https://api.example.com/3/person/7"), Some(mock("people") + "/7"));
+        // Only what lies under a base: not a longer segment, another port, scheme or host.
+        for elsewhere in [
+            "https://api.example.com/30/x",
+            "https://api.example.com:8443/3/x",
+            "http://api.example.com/3/x",
+            "https://api.example.com.evil/3/x",
+        ] {
+            assert_eq!(at(elsewhere), None, "{elsewhere}");
+        }
+    }
 }
