@@ -258,6 +258,9 @@ impl Consumer {
     }
 }
 
+/// The fields that identify a thing to a parameter that is the thing itself (`repo`, `owner`).
+const THING_HANDLES: [&str; 4] = ["login", "name", "slug", "id"];
+
 fn identifies(key: &str, entity: &str, param: &str) -> Arc<str> {
     format!("`{key}` identifies a {entity}, and `{param}` takes a {entity}").into()
 }
@@ -294,7 +297,7 @@ impl Consumers {
                 }
                 let handles = match want.field {
                     Some(field) => vec![field],
-                    None => vec!["login", "name", "slug", "id"],
+                    None => THING_HANDLES.to_vec(),
                 };
                 let identified_by =
                     handles.iter().map(|handle| (*handle, identifies(handle, &want.entity, &param.name))).collect();
@@ -350,7 +353,7 @@ impl Consumers {
                 for consumer in consumers {
                     let fits = match consumer.want.field {
                         Some(field) => key_lower == field,
-                        None => matches!(key_lower.as_str(), "login" | "name" | "slug" | "id"),
+                        None => THING_HANDLES.contains(&key_lower.as_str()),
                     };
                     if !fits || consumer.tool == *from || echoes(entity) {
                         continue;
