@@ -160,8 +160,9 @@ fn vscode_extension_node_tests() {
 /// 4.139.1 on Node 24) and driven in Chromium (editors/vscode/ui-test/ui.test.mjs) on a copy of
 /// examples/tmdb whose API is `chainsmith mock`: squiggles and Problems rows with their codes and
 /// lines, a quick fix chosen in the UI, a hover, the suggest widget after `tmdb.`, "Run chain"
-/// drawing ✓ hints, "Show tool graph" drawing the program's neighbourhood in a webview, and "Probe all"
-/// from the palette (what the status bar runs) answered, not failed on the document's URI.
+/// drawing ✓ hints, "Show tool graph" drawing the program's neighbourhood in a webview, "Probe all"
+/// from the palette (what the status bar runs) answered, not failed on the document's URI, and
+/// Cancel on a run's progress notification ending a five-minute run with "cancelled".
 /// Screenshots land in target/vscode-ui/ (failure.png when a step fails).
 #[test]
 fn vscode_in_a_real_browser() {
@@ -198,7 +199,7 @@ fn vscode_in_a_real_browser() {
         .env("ARTIFACTS", &artifacts);
     let finished = run_for(test, "the VS Code UI test", UI_TIMEOUT);
     assert!(
-        finished.success && finished.output.contains("ok 9 steps"),
+        finished.success && finished.output.contains("ok 10 steps"),
         "the VS Code UI test failed ({}); the screenshot is {}:\n{}",
         finished.status,
         artifacts.join("failure.png").display(),

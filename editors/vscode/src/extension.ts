@@ -26,6 +26,8 @@ import { chooseRoot, globUnder } from "./workspace";
 
 const SECTION = "chainsmith";
 const STATUS_NOTIFICATION = "chainsmith/status";
+/** How long after the server's answer a task's progress may still begin (see `startTask`). */
+const BEGIN_GRACE_MS = 2000;
 
 let extension: Extension | undefined;
 
@@ -242,9 +244,11 @@ class Extension implements vscode.Disposable {
     );
     try {
       const answer = await client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args, workDoneToken: token });
-      // The server begins a task's progress before it answers: no begin means no task (nothing
-      // to do, or one already at work), and nothing to show.
-      if (!begun) settle();
+      // The server begins a task's progress before it answers, but the two travel separately and
+      // the answer may come first: only a begin that has not come shortly after means no task
+      // (nothing to do, or one already at work), and nothing to show. Closing at once hid the
+      // notification, and its Cancel, of runs that went on.
+      if (!begun) setTimeout(() => begun || settle(), BEGIN_GRACE_MS);
       return answer;
     } catch (error) {
       settle();

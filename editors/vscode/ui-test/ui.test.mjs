@@ -96,7 +96,8 @@ try {
     'base_url = "https://api.themoviedb.org/3"',
     `base_url = "${mockUrl}"`,
   );
-  writeFileSync(join(workspace, "chainsmith.toml"), toml);
+  // Runs may last as long as the slow one below sleeps (the default is 60 s): only Cancel ends it.
+  writeFileSync(join(workspace, "chainsmith.toml"), `${toml}\n[runtime]\ntimeout_s = 600\n`);
   writeFileSync(join(workspace, "typing.py"), "from chainsmith.tools import tmdb\n\n");
   // The example's chains call TMDB's own address with requests; this one calls the toolset, which
   // the workspace now points at the mock. (mistakes.py's unknown-endpoint is about TMDB's address
@@ -109,6 +110,21 @@ try {
       'found = tmdb.search_person(query="Sofia Coppola")',
       'credits = tmdb.person_movie_credits(person_id=found["results"][0]["id"])',
       'print(len(credits["crew"]))',
+      "",
+    ].join("\n"),
+  );
+
+  // A run that would take five minutes: for Cancel.
+  writeFileSync(
+    join(workspace, "slow_run.py"),
+    [
+      "import time",
+      "",
+      "from chainsmith.tools import tmdb",
+      "",
+      'found = tmdb.search_person(query="Sofia Coppola")',
+      "time.sleep(300)",
+      'print(found["results"][0]["name"])',
       "",
     ].join("\n"),
   );
@@ -354,6 +370,28 @@ try {
   await command("chainsmith: Probe all unprobed tools");
   await until("the server's answer to Probe all", async () => (await toasts()).includes("every response schema is known"));
   if ((await toasts()).includes("no tool")) throw new Error(`a URI was taken for a tool: ${await toasts()}`);
+
+  step("Cancel on a run's progress notification stops it: the server says it was cancelled");
+  await open("slow_run.py");
+  // The lens of the editor slow_run.py opened in (run_me.py's may be open in the other group, or
+  // hidden behind it in this one).
+  const slowLens = page
+    .locator(".editor-group-container.active")
+    .locator(".contentWidgets a:visible, .codelens-decoration a:visible", { hasText: "Run chain" });
+  await slowLens.first().waitFor({ state: "visible", timeout: 60_000 });
+  await slowLens.first().click();
+  const running = page.locator(".notification-toast", { hasText: "Run chain" });
+  await running.first().waitFor({ state: "visible", timeout: 60_000 });
+  // The run is under way (its first call made) before it is cancelled: its notification stays.
+  await until("the run's progress past its start", async () => (await running.first().innerText()).includes("search_person"));
+  const cancel = running.first().getByRole("button", { name: "Cancel" });
+  await cancel.waitFor({ state: "visible", timeout: 10_000 });
+  const clicked = Date.now();
+  await cancel.click();
+  // The program sleeps for five minutes: only a cancelled run ends within this wait.
+  await until("the server to say the run was cancelled", async () => (await toasts()).includes("slow_run.py was cancelled"), 60_000);
+  console.log(`# "cancelled" shown ${Date.now() - clicked} ms after the click`);
+  await until("the run's progress notification to close", async () => (await running.count()) === 0, 30_000);
 
   console.log(`ok ${steps.length} steps`);
 } catch (error) {
