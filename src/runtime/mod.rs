@@ -9,6 +9,7 @@
 //! program itself runs confined ([`sandbox`]): its tools are its only way out.
 
 pub mod attribute;
+pub mod cgroup;
 pub mod drift;
 pub mod host;
 pub mod http;

@@ -20,7 +20,8 @@
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
 //!   (`MemoryError`) instead of taking the machine's memory;
 //! - a process limit (`[runtime] max_processes`): `RLIMIT_NPROC` inside the user namespace, where
-//!   it counts the run's own processes and threads alone (root is not held to it);
+//!   it counts the run's own processes and threads alone; for root, whom the kernel does not hold
+//!   to `RLIMIT_NPROC`, a cgroup of the run's own (see [`super::cgroup`]);
 //! - a scratch folder of capped size (`[runtime] max_scratch_mb`): a tmpfs over it in the run's
 //!   mount namespace.
 //!
@@ -52,6 +53,7 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 
+use super::cgroup::{self, ProcessCgroup};
 use crate::config::SandboxMode;
 
 /// The Landlock ABI asked for: filesystem rules with truncate and device ioctls, TCP rules, and
@@ -66,8 +68,10 @@ pub struct Sandbox {
     /// `RLIMIT_NPROC`, set only inside the run's user namespace: there the kernel (5.14 and later)
     /// counts the run's own processes and threads alone — the waiting intermediate process among
     /// them —, where outside one it would count every process of the user. The kernel does not
-    /// hold root to it. See [`process_limit`].
+    /// hold root to it, so it is not set for root. See [`process_limit`].
     processes: Option<u64>,
+    /// Root's process limit instead.
+    process_cgroup: Option<ProcessCgroup>,
     landlock: Option<OwnedFd>,
     /// The Landlock rights the run's own `/dev/shm` and scratch folder are given once they are
     /// mounted: a rule made before the fork names the host's folders, which the run's mounts hide.
@@ -119,6 +123,7 @@ impl Sandbox {
                 namespaces: None,
                 memory: None,
                 processes: None,
+                process_cgroup: None,
                 landlock: None,
                 shm_access: None,
                 scratch: None,
@@ -172,6 +177,34 @@ impl Sandbox {
                 "Landlock (not supported by this kernel): writes outside the scratch folder are not blocked".into(),
             );
         }
+        // SAFETY: getuid cannot fail and touches no memory.
+        let root = unsafe { libc::getuid() } == 0;
+        let (processes, process_cgroup) = if root {
+            match ProcessCgroup::new(max_processes) {
+                Ok(cgroup) => (None, Some(cgroup)),
+                Err(why) => {
+                    missing.push(format!(
+                        "a process limit (the kernel does not hold root to RLIMIT_NPROC, and {why}): a fork bomb is not stopped"
+                    ));
+                    (None, None)
+                }
+            }
+        } else if namespaces.is_some() {
+            match process_limit(max_processes) {
+                Some(count) => (Some(count), None),
+                None => {
+                    missing.push(
+                        "a process limit (before Linux 5.14 it would count every process of the user): a fork bomb is not stopped"
+                            .into(),
+                    );
+                    (None, None)
+                }
+            }
+        } else {
+            // Without namespaces the limit would count every process of the user, and the line
+            // about namespaces already says the program's processes are not isolated.
+            (None, None)
+        };
         let seccomp = match seccomp_filter() {
             Ok(program) => Some(program),
             Err(why) => {
@@ -210,9 +243,7 @@ impl Sandbox {
             applies.push("no Unix socket but chainsmith's, no typing into a terminal");
         }
         applies.push("memory capped");
-        let processes = namespaces.as_ref().and_then(|_| process_limit(max_processes));
-        // SAFETY: getuid cannot fail and touches no memory.
-        if processes.is_some() && unsafe { libc::getuid() } != 0 {
+        if processes.is_some() || process_cgroup.is_some() {
             applies.push("processes capped");
         }
         let shm_access = (private_mounts && landlock.is_some()).then(handled_fs_access);
@@ -220,6 +251,7 @@ impl Sandbox {
             namespaces,
             memory: Some(max_memory_mb.saturating_mul(1 << 20)),
             processes,
+            process_cgroup,
             landlock,
             shm_access,
             scratch,
@@ -249,6 +281,7 @@ impl Sandbox {
         let scratch = self.scratch.clone();
         let memory = self.memory;
         let processes = self.processes;
+        let process_cgroup = self.process_cgroup.as_ref().map(ProcessCgroup::procs);
         let seccomp = self.seccomp.clone();
         // SAFETY: getpid cannot fail.
         let chainsmith = unsafe { libc::getpid() };
@@ -271,6 +304,11 @@ impl Sandbox {
                 }
                 if libc::fcntl(door, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
+                }
+                // Before the namespaces: the intermediate process that waits for the program
+                // counts too, as under `RLIMIT_NPROC`.
+                if let Some(procs) = process_cgroup {
+                    cgroup::enter(procs)?;
                 }
                 if let Some(maps) = &maps {
                     enter_namespaces(maps, shm_rule, scratch.as_ref())?;
