@@ -31,7 +31,8 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::{Encoding, LineIndex};
 use crate::toolset::{Catalog, Tool, loader};
 
-/// The workspace for a command: `--root`, else found from the first path, else the current folder.
+/// The workspace for a command: `--root`, else found from the first path, else that path's folder
+/// (the current folder when no path is given).
 pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
     match root {
         Some(r) => r.to_path_buf(),
@@ -40,7 +41,11 @@ pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
             // Absolute, so the walk goes above the current folder; then relative again, so
             // messages name files as the user would.
             let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
-            config::discover_root(&absolute).map(|r| relative_to_cwd(&r)).unwrap_or_else(|| start.to_path_buf())
+            config::discover_root(&absolute).map(|r| relative_to_cwd(&r)).unwrap_or_else(|| match start.parent() {
+                Some(folder) if start.is_file() && folder.as_os_str().is_empty() => PathBuf::from("."),
+                Some(folder) if start.is_file() => folder.to_path_buf(),
+                _ => start.to_path_buf(),
+            })
         }
     }
 }

@@ -786,3 +786,22 @@ fn an_endless_timeout_is_bounded_and_flagged() {
     assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
     assert!(matches!(out.status.code(), Some(1 | 2)), "{:?}: {}", out.status, text(&out.stderr));
 }
+
+/// A program in a folder that is no workspace (no chainsmith.toml, no protocols folder above it)
+/// runs and is checked with its own folder as the workspace, named from anywhere.
+#[test]
+fn a_program_outside_any_workspace_runs_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    write(&dir.path().join("sub"), "hello.py", "import os\nprint('hello from', os.path.basename(os.getcwd()))\n");
+    for (cwd, program) in [(dir.path().join("sub"), "hello.py"), (dir.path().to_path_buf(), "sub/hello.py")] {
+        let out = chainsmith(&cwd, &["run", program], &[]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "run {program}: {stdout}\n{stderr}");
+        assert_eq!(stdout, "hello from sub\n", "run {program}: {stderr}");
+        let out = chainsmith(&cwd, &["check", program], &[]);
+        assert_eq!(out.status.code(), Some(0), "check {program}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("checked 1 program"), "check {program}: {}", text(&out.stderr));
+    }
+    assert_eq!(saved_traces(&dir.path().join("sub")).len(), 2, "the traces are kept in the program's folder");
+}
