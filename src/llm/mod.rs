@@ -104,6 +104,8 @@ pub enum LlmError {
         "the LLM server at {url} cannot be reached ({reason}): is a model running there? (`[llm] base_url` in chainsmith.toml sets the address)"
     )]
     Unreachable { url: String, reason: String },
+    #[error("the LLM server at {url} broke off its reply ({reason})")]
+    BrokenOff { url: String, reason: String },
     #[error("the LLM server did not answer within {0} s")]
     Timeout(u64),
     #[error("the LLM server answered HTTP {status}: {body}")]
@@ -120,7 +122,7 @@ impl LlmError {
     /// Whether trying again later may succeed.
     fn is_transient(&self) -> bool {
         match self {
-            LlmError::Unreachable { .. } | LlmError::Timeout(_) => true,
+            LlmError::Unreachable { .. } | LlmError::BrokenOff { .. } | LlmError::Timeout(_) => true,
             LlmError::Status { status, .. } => *status == 429 || *status >= 500,
             _ => false,
         }
@@ -344,7 +346,7 @@ impl Client {
     /// The response body, refused past [`MAX_REPLY_BYTES`] instead of buffered without bound.
     async fn read_body(&self, mut response: reqwest::Response) -> Result<String, (LlmError, Option<Duration>)> {
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| (self.transport_error(e), None))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| (self.body_error(e), None))? {
             if body.len() + chunk.len() > MAX_REPLY_BYTES {
                 let limit = MAX_REPLY_BYTES >> 20;
                 return Err((LlmError::Malformed(format!("the reply is larger than {limit} MiB")), None));
@@ -354,12 +356,24 @@ impl Client {
         Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
+    /// A failure before the server's answer began: no connection, or none that answered.
     fn transport_error(&self, e: reqwest::Error) -> LlmError {
         if e.is_timeout() {
             LlmError::Timeout(self.timeout_s)
         } else {
             let reason = crate::logging::root_cause(&e).unwrap_or_else(|| "the request failed".into());
             LlmError::Unreachable { url: crate::trust::redact_url(&self.endpoint), reason }
+        }
+    }
+
+    /// A failure once the server had begun to answer: it was reached, so "cannot be reached"
+    /// would send the user looking for a model that is running.
+    fn body_error(&self, e: reqwest::Error) -> LlmError {
+        if e.is_timeout() {
+            LlmError::Timeout(self.timeout_s)
+        } else {
+            let reason = crate::logging::root_cause(&e).unwrap_or_else(|| "the connection ended".into());
+            LlmError::BrokenOff { url: crate::trust::redact_url(&self.endpoint), reason }
         }
     }
 }

@@ -131,6 +131,28 @@ async fn an_endless_body_is_refused_not_buffered() {
     assert!(err.to_string().contains("larger than 8 MiB"), "{err}");
 }
 
+/// A server that began its answer and then closed the connection was reached: the message says it
+/// broke off, not that it cannot be reached (which sends a user looking for a model that runs).
+#[tokio::test]
+async fn a_reply_broken_off_mid_body_is_named_as_such() {
+    use std::sync::atomic::Ordering;
+    let (url, asked) = raw_server(|stream| {
+        use std::io::Write;
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"choi");
+    });
+    let mut c = client(&url, "CHAINSMITH_TEST_UNSET");
+    c.max_retries = 1;
+    let err = c.chat(&[Message::user("task")], &Options::default()).await.unwrap_err();
+    assert!(matches!(err, LlmError::BrokenOff { .. }), "{err:?}");
+    assert!(
+        err.to_string().starts_with(&format!("the LLM server at {url}/chat/completions broke off its reply (")),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("cannot be reached"), "{err}");
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "tried again once, as for any failure that may pass");
+}
+
 #[tokio::test]
 async fn retries_stay_within_one_deadline_per_call() {
     use std::sync::atomic::Ordering;
