@@ -11,7 +11,8 @@
 //! trust and says `"trusted": true`).
 //!
 //! Trust covers more than commands: every setting by which a workspace would loosen the sandbox
-//! (`[runtime] sandbox = "off"`, a `[runtime] writable` folder outside the workspace) and every
+//! (`[runtime] sandbox = "off"`, a `[runtime] writable` folder outside the workspace or holding what
+//! git, editors and chainsmith act on outside the sandbox) and every
 //! secret of the user's environment it would send to an address it names (a toolset's `auth`
 //! `value_env` to its base URL, `[llm] api_key_env` to `[llm] base_url`) is a line of the same
 //! record, shown and trusted the same way. Such a line holds an unquoted `<`, which no local
@@ -89,8 +90,10 @@ impl Command {
             .then(|| Command { from: "[runtime] sandbox".into(), command: format!("{SANDBOX_PREFIX}off>") })
     }
 
-    /// The `[runtime] writable` folders that do not lie inside the workspace at `root` (by their
-    /// canonical paths where they exist, so `..` and links count where they lead).
+    /// The `[runtime] writable` folders that loosen the sandbox: those that do not lie inside the
+    /// workspace at `root` (by their canonical paths where they exist, so `..` and links count
+    /// where they lead), and those inside that hold what is acted on outside the sandbox (see
+    /// [`acted_on_outside`]).
     pub fn writable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
         let Ok(root) = std::path::absolute(root) else { return Vec::new() };
         let root = std::fs::canonicalize(&root).unwrap_or(root);
@@ -100,10 +103,18 @@ impl Command {
             .filter_map(|folder| {
                 let joined = root.join(folder);
                 let resolved = resolved_path(&joined);
-                (!resolved.starts_with(&root)).then(|| Command {
-                    from: "[runtime] writable".into(),
-                    command: format!("{WRITE_PREFIX}{}>", resolved.display()),
-                })
+                let line = if !resolved.starts_with(&root) {
+                    format!("{WRITE_PREFIX}{}>", resolved.display())
+                } else if resolved == root {
+                    format!("{WRITE_PREFIX}{}>{WHOLE_WORKSPACE}", resolved.display())
+                } else {
+                    let held = acted_on_outside(&root, &resolved);
+                    if held.is_empty() {
+                        return None;
+                    }
+                    format!("{WRITE_PREFIX}{}{HOLDING}{}", resolved.display(), held.join(", "))
+                };
+                Some(Command { from: "[runtime] writable".into(), command: line })
             })
             .collect()
     }
@@ -133,8 +144,18 @@ impl Command {
             format!("send {}", rest.replacen('<', "", 1).replacen('>', "", 1))
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
-        } else if let Some(folder) = line.strip_prefix(WRITE_PREFIX) {
-            format!("let programs write beneath {}, outside the workspace", folder.trim_end_matches('>'))
+        } else if let Some(rest) = line.strip_prefix(WRITE_PREFIX) {
+            const OUTSIDE: &str = "git, editors and chainsmith act on them outside the sandbox";
+            if let Some(folder) = rest.strip_suffix(WHOLE_WORKSPACE) {
+                format!(
+                    "let programs write anywhere in the workspace {}, its .git, .chainsmith and chainsmith.toml included ({OUTSIDE})",
+                    folder.trim_end_matches('>')
+                )
+            } else if let Some((folder, held)) = rest.split_once(HOLDING) {
+                format!("let programs write beneath {folder}, which is or holds {held} ({OUTSIDE})")
+            } else {
+                format!("let programs write beneath {}, outside the workspace", rest.trim_end_matches('>'))
+            }
         } else if line.starts_with(REMOTE_PREFIX) {
             format!("send `{line}`")
         } else {
@@ -148,6 +169,41 @@ impl Command {
 const SEND_PREFIX: &str = "send ";
 const SANDBOX_PREFIX: &str = "sandbox <";
 const WRITE_PREFIX: &str = "write <";
+/// What follows a writable folder's `>` when it is the workspace root itself, or one inside that
+/// holds what is acted on outside the sandbox (then the names follow).
+const WHOLE_WORKSPACE: &str = " the whole workspace";
+const HOLDING: &str = "> holding ";
+
+/// What a writable folder `folder` inside the workspace `root` is or holds that git, editors or
+/// chainsmith act on outside the sandbox, by name: a dot-named folder or file on its way from the
+/// root (`.git` and its hooks, `.chainsmith`, `.vscode`, `.envrc` …), or one directly inside it,
+/// and `chainsmith.toml`. A chain that may write there could plant a git hook the user's next
+/// checkout runs unconfined, or settings an editor or chainsmith reads. (A nested project deeper
+/// down is not searched for.)
+fn acted_on_outside(root: &Path, folder: &Path) -> Vec<String> {
+    let dotted = |name: &std::ffi::OsStr| name.to_str().is_some_and(|n| n.starts_with('.') && n != "." && n != "..");
+    let mut held: Vec<String> = folder
+        .strip_prefix(root)
+        .map(|inside| {
+            inside
+                .components()
+                .filter(|c| dotted(c.as_os_str()))
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Ok(entries) = std::fs::read_dir(folder) {
+        let mut inside: Vec<String> = entries
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|name| dotted(name) || name == crate::config::CONFIG_FILE)
+            .map(|name| name.to_string_lossy().into_owned())
+            .collect();
+        inside.sort();
+        held.extend(inside);
+    }
+    held
+}
 
 /// `path` with `.` and `..` taken away and links followed as far as the path exists.
 fn resolved_path(path: &Path) -> PathBuf {
@@ -182,7 +238,7 @@ pub fn redact_url(url: &str) -> String {
 }
 
 /// What chainsmith.toml (and the editor settings merged into it) asks trust for: MCP servers, a
-/// non-default interpreter, the sandbox off, writable folders outside the workspace and the LLM's
+/// non-default interpreter, the sandbox off, writable folders that loosen it and the LLM's
 /// key sent where the workspace says. Command tools and toolsets' auth live partly in protocol
 /// files; the toolset layer adds them.
 pub fn config_commands(config: &Config) -> Vec<Command> {

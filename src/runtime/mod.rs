@@ -219,8 +219,9 @@ impl RunOutcome {
 }
 
 /// Why no program may run as the workspace configures runs: a `[runtime] python` other than the
-/// default, `sandbox = "off"` or a `writable` folder outside the workspace, in a workspace not
-/// trusted with it ([`crate::trust`]); `None` when programs may run.
+/// default, `sandbox = "off"` or a `writable` folder that loosens it (see
+/// [`crate::trust::Command::writable`]), in a workspace not trusted with it ([`crate::trust`]);
+/// `None` when programs may run.
 pub fn untrusted_runtime(config: &Config, catalog: &Catalog) -> Option<String> {
     let trust = &catalog.trust;
     crate::trust::Command::python(&config.runtime)

@@ -225,6 +225,44 @@ fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
     assert_eq!(ws.untrusted(), Vec::<String>::new());
 }
 
+/// A writable folder inside the workspace that holds what is acted on outside the sandbox — the
+/// workspace root, `.git` (whose hooks git runs), `.chainsmith`, chainsmith.toml — is a loosening
+/// like a folder outside: a chain in an untrusted workspace cannot plant a hook the user's next
+/// `git checkout` would run unconfined.
+#[test]
+fn a_writable_folder_holding_git_or_the_workspaces_settings_needs_trust() {
+    let program = "import os\nos.makedirs('.git/hooks', exist_ok=True)\nopen('.git/hooks/post-checkout', 'w').write('#!/bin/sh\\ntouch HOOKED\\n')\nprint('planted')\n";
+    for (writable, expected) in [
+        (
+            ".",
+            "would let programs write anywhere in the workspace {root}, its .git, .chainsmith and chainsmith.toml included",
+        ),
+        (".git", "would let programs write beneath {root}/.git, which is or holds .git"),
+        (".git/hooks", "would let programs write beneath {root}/.git/hooks, which is or holds .git"),
+    ] {
+        let ws = Workspace::new(&format!("[runtime]\nwritable = [{writable:?}]\n"), program);
+        std::fs::create_dir_all(ws.root().join(".git/hooks")).unwrap();
+        let root = ws.root().canonicalize().unwrap();
+        let expected = format!("[runtime] writable {}", expected.replace("{root}", &root.display().to_string()));
+        let untrusted = ws.untrusted();
+        assert!(untrusted.iter().any(|m| m.starts_with(&expected)), "{writable}: {untrusted:?}");
+        let out = ws.chainsmith(&["run", "p.py"]);
+        assert_eq!(out.status.code(), Some(1), "{writable}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains(&expected), "{writable}: {}", text(&out.stderr));
+        assert!(!ws.root().join(".git/hooks/post-checkout").exists(), "{writable}: the hook was planted");
+        let out = ws.chainsmith(&["--trust", "run", "p.py"]);
+        assert_eq!(text(&out.stdout), "planted\n", "{writable}: trusted, the setting holds: {}", text(&out.stderr));
+    }
+    // A folder inside that only holds the program's output asks nothing, and the sandbox still
+    // keeps the chain out of .git.
+    let ws = Workspace::new("[runtime]\nwritable = [\"out\"]\n", program);
+    std::fs::create_dir_all(ws.root().join("out")).unwrap();
+    assert_eq!(ws.untrusted(), Vec::<String>::new());
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_ne!(text(&out.stdout), "planted\n", "{}", text(&out.stderr));
+    assert!(!ws.root().join(".git/hooks/post-checkout").exists());
+}
+
 #[test]
 fn the_llms_key_goes_to_an_address_the_workspace_chose_only_once_trusted() {
     let llm = Recorder::start(|_| ok_json("{}"));
