@@ -1,10 +1,11 @@
 //! The embedded `chainsmith` Python package: written once per content version to a cache folder
-//! (`$XDG_CACHE_HOME/chainsmith/py-<hash>`, else `~/.cache/chainsmith/py-<hash>`, else the temp
-//! folder) and put on the program's `PYTHONPATH`.
+//! (`$XDG_CACHE_HOME/chainsmith/py-<hash>`, else `~/.cache/chainsmith/py-<hash>`, else
+//! `chainsmith-cache-<uid>` in the temp folder, used only while it is the user's own and no one
+//! else may write it) and put on the program's `PYTHONPATH`.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 /// (path relative to the package root, content).
 const FILES: &[(&str, &str)] = &[
@@ -30,14 +31,36 @@ fn content_hash() -> u64 {
     hash
 }
 
-fn cache_base() -> PathBuf {
-    crate::files::user_cache_dir().unwrap_or_else(|| std::env::temp_dir().join("chainsmith-cache"))
+/// Where the package is written. Without a home folder, the temp folder (shared by every user):
+/// there a folder someone else made first, or may write, could hold a boot script of theirs that
+/// chainsmith would run with the run's door in hand, so it is refused.
+fn cache_base() -> Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if let Some(dir) = crate::files::user_cache_dir() {
+        return Ok(dir);
+    }
+    // SAFETY: getuid cannot fail and touches no memory.
+    let uid = unsafe { libc::getuid() };
+    let dir = std::env::temp_dir().join(format!("chainsmith-cache-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create the cache folder {}", dir.display())),
+    }
+    let meta = std::fs::symlink_metadata(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        bail!(
+            "refusing to use {} for chainsmith's Python package: it is not a folder of yours that only you may write (HOME is not set; setting HOME or XDG_CACHE_HOME puts it there instead)",
+            dir.display()
+        );
+    }
+    Ok(dir)
 }
 
 /// The folder holding the package (to put on `PYTHONPATH`), written on first use. A folder is
 /// written under a temporary name and renamed into place, so a half-written one is never used.
 pub fn ensure() -> Result<PathBuf> {
-    let dir = cache_base().join(format!("py-{:016x}", content_hash()));
+    let dir = cache_base()?.join(format!("py-{:016x}", content_hash()));
     if dir.join(BOOT_SCRIPT).is_file() {
         return Ok(dir);
     }

@@ -133,3 +133,53 @@ fn an_endless_answer_is_read_only_to_the_limit() {
     assert!(said.contains("larger than 1 MiB ([runtime] max_response_mb)"), "{said}");
     assert_ne!(run.status.code(), Some(0));
 }
+
+/// Without a home folder the Python package goes to the temp folder, which every user shares: a
+/// package folder another user made there first (with a boot script of theirs, which would run
+/// holding the run's door) is refused, and one of the user's own is used.
+#[test]
+fn a_package_folder_planted_in_the_shared_temp_folder_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let run = |tmp: &Path, dir: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .args(["run", "ok.py"])
+            .current_dir(dir)
+            .env_remove("HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env("TMPDIR", tmp)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ok.py"), "print('the program ran')\n").unwrap();
+    // SAFETY: getuid cannot fail and touches no memory.
+    let uid = unsafe { libc::getuid() };
+    let own = tempfile::tempdir().unwrap();
+    let out = run(own.path(), dir.path());
+    assert_eq!(text(&out.stdout), "the program ran\n", "{}", text(&out.stderr));
+    let cache = own.path().join(format!("chainsmith-cache-{uid}"));
+    let mode = std::fs::metadata(&cache).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "the user's own cache folder is private");
+    let version =
+        std::fs::read_dir(&cache).unwrap().flatten().find(|e| e.file_name().to_string_lossy().starts_with("py-"));
+    let version = version.expect("the package was written").file_name();
+
+    // Another user got there first (as a folder only they own, or as one anyone may write).
+    let shared = tempfile::tempdir().unwrap();
+    for name in [format!("chainsmith-cache-{uid}"), "chainsmith-cache".to_string()] {
+        let planted = shared.path().join(name).join(&version);
+        std::fs::create_dir_all(&planted).unwrap();
+        std::fs::write(planted.join("chainsmith_run.py"), "print('PLANTED boot script ran')\n").unwrap();
+        let folder = planted.parent().unwrap();
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+        if uid == 0 {
+            std::os::unix::fs::chown(folder, Some(65534), Some(65534)).unwrap();
+        }
+    }
+    let out = run(shared.path(), dir.path());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(!stdout.contains("PLANTED"), "{stdout}");
+    assert_ne!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("refusing to use") && stderr.contains("setting HOME or XDG_CACHE_HOME"), "{stderr}");
+}
