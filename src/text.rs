@@ -3,6 +3,18 @@
 //! (or UTF-8 when negotiated); the text output speaks 1-based characters. All conversion is here,
 //! beside [`ByteRange`], the one span type of the core.
 
+/// `text` with its control characters (an escape sequence that would move a terminal's cursor,
+/// erase a line or retitle the window) written as Rust escapes (`\u{1b}`), for a terminal: what a
+/// workspace wrote in a name, a URL or a command line is shown, never obeyed.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(
+        text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect(),
+    )
+}
+
 /// A byte range `start..end` in a file's text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct ByteRange {
@@ -153,6 +165,12 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert!(matches!(printable("plain — text"), std::borrow::Cow::Borrowed("plain — text")));
+        assert_eq!(printable("a\u{1b}]0;title\u{7}b\r\n"), "a\\u{1b}]0;title\\u{7}b\\r\\n");
+    }
 
     #[test]
     fn utf16_round_trip() {

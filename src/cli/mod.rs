@@ -28,7 +28,7 @@ use serde_json::json;
 use crate::analysis::{self, parse};
 use crate::config::{self, Config};
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::text::{Encoding, LineIndex};
+use crate::text::{Encoding, LineIndex, printable};
 use crate::toolset::{Catalog, Tool, loader};
 
 /// The workspace for a command: `--root`, else found from the first path, else that path's folder
@@ -171,7 +171,9 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
         for (d, indexed) in &reports {
             let (text, index) = &**indexed;
             let (line, col) = index.line_col_1based(text, d.range.start);
-            writeln!(out, "{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message)?;
+            let (file, message) = (d.file.display().to_string(), &d.message);
+            let (file, message) = (printable(&file), printable(message));
+            writeln!(out, "{file}:{line}:{col}: {}[{}]: {message}", d.severity.as_str(), d.code)?;
         }
         let errors = reports.iter().filter(|(d, _)| d.severity == Severity::Error).count();
         let warnings = reports.iter().filter(|(d, _)| d.severity == Severity::Warning).count();
@@ -228,8 +230,9 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
         writeln!(out, "{}", serde_json::to_string_pretty(&items)?)?;
     } else {
         for toolset in &catalog.toolsets {
-            let base = toolset.base_url.as_deref().map(|b| format!(" ({b})")).unwrap_or_default();
-            writeln!(out, "{} — {} tools{base}", toolset.name, toolset.tools.len())?;
+            let base =
+                toolset.base_url.as_deref().map(|b| format!(" ({})", crate::trust::redact_url(b))).unwrap_or_default();
+            writeln!(out, "{} — {} tools{}", printable(&toolset.name), toolset.tools.len(), printable(&base))?;
             for tool in &toolset.tools {
                 let params: Vec<String> = tool
                     .params
@@ -238,7 +241,8 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
                     .collect();
                 let endpoint = tool.endpoint().map(|e| format!("  [{e}]")).unwrap_or_default();
                 let response = if tool.response.is_some() { "" } else { "  (response unknown)" };
-                writeln!(out, "  {}.{}({}){endpoint}{response}", toolset.name, tool.name, params.join(", "))?;
+                let line = format!("  {}.{}({}){endpoint}{response}", toolset.name, tool.name, params.join(", "));
+                writeln!(out, "{}", printable(&line))?;
             }
         }
     }
@@ -251,7 +255,8 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
             (text, index)
         });
         let (line, col) = index.line_col_1based(text, d.range.start);
-        eprintln!("{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message);
+        let file = d.file.display().to_string();
+        eprintln!("{}:{line}:{col}: {}[{}]: {}", printable(&file), d.severity.as_str(), d.code, printable(&d.message));
     }
     Ok(if catalog.diagnostics.iter().any(|d| d.severity == Severity::Error) { 1 } else { 0 })
 }

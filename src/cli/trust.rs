@@ -8,6 +8,7 @@ use anyhow::{Result, anyhow, bail};
 
 use super::workspace_root;
 use crate::config::Config;
+use crate::text::printable;
 use crate::toolset::loader;
 use crate::trust::{self, Store};
 
@@ -26,7 +27,7 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
         for (root, entry) in &file.workspaces {
             writeln!(out, "{root}")?;
             for command in &entry.commands {
-                writeln!(out, "  {}: {}", command.from, command.command)?;
+                writeln!(out, "  {}: {}", printable(&command.from), printable(&command.command))?;
             }
         }
         return Ok(0);
@@ -52,7 +53,7 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
     }
     writeln!(out, "trusted {canonical} with:")?;
     for command in &commands {
-        writeln!(out, "  {}: {}", command.from, command.command)?;
+        writeln!(out, "  {}: {}", printable(&command.from), printable(&command.command))?;
     }
     writeln!(
         out,

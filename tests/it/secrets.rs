@@ -179,6 +179,12 @@ fn credentials_in_a_url_are_never_shown_and_never_replace_the_trusted_header() {
     let shown = format!("http://***@127.0.0.1:{}", server.port);
     assert!(untrusted.iter().any(|m| m.contains(&shown)), "{untrusted:?}");
     assert!(untrusted.iter().all(|m| !m.contains(URL_PASSWORD) && !m.contains("admin")), "{untrusted:?}");
+    for format in ["text", "json"] {
+        let listed = text(&ws.chainsmith(&["tools", "--format", format]).stdout);
+        assert!(!listed.contains(URL_PASSWORD) && !listed.contains("admin"), "tools --format {format}: {listed}");
+        assert!(listed.contains("api"), "tools --format {format} lists the toolset: {listed}");
+    }
+    assert!(text(&ws.chainsmith(&["tools"]).stdout).contains(&format!("({shown})")), "the text names the base URL");
     let trusted = ws.chainsmith(&["trust"]);
     assert!(!text(&trusted.stdout).contains(URL_PASSWORD), "{}", text(&trusted.stdout));
     assert!(ws.trust_file().contains(&shown) && !ws.trust_file().contains(URL_PASSWORD), "{}", ws.trust_file());
