@@ -21,6 +21,10 @@ use std::time::{Duration, Instant};
 /// The name every run's cgroup starts with; the rest is `<chainsmith's pid>-<n>`.
 const PREFIX: &str = "chainsmith-run-";
 
+/// The largest `pids.max` the kernel takes (its `PID_MAX_LIMIT`); a larger value is refused with
+/// `EINVAL`, which would leave the run with no limit at all.
+const PID_MAX_LIMIT: u64 = 4 * 1024 * 1024;
+
 /// How long removal waits for the kernel to let go of the run's exited processes.
 const REMOVAL_GRACE: Duration = Duration::from_secs(2);
 
@@ -48,7 +52,7 @@ impl ProcessCgroup {
             }
         };
         let made = (|| {
-            std::fs::write(folder.join("pids.max"), max_processes.max(1).to_string())?;
+            std::fs::write(folder.join("pids.max"), max_processes.clamp(1, PID_MAX_LIMIT).to_string())?;
             let procs = std::fs::OpenOptions::new().write(true).open(folder.join("cgroup.procs"))?;
             Ok::<_, std::io::Error>(OwnedFd::from(procs))
         })();

@@ -11,8 +11,9 @@
 //!   started, a `setsid` daemon included; it mounts its own `/proc` (only its processes) and
 //!   `/dev/shm` (gone with the run). An intermediate process outside the namespace waits for it,
 //!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
-//! - Landlock (the `landlock` crate): reads anywhere, writes only beneath the allowed folders, no
-//!   TCP connect or bind (a second wall when namespaces are refused);
+//! - Landlock (the `landlock` crate): reads anywhere but in `/dev` (the null device and random
+//!   sources excepted: another terminal's keystrokes are no one's to read), writes only beneath the
+//!   allowed folders, no TCP connect or bind (a second wall when namespaces are refused);
 //! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal),
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no `io_uring` (whose
@@ -74,7 +75,8 @@ pub struct Sandbox {
     process_cgroup: Option<ProcessCgroup>,
     landlock: Option<OwnedFd>,
     /// The Landlock rights the run's own `/dev/shm` and scratch folder are given once they are
-    /// mounted: a rule made before the fork names the host's folders, which the run's mounts hide.
+    /// mounted (its own `/proc` the reading ones): a rule made before the fork names the host's
+    /// folders, which the run's mounts hide.
     shm_access: Option<u64>,
     /// The scratch folder's own size-capped file system, with private mounts.
     scratch: Option<ScratchMount>,
@@ -441,7 +443,22 @@ fn namespace_support() -> &'static NamespaceSupport {
     })
 }
 
-/// The Landlock ruleset of a run: read and execute anywhere, everything beneath `writable`, no TCP.
+/// Device nodes a program may read: the data sources every runtime uses. No other device — the
+/// user's other terminals (`/dev/pts/N`, `/dev/ttyN`), input devices, the console —, where a read
+/// would take keystrokes meant for someone else (a password typed while the chain runs).
+const READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+
+/// What a run may read and execute: everything beneath `/` but `/dev`, and [`READABLE_DEVICES`].
+fn readable() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir("/") else { return vec![PathBuf::from("/")] };
+    let mut readable: Vec<PathBuf> =
+        entries.flatten().map(|e| e.path()).filter(|p| p.as_path() != std::path::Path::new("/dev")).collect();
+    readable.extend(READABLE_DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
+    readable
+}
+
+/// The Landlock ruleset of a run: read and execute anywhere but in `/dev` (see [`readable`]),
+/// everything beneath `writable`, no TCP.
 fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<OwnedFd>, String> {
     let level = if mode == SandboxMode::Strict { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
     let all = AccessFs::from_all(LANDLOCK_ABI);
@@ -452,7 +469,7 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<Ow
         .and_then(|r| r.handle_access(AccessNet::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.scope(Scope::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rules(path_beneath_rules(["/"], read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(readable(), read)))
         .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
         .map_err(|e| e.to_string())?;
     let fd: Option<OwnedFd> = ruleset.into();
@@ -618,6 +635,9 @@ fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>, scratch: Option<&Scrat
             if let Some(scratch) = scratch {
                 allow_beneath(ruleset, allowed_access, &scratch.folder)?;
             }
+            // The rule made before the fork for `/proc` names the host's, hidden now; the run's
+            // own is read like the rest. (Plain bit arithmetic: no allocation.)
+            allow_beneath(ruleset, allowed_access & AccessFs::from_read(LANDLOCK_ABI).bits(), c"/proc")?;
         }
     }
     Ok(())

@@ -166,6 +166,40 @@ fn pseudo_terminal() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     unsafe { (std::os::fd::OwnedFd::from_raw_fd(controller), std::os::fd::OwnedFd::from_raw_fd(terminal)) }
 }
 
+/// A read of another terminal takes its keystrokes (a password typed there while the chain runs):
+/// the chain reads no device but the null device and the random sources.
+#[test]
+fn a_chain_cannot_read_another_terminal() {
+    use std::os::fd::AsRawFd;
+    let (_controller, terminal) = pseudo_terminal();
+    let mut name = [0 as libc::c_char; 128];
+    // SAFETY: ttyname_r writes a NUL-terminated name into the buffer it is given.
+    let rc = unsafe { libc::ttyname_r(terminal.as_raw_fd(), name.as_mut_ptr(), name.len()) };
+    assert_eq!(rc, 0, "ttyname_r");
+    // SAFETY: ttyname_r wrote a NUL-terminated string.
+    let name = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = format!(
+        r#"import os
+for path in ["{name}", "/dev/null", "/dev/urandom", "/etc/hostname"]:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.close(fd)
+        print(path, "opened")
+    except OSError as e:
+        print(path, "refused", e.strerror)
+"#
+    );
+    std::fs::write(ws.path().join("pts.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "pts.py"], &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains(&format!("{name} refused")), "{stdout}");
+    for readable in ["/dev/null", "/dev/urandom", "/etc/hostname"] {
+        assert!(stdout.contains(&format!("{readable} opened")), "{stdout}");
+    }
+}
+
 #[test]
 fn a_chain_cannot_type_into_the_users_terminal() {
     use std::os::unix::process::CommandExt;
