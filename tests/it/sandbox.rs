@@ -552,6 +552,18 @@ fn a_fork_bomb_stops_at_the_process_limit() {
     }
 }
 
+/// A process limit past what the kernel takes is the kernel's largest, not no limit at all (a
+/// cgroup refuses a larger `pids.max`, which left root's run with none).
+#[test]
+fn a_huge_process_limit_is_clamped_not_dropped() {
+    let ws = workspace("http://127.0.0.1:9", false, "[runtime]\nmax_processes = 9223372036854775807\n");
+    std::fs::write(ws.path().join("p.py"), "print('ran')\n").unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(text(&out.stdout), "ran\n", "{stderr}");
+    assert!(!stderr.contains("cannot set up the cgroup"), "{stderr}");
+}
+
 /// Runs a bomb of 200 forks with `max_processes = 16`, as `nobody` when `as_nobody`, and checks
 /// that it stopped short and that no cgroup of the run's is left.
 fn fork_bomb(as_nobody: bool) {
