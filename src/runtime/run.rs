@@ -170,7 +170,7 @@ fn execute(
     // The run's folder holds what chainsmith gives the program (its source, the file it writes
     // where it is when asked); the program writes in `scratch`, a folder of capped size beneath.
     let fault_file = work.path().join("where.txt");
-    std::fs::write(&fault_file, "").map_err(|e| format!("cannot write {}: {e}", fault_file.display()))?;
+    make_fifo(&fault_file).map_err(|e| format!("cannot make {}: {e}", fault_file.display()))?;
     let scratch = work.path().join("scratch");
     std::fs::create_dir(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let run_start = Instant::now();
@@ -364,28 +364,56 @@ fn python_path(package: &Path) -> std::ffi::OsString {
 /// The largest stack dump read from the program's fault handler (a deep recursion's is ~100 KB).
 const MAX_FAULT_DUMP: u64 = 1 << 20;
 
-/// Where the program is: asks its fault handler for the main thread's stack and reads the
-/// innermost frame of the program file (a 1-based line).
+/// The program's fault file: a FIFO, so what the program writes there passes through memory (a
+/// pipe's buffer) and never fills the disk, as a regular file outside the size-capped scratch
+/// folder could.
+fn make_fifo(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: mkfifo reads a NUL-terminated path.
+    if unsafe { libc::mkfifo(name.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Where the program is: asks its fault handler for the main thread's stack, read from the fault
+/// FIFO, and finds the innermost frame of the program file (a 1-based line).
 fn where_is(pid: i32, fault_file: &Path, program: &Path) -> Option<u32> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // Opened before the signal, without waiting for a writer; only the FIFO chainsmith made is
+    // read (without Landlock the program could put a link or a file in its place).
+    let mut fifo = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(fault_file)
+        .ok()
+        .filter(|f| f.metadata().is_ok_and(|m| m.file_type().is_fifo()))?;
     // SAFETY: sends a signal to our own child.
     unsafe {
         libc::kill(pid, libc::SIGUSR1);
     }
     let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     let until = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < until {
-        // The program can replace the file (a link to /dev/zero, a FIFO): only a small regular one is read.
-        if let Ok(dump) = crate::files::read_text(fault_file, MAX_FAULT_DUMP)
-            && dump.contains("File \"")
-        {
-            // Give the handler a moment to finish writing.
-            std::thread::sleep(Duration::from_millis(20));
-            let dump = crate::files::read_text(fault_file, MAX_FAULT_DUMP).unwrap_or(dump);
-            return innermost_program_line(&dump, &program);
+    let mut dump = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    let mut complete_after = None;
+    while Instant::now() < until && dump.len() < MAX_FAULT_DUMP as usize {
+        match fifo.read(&mut chunk) {
+            Ok(n) if n > 0 => dump.extend_from_slice(&chunk[..n]),
+            _ => {
+                // Nothing more for now: once the dump has begun, a short quiet spell ends it.
+                if complete_after.is_some_and(|at| Instant::now() >= at) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
-        std::thread::sleep(Duration::from_millis(10));
+        if complete_after.is_none() && dump.windows(6).any(|w| w == b"File \"") {
+            complete_after = Some(Instant::now() + Duration::from_millis(20));
+        }
     }
-    None
+    innermost_program_line(&String::from_utf8_lossy(&dump), &program)
 }
 
 /// The first `File "<program>", line N` of a faulthandler dump (most recent call first).

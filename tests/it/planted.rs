@@ -105,6 +105,30 @@ fn a_chain_that_replaces_its_fault_file_still_times_out() {
     }
 }
 
+/// The fault file lies outside the size-capped scratch folder: a chain writing there could fill
+/// the disk. It is a FIFO, so what the chain writes waits in a pipe's buffer (a MiB at most).
+#[test]
+fn the_fault_file_holds_no_more_than_a_pipe() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = r#"import os
+fd = os.open(os.environ["CHAINSMITH_FAULT_FILE"], os.O_WRONLY | os.O_NONBLOCK)
+block, wrote = b"x" * 65536, 0
+try:
+    while wrote < (64 << 20):
+        wrote += os.write(fd, block)
+except BlockingIOError:
+    pass
+print("wrote", wrote)
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let run = ended_within(ws.path(), &["run", "p.py"], Duration::from_secs(60)).expect("the run ended");
+    let stdout = text(&run.stdout);
+    let wrote: u64 = stdout.trim().strip_prefix("wrote ").and_then(|n| n.parse().ok()).unwrap_or_else(|| {
+        panic!("{stdout}\n{}", text(&run.stderr));
+    });
+    assert!(wrote <= 1 << 20, "{wrote} bytes went into the fault file");
+}
+
 #[test]
 fn an_endless_answer_is_read_only_to_the_limit() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -25,8 +25,9 @@ def _main():
         import faulthandler
         import signal
 
-        # On a timeout the host asks where the program is before stopping it.
-        faulthandler.register(signal.SIGUSR1, file=open(fault_file, "w"), all_threads=False)
+        # On a timeout the host asks where the program is before stopping it. The file is a FIFO
+        # the host reads: opened for reading and writing, it opens without waiting for the host.
+        faulthandler.register(signal.SIGUSR1, file=os.open(fault_file, os.O_RDWR), all_threads=False)
 
     from chainsmith import _host, _http
 
