@@ -9,7 +9,9 @@
 //! outside `boundary` (a planted `typings/chainsmith -> /home/me/.config` link), and replaces the
 //! file by renaming a fresh temporary file over it — so a planted link at the file itself is
 //! replaced, never followed, and a reader never sees half a file. [`append_line`] appends the
-//! same way (eval results), never through a link at the file.
+//! same way (eval results), never through a link at the file or to a file with other names. Both
+//! write through the folder as opened by a walk from the boundary that follows no link, so a
+//! folder swapped for a link between the check and the write is refused.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -146,23 +148,80 @@ pub fn unique_suffix() -> String {
 
 /// Writes `contents` to `path`, which must resolve inside `boundary` (after following every link
 /// in its folders); a link at `path` itself is replaced, not followed. Missing folders are made only
-/// once the deepest existing one is known to resolve inside.
+/// once the deepest existing one is known to resolve inside. The write goes through the folder as
+/// opened by a walk from the boundary that follows no link ([`open_beneath`]), so a folder swapped
+/// for a link after the check (by a program that may write in the workspace) is refused, not
+/// written through.
 pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
     let resolved = folder_inside(boundary, path)?;
+    let folder = open_beneath(boundary, &resolved).map_err(io)?;
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("no file name")))?;
-    let staging = resolved.join(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&staging)
-        .map_err(io)?;
+    let staging = std::ffi::OsString::from(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
+    let mut file = open_at(&folder, &staging, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).map_err(io)?;
     let written = file.write_all(contents).and_then(|()| file.sync_all());
     drop(file);
-    if let Err(e) = written.and_then(|()| std::fs::rename(&staging, resolved.join(name))) {
-        let _ = std::fs::remove_file(&staging);
+    if let Err(e) = written.and_then(|()| rename_at(&folder, &staging, name)) {
+        let _ = unlink_at(&folder, &staging);
         return Err(io(e));
+    }
+    Ok(())
+}
+
+/// `folder` (canonical, beneath the boundary's canonical path) opened by a walk from `boundary`
+/// that follows no link: each component is opened as a directory with `O_NOFOLLOW`, so a component
+/// that became a link since `folder` was resolved fails the walk (`ELOOP` or `ENOTDIR`) instead of
+/// leading out of the boundary.
+fn open_beneath(boundary: &Path, folder: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+    let boundary = std::fs::canonicalize(boundary)?;
+    let inside = folder
+        .strip_prefix(&boundary)
+        .map_err(|_| std::io::Error::other(format!("{} is not beneath {}", folder.display(), boundary.display())))?;
+    let mut current: std::os::fd::OwnedFd =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY).open(&boundary)?.into();
+    for component in inside.components() {
+        let std::path::Component::Normal(name) = component else {
+            return Err(std::io::Error::other(format!("{} is not a plain path", folder.display())));
+        };
+        current = open_at(&current, name, libc::O_RDONLY | libc::O_DIRECTORY)?.into();
+    }
+    Ok(current)
+}
+
+fn c_name(name: &std::ffi::OsStr) -> std::io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(name.as_bytes()).map_err(std::io::Error::other)
+}
+
+/// `name` in the folder `dir`, opened with `flags` and never through a link.
+fn open_at(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr, flags: libc::c_int) -> std::io::Result<std::fs::File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let name = c_name(name)?;
+    // SAFETY: openat on an open folder and a NUL-terminated name; the result is owned here.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0o644) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned by nothing else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+fn rename_at(dir: &std::os::fd::OwnedFd, from: &std::ffi::OsStr, to: &std::ffi::OsStr) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (from, to) = (c_name(from)?, c_name(to)?);
+    // SAFETY: renameat within one open folder, on NUL-terminated names.
+    if unsafe { libc::renameat(dir.as_raw_fd(), from.as_ptr(), dir.as_raw_fd(), to.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn unlink_at(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let name = c_name(name)?;
+    // SAFETY: unlinkat in an open folder, on a NUL-terminated name.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
@@ -195,28 +254,39 @@ fn folder_inside(boundary: &Path, path: &Path) -> Result<PathBuf, WriteError> {
 /// are made.
 pub fn append_line(boundary: Option<&Path>, path: &Path, line: &str) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
-    let target = match boundary {
-        Some(boundary) => folder_inside(boundary, path)?.join(path.file_name().unwrap_or_default()),
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_NONBLOCK;
+    let opened = match boundary {
+        Some(boundary) => {
+            let folder = open_beneath(boundary, &folder_inside(boundary, path)?).map_err(io)?;
+            open_at(&folder, path.file_name().unwrap_or_default(), flags)
+        }
         None => {
             if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                 std::fs::create_dir_all(folder).map_err(io)?;
             }
-            path.to_path_buf()
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+                .mode(0o644)
+                .open(path)
         }
     };
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&target)
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => {
-                io(std::io::Error::other("it is a symbolic link, which chainsmith does not write through"))
-            }
-            _ => io(e),
-        })?;
-    if !file.metadata().map_err(io)?.is_file() {
+    let mut file = opened.map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => {
+            io(std::io::Error::other("it is a symbolic link, which chainsmith does not write through"))
+        }
+        _ => io(e),
+    })?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.is_file() {
         return Err(io(std::io::Error::other("not a regular file")));
+    }
+    // Another name of the same file (a hard link planted to a file of the user's elsewhere).
+    if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+        return Err(io(std::io::Error::other(
+            "it has other names (a hard link), which chainsmith does not write through",
+        )));
     }
     file.write_all(format!("{line}\n").as_bytes()).map_err(io)
 }
@@ -279,6 +349,56 @@ mod tests {
         assert_eq!(decode_python(latin1).unwrap(), "# -*- coding: latin-1 -*-\nname = 'café'\n");
         assert!(decode_python(b"x = '\xff'\n".to_vec()).unwrap_err().contains("no coding line"));
         assert!(decode_python(b"# coding: klingon\nx = '\xff'\n".to_vec()).unwrap_err().contains("klingon"));
+    }
+
+    /// A program that may write in the workspace swaps `.chainsmith/runs` with a link out of it,
+    /// over and over, while chainsmith writes traces there: no write lands outside.
+    #[test]
+    fn a_folder_swapped_for_a_link_during_writes_is_never_written_through() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let runs = root.path().join(".chainsmith/runs");
+        std::fs::create_dir_all(&runs).unwrap();
+        let link = root.path().join(".chainsmith/link");
+        std::os::unix::fs::symlink(outside.path(), &link).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = {
+            let (stop, a, b) = (stop.clone(), c_name(runs.as_os_str()).unwrap(), c_name(link.as_os_str()).unwrap());
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    // SAFETY: renameat2 on two NUL-terminated paths.
+                    unsafe {
+                        libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE)
+                    };
+                }
+            })
+        };
+        let (mut written, mut refused) = (0, 0);
+        for i in 0..400 {
+            match write_inside(root.path(), &runs.join(format!("{i}.json")), b"{}") {
+                Ok(()) => written += 1,
+                Err(_) => refused += 1,
+            }
+            append_line(Some(root.path()), &runs.join("log.jsonl"), "{}").ok();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swapper.join().unwrap();
+        let landed: Vec<_> = std::fs::read_dir(outside.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(landed, Vec::<std::ffi::OsString>::new(), "{written} written, {refused} refused");
+        assert!(written > 0, "the writes that met the real folder went in ({refused} refused)");
+    }
+
+    #[test]
+    fn a_hard_link_to_a_file_elsewhere_is_not_appended_to() {
+        let root = tempfile::tempdir().unwrap();
+        let victim = root.path().join("victim.txt");
+        std::fs::write(&victim, "mine\n").unwrap();
+        let results = root.path().join(".chainsmith/eval/full.jsonl");
+        std::fs::create_dir_all(results.parent().unwrap()).unwrap();
+        std::fs::hard_link(&victim, &results).unwrap();
+        let refused = append_line(Some(root.path()), &results, "x").unwrap_err().to_string();
+        assert!(refused.contains("hard link"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
     }
 
     #[test]
