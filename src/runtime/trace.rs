@@ -211,8 +211,10 @@ impl Secrets {
     }
 
     /// A secret, and every encoding a tool or server may echo it in: percent-encoded (upper- and
-    /// lower-case escapes), form-encoded (`+` for a space), base64 (standard and URL-safe, with and
-    /// without padding — a Basic `user:pass` credential), hex (lower- and upper-case digits).
+    /// lower-case escapes, and every byte escaped), form-encoded (`+` for a space), base64
+    /// (standard and URL-safe, with and without padding — a Basic `user:pass` credential — and the
+    /// secret inside a longer encoded text, see [`base64_cores`]), hex (lower- and upper-case
+    /// digits), HTML character references (decimal and hexadecimal).
     pub fn add(&mut self, value: String) {
         use base64::Engine as _;
         use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
@@ -228,6 +230,12 @@ impl Secrets {
         for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
             forms.push(engine.encode(value.as_bytes()));
         }
+        forms.extend(base64_cores(value.as_bytes()));
+        let every_byte: String = value.bytes().map(|b| format!("%{b:02X}")).collect();
+        forms.push(lowercase_escapes(&every_byte));
+        forms.push(every_byte);
+        forms.push(value.chars().map(|c| format!("&#{};", c as u32)).collect());
+        forms.push(value.chars().map(|c| format!("&#x{:x};", c as u32)).collect());
         for form in forms {
             if !self.values.contains(&form) {
                 self.values.push(form);
@@ -454,6 +462,33 @@ pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Res
     Ok(path)
 }
 
+/// The base64 characters that depend on `secret` alone wherever it starts in a longer text
+/// (`user:` + key, a JSON body): for each of the three offsets the secret can take within a
+/// 3-byte group and both alphabets, the whole groups it fills. The one or two bytes at each edge
+/// that share a group with other bytes stay visible — too few to use the key. Cores shorter than
+/// eight characters (secrets under about nine bytes) are left out: they would match ordinary text.
+fn base64_cores(secret: &[u8]) -> Vec<String> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+    let mut cores = Vec::new();
+    for shift in 0..3usize {
+        let mut shifted = vec![0u8; shift];
+        shifted.extend_from_slice(secret);
+        // Groups wholly made of the secret's bytes: from the first group boundary at or after
+        // `shift`, to the last one at or before the secret's end.
+        let first = shift.div_ceil(3);
+        let last = shifted.len() / 3;
+        if last <= first || (last - first) * 4 < 8 {
+            continue;
+        }
+        for engine in [&STANDARD, &URL_SAFE] {
+            let encoded = engine.encode(&shifted);
+            cores.push(encoded[first * 4..last * 4].to_string());
+        }
+    }
+    cores
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,7 +510,39 @@ mod tests {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
         }
-        assert_eq!(secrets.longest(), 2 * "K3y+Secr/et=&x y".len(), "its hex form");
+        assert_eq!(
+            secrets.longest(),
+            "&#x4b;&#x33;&#x79;&#x2b;&#x53;&#x65;&#x63;&#x72;&#x2f;&#x65;&#x74;&#x3d;&#x26;&#x78;&#x20;&#x79;".len(),
+            "its HTML form"
+        );
+    }
+
+    /// A key an API echoes inside a longer encoded text (a Basic credential `user:` + key, a JSON
+    /// body in base64), byte by byte in escapes, or as HTML: no form gives the program the key.
+    #[test]
+    fn a_secret_inside_longer_encoded_text_is_redacted() {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let key = "SuperSecretKey12345";
+        let mut secrets = Secrets::default();
+        secrets.add(key.into());
+        for prefix in ["", "a", "ab", "user:", "{\"token\": \""] {
+            for suffix in ["", "\"}", "x"] {
+                let plain = format!("{prefix}{key}{suffix}");
+                for encoded in [STANDARD.encode(&plain), URL_SAFE_NO_PAD.encode(&plain)] {
+                    let text = secrets.text(&encoded);
+                    assert!(text.contains(REDACTED), "{plain:?} as {encoded}: {text}");
+                    // What is left cannot be decoded back to the key.
+                    let left = text.replace(REDACTED, "");
+                    assert!(!left.contains(&STANDARD.encode(key)[..8]), "{plain:?}: {text}");
+                }
+            }
+        }
+        let every_byte: String = key.bytes().map(|b| format!("%{b:02x}")).collect();
+        let html: String = key.chars().map(|c| format!("&#{};", c as u32)).collect();
+        for echoed in [every_byte.to_uppercase(), every_byte, html] {
+            assert_eq!(secrets.text(&format!("<p>{echoed}</p>")), "<p>[redacted]</p>", "{echoed}");
+        }
     }
     use serde_json::json;
 
