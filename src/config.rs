@@ -226,8 +226,8 @@ pub struct RuntimeConfig {
     pub writable: Vec<String>,
     /// The address space a confined program may use, in MiB.
     pub max_memory_mb: u64,
-    /// How many processes and threads a confined run may have at once, in its user namespace (see
-    /// `runtime::sandbox`: not binding on root, nor set before Linux 5.14).
+    /// How many processes and threads a confined run may have at once, in its user namespace, or
+    /// for root in a cgroup of its own (see `runtime::sandbox`; not set before Linux 5.14).
     pub max_processes: u64,
     /// The largest body an HTTP tool's answer may have, in MiB (64 by default, as an MCP message).
     pub max_response_mb: u64,

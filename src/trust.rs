@@ -90,6 +90,37 @@ impl Command {
             .then(|| Command { from: "[runtime] sandbox".into(), command: format!("{SANDBOX_PREFIX}off>") })
     }
 
+    /// Every line `[runtime]` asks trust for: the interpreter, the sandbox off, raised limits,
+    /// writable folders that loosen the sandbox. One list for the check, the record and the run.
+    pub fn runtime(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
+        let mut lines: Vec<Command> = Command::python(runtime).into_iter().collect();
+        lines.extend(Command::sandbox(runtime));
+        lines.extend(Command::limits(runtime));
+        lines.extend(Command::writable(runtime, root));
+        lines
+    }
+
+    /// The sandbox's limits a workspace raises above the defaults (`max_memory_mb`,
+    /// `max_processes`, `max_scratch_mb`, `max_response_mb`): a folder could otherwise give its
+    /// own chain room to take the machine's memory or process table. Lowering them asks nothing.
+    pub fn limits(runtime: &RuntimeConfig) -> Option<Command> {
+        let default = RuntimeConfig::default();
+        let raised: Vec<String> = [
+            ("max_memory_mb", runtime.max_memory_mb, default.max_memory_mb),
+            ("max_processes", runtime.max_processes, default.max_processes),
+            ("max_scratch_mb", runtime.max_scratch_mb, default.max_scratch_mb),
+            ("max_response_mb", runtime.max_response_mb, default.max_response_mb),
+        ]
+        .into_iter()
+        .filter(|(_, value, default)| value > default)
+        .map(|(key, value, _)| format!("{key} = {value}"))
+        .collect();
+        (!raised.is_empty()).then(|| Command {
+            from: "[runtime] limits".into(),
+            command: format!("{LIMITS_PREFIX}{}>", raised.join(", ")),
+        })
+    }
+
     /// The `[runtime] writable` folders that loosen the sandbox: those that do not lie inside the
     /// workspace at `root` (by their canonical paths where they exist, so `..` and links count
     /// where they lead), and those inside that hold what is acted on outside the sandbox (see
@@ -144,6 +175,8 @@ impl Command {
             format!("send {}", rest.replacen('<', "", 1).replacen('>', "", 1))
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
+        } else if let Some(raised) = line.strip_prefix(LIMITS_PREFIX) {
+            format!("raise the sandbox's limits above the defaults ({})", raised.trim_end_matches('>'))
         } else if let Some(rest) = line.strip_prefix(WRITE_PREFIX) {
             const OUTSIDE: &str = "git, editors and chainsmith act on them outside the sandbox";
             if let Some(folder) = rest.strip_suffix(WHOLE_WORKSPACE) {
@@ -169,6 +202,7 @@ impl Command {
 const SEND_PREFIX: &str = "send ";
 const SANDBOX_PREFIX: &str = "sandbox <";
 const WRITE_PREFIX: &str = "write <";
+const LIMITS_PREFIX: &str = "limits <";
 /// What follows a writable folder's `>` when it is the workspace root itself, or one inside that
 /// holds what is acted on outside the sandbox (then the names follow).
 const WHOLE_WORKSPACE: &str = " the whole workspace";
@@ -250,9 +284,7 @@ pub fn config_commands(config: &Config) -> Vec<Command> {
             _ => None,
         })
         .collect();
-    out.extend(Command::python(&config.runtime));
-    out.extend(Command::sandbox(&config.runtime));
-    out.extend(Command::writable(&config.runtime, &config.root));
+    out.extend(Command::runtime(&config.runtime, &config.root));
     out.extend(Command::llm(&config.llm));
     out
 }

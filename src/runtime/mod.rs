@@ -219,15 +219,13 @@ impl RunOutcome {
 }
 
 /// Why no program may run as the workspace configures runs: a `[runtime] python` other than the
-/// default, `sandbox = "off"` or a `writable` folder that loosens it (see
+/// default, `sandbox = "off"`, limits above the defaults or a `writable` folder that loosens it (see
 /// [`crate::trust::Command::writable`]), in a workspace not trusted with it ([`crate::trust`]);
 /// `None` when programs may run.
 pub fn untrusted_runtime(config: &Config, catalog: &Catalog) -> Option<String> {
     let trust = &catalog.trust;
-    crate::trust::Command::python(&config.runtime)
+    crate::trust::Command::runtime(&config.runtime, &config.root)
         .into_iter()
-        .chain(crate::trust::Command::sandbox(&config.runtime))
-        .chain(crate::trust::Command::writable(&config.runtime, &config.root))
         .find(|line| !trust.allows(&line.command))
         .map(|line| trust.refusal(&line))
 }

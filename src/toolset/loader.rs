@@ -190,10 +190,8 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     // secret, and is not trusted: said where it is declared, so the user learns it before running
     // anything.
     let config_file = config.config_file();
-    let loosenings = trust::Command::python(&config.runtime)
+    let loosenings = trust::Command::runtime(&config.runtime, &config.root)
         .into_iter()
-        .chain(trust::Command::sandbox(&config.runtime))
-        .chain(trust::Command::writable(&config.runtime, &config.root))
         .map(|line| (line, config.runtime_range))
         .chain(trust::Command::llm(&config.llm).map(|line| (line, config.llm_range)));
     for (line, range) in loosenings {

@@ -558,7 +558,17 @@ fn a_fork_bomb_stops_at_the_process_limit() {
 fn a_huge_process_limit_is_clamped_not_dropped() {
     let ws = workspace("http://127.0.0.1:9", false, "[runtime]\nmax_processes = 9223372036854775807\n");
     std::fs::write(ws.path().join("p.py"), "print('ran')\n").unwrap();
+    // Raised above the default, the limit needs trust.
     let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains(
+            "[runtime] limits would raise the sandbox's limits above the defaults (max_processes = 9223372036854775807)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(text(&out.stdout), "ran\n", "{stderr}");
     assert!(!stderr.contains("cannot set up the cgroup"), "{stderr}");

@@ -226,9 +226,18 @@ fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
         assert!(outside.path().join("planted").exists(), "{setting}: trusted, the setting holds");
         std::fs::remove_file(outside.path().join("planted")).unwrap();
     }
-    // A writable folder inside the workspace asks nothing.
-    let ws = Workspace::new("[runtime]\nwritable = [\"out\"]\n", "print('ran')\n");
+    // A writable folder inside the workspace asks nothing, nor do limits below the defaults.
+    let ws = Workspace::new("[runtime]\nwritable = [\"out\"]\nmax_processes = 8\n", "print('ran')\n");
     assert_eq!(ws.untrusted(), Vec::<String>::new());
+    // A limit raised above its default gives the chain room to take the machine: it asks.
+    let ws = Workspace::new("[runtime]\nmax_processes = 8\nmax_memory_mb = 100000\n", "print('ran')\n");
+    let untrusted = ws.untrusted();
+    let expected = "[runtime] limits would raise the sandbox's limits above the defaults (max_memory_mb = 100000)";
+    assert!(untrusted.iter().any(|m| m.starts_with(expected)), "{untrusted:?}");
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(1), String::new()), "{}", text(&out.stderr));
+    let out = ws.chainsmith(&["--trust", "run", "p.py"]);
+    assert_eq!(text(&out.stdout), "ran\n", "{}", text(&out.stderr));
 }
 
 /// A writable folder inside the workspace that holds what is acted on outside the sandbox — the
