@@ -11,8 +11,8 @@
 //! trust and says `"trusted": true`).
 //!
 //! Trust covers more than commands: every setting by which a workspace would loosen the sandbox
-//! (`[runtime] sandbox = "off"`, a `[runtime] writable` folder outside the workspace or holding what
-//! git, editors and chainsmith act on outside the sandbox) and every
+//! (`[runtime] sandbox = "off"`, limits above the defaults, every `[runtime] writable` folder) and
+//! every
 //! secret of the user's environment it would send to an address it names (a toolset's `auth`
 //! `value_env` to its base URL, `[llm] api_key_env` to `[llm] base_url`) is a line of the same
 //! record, shown and trusted the same way. Such a line holds an unquoted `<`, which no local
@@ -121,31 +121,29 @@ impl Command {
         })
     }
 
-    /// The `[runtime] writable` folders that loosen the sandbox: those that do not lie inside the
-    /// workspace at `root` (by their canonical paths where they exist, so `..` and links count
-    /// where they lead), and those inside that hold what is acted on outside the sandbox (see
-    /// [`acted_on_outside`]).
+    /// The `[runtime] writable` folders, each a loosening of the sandbox keyed on where it leads
+    /// (its canonical path where it exists, so `..` and links count): one outside the workspace,
+    /// the workspace itself, or one inside it — where a chain could make a `.git` whose hooks or
+    /// `core.fsmonitor` git runs outside the sandbox, or settings an editor or chainsmith reads.
     pub fn writable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
         let Ok(root) = std::path::absolute(root) else { return Vec::new() };
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         runtime
             .writable
             .iter()
-            .filter_map(|folder| {
-                let joined = root.join(folder);
-                let resolved = resolved_path(&joined);
-                let line = if !resolved.starts_with(&root) {
-                    format!("{WRITE_PREFIX}{}>", resolved.display())
+            .map(|folder| {
+                let resolved = resolved_path(&root.join(folder));
+                let place = if !resolved.starts_with(&root) {
+                    ""
                 } else if resolved == root {
-                    format!("{WRITE_PREFIX}{}>{WHOLE_WORKSPACE}", resolved.display())
+                    WHOLE_WORKSPACE
                 } else {
-                    let held = acted_on_outside(&root, &resolved);
-                    if held.is_empty() {
-                        return None;
-                    }
-                    format!("{WRITE_PREFIX}{}{HOLDING}{}", resolved.display(), held.join(", "))
+                    INSIDE
                 };
-                Some(Command { from: "[runtime] writable".into(), command: line })
+                Command {
+                    from: "[runtime] writable".into(),
+                    command: format!("{WRITE_PREFIX}{}>{place}", resolved.display()),
+                }
             })
             .collect()
     }
@@ -178,14 +176,16 @@ impl Command {
         } else if let Some(raised) = line.strip_prefix(LIMITS_PREFIX) {
             format!("raise the sandbox's limits above the defaults ({})", raised.trim_end_matches('>'))
         } else if let Some(rest) = line.strip_prefix(WRITE_PREFIX) {
-            const OUTSIDE: &str = "git, editors and chainsmith act on them outside the sandbox";
             if let Some(folder) = rest.strip_suffix(WHOLE_WORKSPACE) {
                 format!(
-                    "let programs write anywhere in the workspace {}, its .git, .chainsmith and chainsmith.toml included ({OUTSIDE})",
+                    "let programs write anywhere in the workspace {}, its .git, .chainsmith and chainsmith.toml included (git, editors and chainsmith act on them outside the sandbox)",
                     folder.trim_end_matches('>')
                 )
-            } else if let Some((folder, held)) = rest.split_once(HOLDING) {
-                format!("let programs write beneath {folder}, which is or holds {held} ({OUTSIDE})")
+            } else if let Some(folder) = rest.strip_suffix(INSIDE) {
+                format!(
+                    "let programs write beneath {}, inside the workspace (where a program could make a .git whose hooks git runs outside the sandbox)",
+                    folder.trim_end_matches('>')
+                )
             } else {
                 format!("let programs write beneath {}, outside the workspace", rest.trim_end_matches('>'))
             }
@@ -203,41 +203,9 @@ const SEND_PREFIX: &str = "send ";
 const SANDBOX_PREFIX: &str = "sandbox <";
 const WRITE_PREFIX: &str = "write <";
 const LIMITS_PREFIX: &str = "limits <";
-/// What follows a writable folder's `>` when it is the workspace root itself, or one inside that
-/// holds what is acted on outside the sandbox (then the names follow).
+/// What follows a writable folder's `>` when it is the workspace root itself, or a folder inside.
 const WHOLE_WORKSPACE: &str = " the whole workspace";
-const HOLDING: &str = "> holding ";
-
-/// What a writable folder `folder` inside the workspace `root` is or holds that git, editors or
-/// chainsmith act on outside the sandbox, by name: a dot-named folder or file on its way from the
-/// root (`.git` and its hooks, `.chainsmith`, `.vscode`, `.envrc` …), or one directly inside it,
-/// and `chainsmith.toml`. A chain that may write there could plant a git hook the user's next
-/// checkout runs unconfined, or settings an editor or chainsmith reads. (A nested project deeper
-/// down is not searched for.)
-fn acted_on_outside(root: &Path, folder: &Path) -> Vec<String> {
-    let dotted = |name: &std::ffi::OsStr| name.to_str().is_some_and(|n| n.starts_with('.') && n != "." && n != "..");
-    let mut held: Vec<String> = folder
-        .strip_prefix(root)
-        .map(|inside| {
-            inside
-                .components()
-                .filter(|c| dotted(c.as_os_str()))
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Ok(entries) = std::fs::read_dir(folder) {
-        let mut inside: Vec<String> = entries
-            .flatten()
-            .map(|e| e.file_name())
-            .filter(|name| dotted(name) || name == crate::config::CONFIG_FILE)
-            .map(|name| name.to_string_lossy().into_owned())
-            .collect();
-        inside.sort();
-        held.extend(inside);
-    }
-    held
-}
+const INSIDE: &str = " inside the workspace";
 
 /// `path` with `.` and `..` taken away and links followed as far as the path exists.
 fn resolved_path(path: &Path) -> PathBuf {

@@ -44,7 +44,8 @@ fn a_confined_program_reaches_its_tools_and_nothing_else() {
     }
     let marker = format!("chainsmith-sandbox-daemon-{}", std::process::id());
     std::fs::write(root.join("p.py"), probing_program(server.port, &marker)).unwrap();
-    let out = chainsmith(&root, &["run", "p.py"], &[("OPENAI_API_KEY", "sk-must-not-leak")]);
+    // Trusted with its writable folder (which a workspace may not give itself).
+    let out = chainsmith(&root, &["--trust", "run", "p.py"], &[("OPENAI_API_KEY", "sk-must-not-leak")]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("tool: Bradley Cooper"), "tool calls go through chainsmith: {stdout}");

@@ -226,8 +226,8 @@ fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
         assert!(outside.path().join("planted").exists(), "{setting}: trusted, the setting holds");
         std::fs::remove_file(outside.path().join("planted")).unwrap();
     }
-    // A writable folder inside the workspace asks nothing, nor do limits below the defaults.
-    let ws = Workspace::new("[runtime]\nwritable = [\"out\"]\nmax_processes = 8\n", "print('ran')\n");
+    // Limits below the defaults ask nothing.
+    let ws = Workspace::new("[runtime]\nmax_processes = 8\n", "print('ran')\n");
     assert_eq!(ws.untrusted(), Vec::<String>::new());
     // A limit raised above its default gives the chain room to take the machine: it asks.
     let ws = Workspace::new("[runtime]\nmax_processes = 8\nmax_memory_mb = 100000\n", "print('ran')\n");
@@ -240,20 +240,19 @@ fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
     assert_eq!(text(&out.stdout), "ran\n", "{}", text(&out.stderr));
 }
 
-/// A writable folder inside the workspace that holds what is acted on outside the sandbox — the
-/// workspace root, `.git` (whose hooks git runs), `.chainsmith`, chainsmith.toml — is a loosening
-/// like a folder outside: a chain in an untrusted workspace cannot plant a hook the user's next
-/// `git checkout` would run unconfined.
+/// A writable folder inside the workspace is a loosening like a folder outside: there a chain
+/// could plant (or make, in a folder that holds none yet) a `.git` whose hooks the user's next
+/// `git checkout` runs unconfined. Each needs trust, keyed on the folder alone.
 #[test]
-fn a_writable_folder_holding_git_or_the_workspaces_settings_needs_trust() {
+fn a_writable_folder_inside_the_workspace_needs_trust() {
     let program = "import os\nos.makedirs('.git/hooks', exist_ok=True)\nopen('.git/hooks/post-checkout', 'w').write('#!/bin/sh\\ntouch HOOKED\\n')\nprint('planted')\n";
     for (writable, expected) in [
         (
             ".",
             "would let programs write anywhere in the workspace {root}, its .git, .chainsmith and chainsmith.toml included",
         ),
-        (".git", "would let programs write beneath {root}/.git, which is or holds .git"),
-        (".git/hooks", "would let programs write beneath {root}/.git/hooks, which is or holds .git"),
+        (".git", "would let programs write beneath {root}/.git, inside the workspace"),
+        (".git/hooks", "would let programs write beneath {root}/.git/hooks, inside the workspace"),
     ] {
         let ws = Workspace::new(&format!("[runtime]\nwritable = [{writable:?}]\n"), program);
         std::fs::create_dir_all(ws.root().join(".git/hooks")).unwrap();
@@ -268,12 +267,16 @@ fn a_writable_folder_holding_git_or_the_workspaces_settings_needs_trust() {
         let out = ws.chainsmith(&["--trust", "run", "p.py"]);
         assert_eq!(text(&out.stdout), "planted\n", "{writable}: trusted, the setting holds: {}", text(&out.stderr));
     }
-    // A folder inside that only holds the program's output asks nothing, and the sandbox still
-    // keeps the chain out of .git.
+    // An empty output folder asks too (a chain could make a repository there), and trusted, the
+    // sandbox still keeps the chain out of the workspace's own .git.
     let ws = Workspace::new("[runtime]\nwritable = [\"out\"]\n", program);
     std::fs::create_dir_all(ws.root().join("out")).unwrap();
-    assert_eq!(ws.untrusted(), Vec::<String>::new());
-    let out = ws.chainsmith(&["run", "p.py"]);
+    std::fs::create_dir_all(ws.root().join(".git/hooks")).unwrap();
+    let root = ws.root().canonicalize().unwrap();
+    let expected =
+        format!("[runtime] writable would let programs write beneath {}/out, inside the workspace", root.display());
+    assert!(ws.untrusted().iter().any(|m| m.starts_with(&expected)), "{:?}", ws.untrusted());
+    let out = ws.chainsmith(&["--trust", "run", "p.py"]);
     assert_ne!(text(&out.stdout), "planted\n", "{}", text(&out.stderr));
     assert!(!ws.root().join(".git/hooks/post-checkout").exists());
 }
