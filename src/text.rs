@@ -7,12 +7,20 @@
 /// erase a line or retitle the window) written as Rust escapes (`\u{1b}`), for a terminal: what a
 /// workspace wrote in a name, a URL or a command line is shown, never obeyed.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(is_unprintable) {
         return std::borrow::Cow::Borrowed(text);
     }
     std::borrow::Cow::Owned(
-        text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect(),
+        text.chars().map(|c| if is_unprintable(c) { c.escape_default().to_string() } else { c.to_string() }).collect(),
     )
+}
+
+/// A control character, or one that reorders the text around it on screen (the bidirectional
+/// overrides and isolates, and the direction marks), which a name could use to show one command
+/// while holding another.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A byte range `start..end` in a file's text.
@@ -170,6 +178,7 @@ mod tests {
     fn control_characters_are_shown_not_obeyed() {
         assert!(matches!(printable("plain — text"), std::borrow::Cow::Borrowed("plain — text")));
         assert_eq!(printable("a\u{1b}]0;title\u{7}b\r\n"), "a\\u{1b}]0;title\\u{7}b\\r\\n");
+        assert_eq!(printable("rm -rf \u{202e}txt.exe"), "rm -rf \\u{202e}txt.exe");
     }
 
     #[test]

@@ -313,7 +313,7 @@ fn quote_name(word: &str) -> String {
 fn quote_unless(word: &str, safe: impl Fn(char) -> bool) -> String {
     if !word.is_empty() && word.chars().all(safe) {
         word.to_string()
-    } else if word.chars().any(char::is_control) {
+    } else if word.chars().any(crate::text::is_unprintable) {
         // Bash's `$'…'`, so a line never holds a raw control character: an escape sequence in a
         // workspace's argument could otherwise erase the line a terminal shows and print another.
         let mut quoted = String::from("$'");
@@ -321,8 +321,10 @@ fn quote_unless(word: &str, safe: impl Fn(char) -> bool) -> String {
             match c {
                 '\\' => quoted.push_str("\\\\"),
                 '\'' => quoted.push_str("\\'"),
-                c if c.is_control() && (c as u32) < 0x80 => quoted.push_str(&format!("\\x{:02x}", c as u32)),
-                c if c.is_control() => quoted.push_str(&format!("\\u{:04x}", c as u32)),
+                c if crate::text::is_unprintable(c) && (c as u32) < 0x80 => {
+                    quoted.push_str(&format!("\\x{:02x}", c as u32))
+                }
+                c if crate::text::is_unprintable(c) => quoted.push_str(&format!("\\u{:04x}", c as u32)),
                 c => quoted.push(c),
             }
         }

@@ -41,13 +41,31 @@ pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
             // Absolute, so the walk goes above the current folder; then relative again, so
             // messages name files as the user would.
             let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
-            config::discover_root(&absolute).map(|r| relative_to_cwd(&r)).unwrap_or_else(|| match start.parent() {
-                Some(folder) if start.is_file() && folder.as_os_str().is_empty() => PathBuf::from("."),
-                Some(folder) if start.is_file() => folder.to_path_buf(),
-                _ => start.to_path_buf(),
+            // A program's own folder stands in only when it is the user's alone: in a shared one
+            // (`/tmp`) the workspace's `.chainsmith/` would be another user's to plant or read.
+            config::discover_root(&absolute).map(|r| relative_to_cwd(&r)).unwrap_or_else(|| {
+                match start.parent().map(|f| if f.as_os_str().is_empty() { Path::new(".") } else { f }) {
+                    Some(folder) if start.is_file() && is_private_folder(folder) => folder.to_path_buf(),
+                    _ => start.to_path_buf(),
+                }
             })
         }
     }
+}
+
+/// A diagnostic as the text output prints it on a terminal (`path:line:col: severity[code]:
+/// message`), with what the workspace wrote in it shown, not obeyed ([`printable`]).
+pub(crate) fn diagnostic_line(d: &Diagnostic, line: usize, col: usize) -> String {
+    let file = d.file.display().to_string();
+    format!("{}:{line}:{col}: {}[{}]: {}", printable(&file), d.severity.as_str(), d.code, printable(&d.message))
+}
+
+/// Whether `folder` is the user's own and no one else may write it.
+fn is_private_folder(folder: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let user = unsafe { libc::geteuid() };
+    std::fs::metadata(folder).is_ok_and(|m| m.is_dir() && m.uid() == user && m.mode() & 0o022 == 0)
 }
 
 fn relative_to_cwd(path: &Path) -> PathBuf {
@@ -79,6 +97,12 @@ pub fn retrieval_index(catalog: &Catalog, config: &Config) -> crate::toolset::in
 }
 
 pub fn load_workspace(root: &Path) -> Result<(Config, Catalog)> {
+    if root.is_file() {
+        bail!(
+            "no workspace holds {} (no chainsmith.toml or protocols folder above it), and its folder is not yours alone, so chainsmith does not keep its runs there: move it to a folder of your own, or name a workspace with --root",
+            root.display()
+        );
+    }
     if !root.is_dir() {
         bail!("workspace root {} is not a folder", root.display());
     }
@@ -171,9 +195,7 @@ pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Resul
         for (d, indexed) in &reports {
             let (text, index) = &**indexed;
             let (line, col) = index.line_col_1based(text, d.range.start);
-            let (file, message) = (d.file.display().to_string(), &d.message);
-            let (file, message) = (printable(&file), printable(message));
-            writeln!(out, "{file}:{line}:{col}: {}[{}]: {message}", d.severity.as_str(), d.code)?;
+            writeln!(out, "{}", diagnostic_line(d, line, col))?;
         }
         let errors = reports.iter().filter(|(d, _)| d.severity == Severity::Error).count();
         let warnings = reports.iter().filter(|(d, _)| d.severity == Severity::Warning).count();
@@ -255,8 +277,7 @@ pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
             (text, index)
         });
         let (line, col) = index.line_col_1based(text, d.range.start);
-        let file = d.file.display().to_string();
-        eprintln!("{}:{line}:{col}: {}[{}]: {}", printable(&file), d.severity.as_str(), d.code, printable(&d.message));
+        eprintln!("{}", diagnostic_line(d, line, col));
     }
     Ok(if catalog.diagnostics.iter().any(|d| d.severity == Severity::Error) { 1 } else { 0 })
 }

@@ -35,7 +35,7 @@ fn print_diagnostics(diagnostics: &[Diagnostic], text: &str) {
     let index = LineIndex::new(text);
     for d in diagnostics {
         let (line, col) = index.line_col_1based(text, d.range.start);
-        eprintln!("{}:{line}:{col}: {}[{}]: {}", d.file.display(), d.severity.as_str(), d.code, d.message);
+        eprintln!("{}", super::diagnostic_line(d, line, col));
     }
 }
 

@@ -114,9 +114,9 @@ fn remove_abandoned(parent: &Path) {
     }
 }
 
-/// The cgroup folder a run's cgroup is made in: on cgroup v2, the closest ancestor of this
-/// process' cgroup (itself included) that hands the `pids` controller to its children; on v1, this
-/// process' cgroup in the `pids` hierarchy.
+/// The cgroup folder a run's cgroup is made in: on cgroup v2, this process' cgroup when it hands
+/// the `pids` controller to its children (the top of a hierarchy, since v2 lets no other cgroup
+/// with processes do so); on v1, this process' cgroup in the `pids` hierarchy.
 fn pids_parent() -> Option<PathBuf> {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
@@ -128,18 +128,16 @@ fn pids_parent() -> Option<PathBuf> {
             hierarchy(controllers).then(|| path.to_string())
         })
     };
+    // On v2, only chainsmith's own cgroup, and only where it hands `pids` down: a cgroup made
+    // higher up would take the run out of what holds chainsmith (a service's memory and task
+    // limits, `systemctl stop`).
     if let Some(mount) = mounts.iter().find(|m| m.version2)
         && let Some(path) = own(&|controllers| controllers.is_empty())
     {
-        let mut folder = mount.folder_of(&path)?;
-        loop {
-            let delegated = std::fs::read_to_string(folder.join("cgroup.subtree_control")).unwrap_or_default();
-            if delegated.split_whitespace().any(|c| c == "pids") {
-                return Some(folder);
-            }
-            if folder == mount.point || !folder.pop() {
-                break;
-            }
+        let folder = mount.folder_of(&path)?;
+        let delegated = std::fs::read_to_string(folder.join("cgroup.subtree_control")).unwrap_or_default();
+        if delegated.split_whitespace().any(|c| c == "pids") {
+            return Some(folder);
         }
     }
     let mount = mounts.iter().find(|m| !m.version2 && m.options.split(',').any(|o| o == "pids"))?;

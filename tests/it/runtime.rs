@@ -804,4 +804,11 @@ fn a_program_outside_any_workspace_runs_and_is_checked() {
         assert!(text(&out.stderr).contains("checked 1 program"), "check {program}: {}", text(&out.stderr));
     }
     assert_eq!(saved_traces(&dir.path().join("sub")).len(), 2, "the traces are kept in the program's folder");
+    // A folder others may write (as /tmp) is no workspace: its .chainsmith/ would be theirs.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path().join("sub"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = chainsmith(&dir.path().join("sub"), &["run", "hello.py"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("its folder is not yours alone"), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "the program did not run");
 }

@@ -558,7 +558,7 @@ fn a_fork_bomb_stops_at_the_process_limit() {
 #[test]
 fn a_huge_process_limit_is_clamped_not_dropped() {
     let ws = workspace("http://127.0.0.1:9", false, "[runtime]\nmax_processes = 9223372036854775807\n");
-    std::fs::write(ws.path().join("p.py"), "print('ran')\n").unwrap();
+    std::fs::write(ws.path().join("p.py"), "import os\nprint('ran;', os.environ['CHAINSMITH_SANDBOX'])\n").unwrap();
     // Raised above the default, the limit needs trust.
     let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
@@ -570,9 +570,13 @@ fn a_huge_process_limit_is_clamped_not_dropped() {
         text(&out.stderr)
     );
     let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
-    let stderr = text(&out.stderr);
-    assert_eq!(text(&out.stdout), "ran\n", "{stderr}");
-    assert!(!stderr.contains("cannot set up the cgroup"), "{stderr}");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(stdout.starts_with("ran;"), "{stdout}\n{stderr}");
+    if stderr.contains("a process limit (") && !stderr.contains("cannot set up the cgroup") {
+        eprintln!("skipped: no process limit can be set here: {stderr}");
+        return;
+    }
+    assert!(stdout.contains("processes capped"), "the run still has a process limit: {stdout}\n{stderr}");
 }
 
 /// Runs a bomb of 200 forks with `max_processes = 16`, as `nobody` when `as_nobody`, and checks
