@@ -36,8 +36,8 @@ pub struct ProcessCgroup {
 }
 
 impl ProcessCgroup {
-    /// Makes a cgroup for one run allowing `max_processes` processes and threads, beneath the
-    /// closest cgroup of this process where the `pids` controller is available.
+    /// Makes a cgroup for one run allowing `max_processes` processes and threads, beneath this
+    /// process' own cgroup where the `pids` controller is available there (see [`pids_parent`]).
     pub fn new(max_processes: u64) -> Result<ProcessCgroup, String> {
         let parent = pids_parent().ok_or("no cgroup file system with the pids controller is mounted")?;
         remove_abandoned(&parent);

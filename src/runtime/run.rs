@@ -170,7 +170,9 @@ fn execute(
     // The run's folder holds what chainsmith gives the program (its source, the file it writes
     // where it is when asked); the program writes in `scratch`, a folder of capped size beneath.
     let fault_file = work.path().join("where.txt");
-    make_fifo(&fault_file).map_err(|e| format!("cannot make {}: {e}", fault_file.display()))?;
+    // A FIFO: what the program writes there passes through a pipe's buffer and never fills the
+    // disk, as a regular file outside the size-capped scratch folder could.
+    crate::files::make_fifo(&fault_file).map_err(|e| format!("cannot make {}: {e}", fault_file.display()))?;
     let scratch = work.path().join("scratch");
     std::fs::create_dir(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let run_start = Instant::now();
@@ -363,19 +365,6 @@ fn python_path(package: &Path) -> std::ffi::OsString {
 
 /// The largest stack dump read from the program's fault handler (a deep recursion's is ~100 KB).
 const MAX_FAULT_DUMP: u64 = 1 << 20;
-
-/// The program's fault file: a FIFO, so what the program writes there passes through memory (a
-/// pipe's buffer) and never fills the disk, as a regular file outside the size-capped scratch
-/// folder could.
-fn make_fifo(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let name = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    // SAFETY: mkfifo reads a NUL-terminated path.
-    if unsafe { libc::mkfifo(name.as_ptr(), 0o600) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
 
 /// Where the program is: asks its fault handler for the main thread's stack, read from the fault
 /// FIFO, and finds the innermost frame of the program file (a 1-based line).

@@ -449,10 +449,17 @@ fn namespace_support() -> &'static NamespaceSupport {
 const READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
 /// What a run may read and execute: everything beneath `/` but `/dev`, and [`READABLE_DEVICES`].
+/// A top-level link is judged by where it leads (a link to `/` or into `/dev` would grant `/dev`).
 fn readable() -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir("/") else { return vec![PathBuf::from("/")] };
-    let mut readable: Vec<PathBuf> =
-        entries.flatten().map(|e| e.path()).filter(|p| p.as_path() != std::path::Path::new("/dev")).collect();
+    let dev = std::path::Path::new("/dev");
+    let mut readable: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.canonicalize().is_ok_and(|real| real.as_path() != std::path::Path::new("/") && !real.starts_with(dev))
+        })
+        .collect();
     readable.extend(READABLE_DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
     readable
 }
