@@ -327,7 +327,7 @@ impl Client {
         if let Some(key) = &self.api_key {
             request = request.bearer_auth(key);
         }
-        let response = request.send().await.map_err(|e| (self.transport_error(e), None))?;
+        let response = request.send().await.map_err(|e| (self.transport_error(e, false), None))?;
         let status = response.status();
         let retry_after = response
             .headers()
@@ -346,7 +346,7 @@ impl Client {
     /// The response body, refused past [`MAX_REPLY_BYTES`] instead of buffered without bound.
     async fn read_body(&self, mut response: reqwest::Response) -> Result<String, (LlmError, Option<Duration>)> {
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| (self.body_error(e), None))? {
+        while let Some(chunk) = response.chunk().await.map_err(|e| (self.transport_error(e, true), None))? {
             if body.len() + chunk.len() > MAX_REPLY_BYTES {
                 let limit = MAX_REPLY_BYTES >> 20;
                 return Err((LlmError::Malformed(format!("the reply is larger than {limit} MiB")), None));
@@ -356,24 +356,23 @@ impl Client {
         Ok(String::from_utf8_lossy(&body).into_owned())
     }
 
-    /// A failure before the server's answer began: no connection, or none that answered.
-    fn transport_error(&self, e: reqwest::Error) -> LlmError {
+    /// A transport failure: before the server's answer began (no connection, or none that
+    /// answered), or once it had begun (`answering`) — then it was reached, and "cannot be
+    /// reached" would send the user looking for a model that is running.
+    fn transport_error(&self, e: reqwest::Error, answering: bool) -> LlmError {
         if e.is_timeout() {
-            LlmError::Timeout(self.timeout_s)
-        } else {
-            let reason = crate::logging::root_cause(&e).unwrap_or_else(|| "the request failed".into());
-            LlmError::Unreachable { url: crate::trust::redact_url(&self.endpoint), reason }
+            return LlmError::Timeout(self.timeout_s);
         }
-    }
-
-    /// A failure once the server had begun to answer: it was reached, so "cannot be reached"
-    /// would send the user looking for a model that is running.
-    fn body_error(&self, e: reqwest::Error) -> LlmError {
-        if e.is_timeout() {
-            LlmError::Timeout(self.timeout_s)
-        } else {
-            let reason = crate::logging::root_cause(&e).unwrap_or_else(|| "the connection ended".into());
-            LlmError::BrokenOff { url: crate::trust::redact_url(&self.endpoint), reason }
+        let url = crate::trust::redact_url(&self.endpoint);
+        match answering {
+            false => LlmError::Unreachable {
+                url,
+                reason: crate::logging::root_cause(&e).unwrap_or_else(|| "the request failed".into()),
+            },
+            true => LlmError::BrokenOff {
+                url,
+                reason: crate::logging::root_cause(&e).unwrap_or_else(|| "the connection ended".into()),
+            },
         }
     }
 }
