@@ -747,9 +747,48 @@ fn json_to_toml(value: &serde_json::Value) -> Option<toml::Value> {
 /// it is given) and the language server (for a program opened without a workspace folder) must
 /// agree on which folder that is, so both ask here. A relative `start` is walked up to the current
 /// folder and no further.
-pub fn discover_root(start: &Path) -> Option<PathBuf> {
+///
+/// A folder found so is taken only when it is the user's own ([`NotYours`] otherwise): a
+/// chainsmith.toml planted in `/tmp` or in another user's folder above the program would have the
+/// user's runs keep their traces there and read state someone else wrote. A folder the user names
+/// (`--root`, the editor's workspace folder) is theirs to choose and is not judged.
+pub fn discover_root(start: &Path) -> Option<Result<PathBuf, NotYours>> {
     let dir = if start.is_file() { start.parent()? } else { start };
-    dir.ancestors().find(|d| d.join(CONFIG_FILE).is_file() || d.join(PROTOCOLS_DIR).is_dir()).map(Path::to_path_buf)
+    let (root, marker) = dir.ancestors().find_map(|d| {
+        let config = d.join(CONFIG_FILE);
+        let protocols = d.join(PROTOCOLS_DIR);
+        if config.is_file() {
+            Some((d, config))
+        } else if protocols.is_dir() {
+            Some((d, protocols))
+        } else {
+            None
+        }
+    })?;
+    let judged = [(root, std::fs::metadata(root)), (marker.as_path(), std::fs::symlink_metadata(&marker))];
+    for (path, meta) in judged {
+        let why = match meta {
+            Ok(meta) => crate::files::not_the_users(&meta),
+            Err(e) => Some(format!("it cannot be read ({e})")),
+        };
+        if let Some(why) = why {
+            return Some(Err(NotYours { root: root.to_path_buf(), judged: path.to_path_buf(), why }));
+        }
+    }
+    Some(Ok(root.to_path_buf()))
+}
+
+/// A workspace found above a program that the user does not own (see [`discover_root`]).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "{root} looks like the workspace here, but chainsmith does not use it: {judged}: {why}; whoever can write there could choose what your runs load and where their traces go",
+    root = crate::text::printable(&root.display().to_string()),
+    judged = crate::text::printable(&judged.display().to_string())
+)]
+pub struct NotYours {
+    pub root: PathBuf,
+    pub judged: PathBuf,
+    pub why: String,
 }
 
 #[cfg(test)]
@@ -906,16 +945,39 @@ severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
         std::fs::write(top.join(CONFIG_FILE), "").unwrap();
         std::fs::create_dir_all(top.join("a/b")).unwrap();
         std::fs::write(top.join("a/b/p.py"), "").unwrap();
-        assert_eq!(discover_root(&top.join("a/b/p.py")).as_deref(), Some(top));
-        assert_eq!(discover_root(&top.join("a/b")).as_deref(), Some(top));
+        let found = |start: &str| discover_root(&top.join(start)).map(|r| r.unwrap());
+        assert_eq!(found("a/b/p.py").as_deref(), Some(top));
+        assert_eq!(found("a/b").as_deref(), Some(top));
         // A program not saved yet is walked from where it will be.
-        assert_eq!(discover_root(&top.join("a/b/new.py")).as_deref(), Some(top));
+        assert_eq!(found("a/b/new.py").as_deref(), Some(top));
         // `protocols/` alone marks a workspace, and the nearer one wins.
         std::fs::create_dir_all(top.join("a/protocols")).unwrap();
-        assert_eq!(discover_root(&top.join("a/b/p.py")).as_deref(), Some(top.join("a").as_path()));
+        assert_eq!(found("a/b/p.py").as_deref(), Some(top.join("a").as_path()));
         // A file named `protocols` does not.
         std::fs::create_dir_all(top.join("c")).unwrap();
         std::fs::write(top.join("c/protocols"), "").unwrap();
-        assert_eq!(discover_root(&top.join("c")).as_deref(), Some(top));
+        assert_eq!(found("c").as_deref(), Some(top));
+    }
+
+    #[test]
+    fn a_workspace_anyone_may_write_is_not_taken_as_the_users() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir_all(shared.join("mine")).unwrap();
+        std::fs::write(shared.join(CONFIG_FILE), "").unwrap();
+        // Like /tmp: a folder where anyone may plant a chainsmith.toml.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let refused = discover_root(&shared.join("mine/p.py")).unwrap().unwrap_err();
+        assert_eq!(refused.root, shared);
+        assert_eq!(refused.why, "anyone may write it");
+        assert!(refused.to_string().contains("does not use it"), "{refused}");
+        // A chainsmith.toml anyone may rewrite is refused the same way, in a folder of the user's.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(shared.join(CONFIG_FILE), std::fs::Permissions::from_mode(0o666)).unwrap();
+        let refused = discover_root(&shared.join("mine/p.py")).unwrap().unwrap_err();
+        assert_eq!(refused.judged, shared.join(CONFIG_FILE));
+        std::fs::set_permissions(shared.join(CONFIG_FILE), std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(discover_root(&shared.join("mine/p.py")).unwrap().unwrap(), shared);
     }
 }

@@ -131,6 +131,36 @@ pub fn user_cache_dir() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".cache").join("chainsmith"))
 }
 
+/// The user chainsmith acts as: the effective user, who owns what it creates.
+pub fn user_id() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether what `meta` describes is the user's alone: theirs, and no one else may write it.
+pub fn is_private(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.uid() == user_id() && meta.mode() & 0o022 == 0
+}
+
+/// Why what `meta` describes is not the user's to take as their own — another user owns it, or
+/// anyone may write it (so anyone could have put it there) — or `None` when it is theirs. Run as
+/// root through `sudo`, the invoking user's files count as theirs too, as git judges a
+/// repository's owner.
+pub fn not_the_users(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let user = user_id();
+    let sudo_user =
+        || user == 0 && std::env::var("SUDO_UID").ok().and_then(|u| u.parse::<u32>().ok()) == Some(meta.uid());
+    if meta.uid() != user && !sudo_user() {
+        return Some(format!("it belongs to user {}, not to you (user {user})", meta.uid()));
+    }
+    if meta.mode() & 0o002 != 0 && !meta.file_type().is_symlink() {
+        return Some("anyone may write it".into());
+    }
+    None
+}
+
 /// Why a write was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
@@ -154,8 +184,7 @@ pub fn unique_suffix() -> String {
 /// written through.
 pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
-    let resolved = folder_inside(boundary, path)?;
-    let folder = open_beneath(boundary, &resolved).map_err(io)?;
+    let folder = open_folder_inside(boundary, path)?;
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("no file name")))?;
     let staging = std::ffi::OsString::from(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
     let mut file = open_at(&folder, &staging, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).map_err(io)?;
@@ -236,26 +265,45 @@ fn unlink_at(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Res
     Ok(())
 }
 
-/// The folder of `path`, made when missing, resolved: it must lie inside `boundary` after every
-/// link is followed. Missing folders are made only once the deepest existing one is known to lie
-/// inside, so a planted link never gets a folder made through it.
-fn folder_inside(boundary: &Path, path: &Path) -> Result<PathBuf, WriteError> {
+/// The folder of `path`, made when missing, opened: it must lie inside `boundary` after every link
+/// is followed. The deepest existing folder is checked, then opened by a walk from the boundary
+/// that follows no link ([`open_beneath`]), and the missing ones are made and opened one by one
+/// beneath it (`mkdirat`, then `openat` with `O_NOFOLLOW`) — so a folder swapped for a link at any
+/// moment is refused, and no folder is ever made through one.
+fn open_folder_inside(boundary: &Path, path: &Path) -> Result<std::os::fd::OwnedFd, WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let boundary = std::fs::canonicalize(boundary).map_err(io)?;
+    let canonical_boundary = std::fs::canonicalize(boundary).map_err(io)?;
     let existing =
         folder.ancestors().find(|a| a.as_os_str().is_empty() || a.symlink_metadata().is_ok()).unwrap_or(folder);
+    let missing = folder.strip_prefix(existing).unwrap_or(Path::new(""));
     let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
     let resolved = std::fs::canonicalize(existing).map_err(io)?;
-    if !resolved.starts_with(&boundary) {
-        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
+    if !resolved.starts_with(&canonical_boundary) {
+        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary: canonical_boundary });
     }
-    std::fs::create_dir_all(folder).map_err(io)?;
-    let resolved = std::fs::canonicalize(folder).map_err(io)?;
-    if !resolved.starts_with(&boundary) {
-        return Err(WriteError::Outside { path: path.to_path_buf(), resolved, boundary });
+    let mut current = open_beneath(boundary, &resolved).map_err(io)?;
+    for component in missing.components() {
+        let std::path::Component::Normal(name) = component else {
+            return Err(io(std::io::Error::other(format!("{} is not a plain path", folder.display()))));
+        };
+        match make_folder_at(&current, name) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io(e)),
+            _ => {}
+        }
+        current = open_at(&current, name, libc::O_RDONLY | libc::O_DIRECTORY).map_err(io)?.into();
     }
-    Ok(resolved)
+    Ok(current)
+}
+
+fn make_folder_at(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let name = c_name(name)?;
+    // SAFETY: mkdirat in an open folder, on a NUL-terminated name.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o755) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Appends `line` and a newline to the regular file `path`, creating it when missing. A link at
@@ -267,7 +315,7 @@ pub fn append_line(boundary: Option<&Path>, path: &Path, line: &str) -> Result<(
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_NONBLOCK;
     let opened = match boundary {
         Some(boundary) => {
-            let folder = open_beneath(boundary, &folder_inside(boundary, path)?).map_err(io)?;
+            let folder = open_folder_inside(boundary, path)?;
             open_at(&folder, path.file_name().unwrap_or_default(), flags)
         }
         None => {
@@ -385,7 +433,9 @@ mod tests {
         };
         let (mut written, mut refused) = (0, 0);
         for i in 0..400 {
-            match write_inside(root.path(), &runs.join(format!("{i}.json")), b"{}") {
+            // Every other write also makes a folder, so making missing folders races too.
+            let name = if i % 2 == 0 { format!("{i}.json") } else { format!("day-{i}/{i}.json") };
+            match write_inside(root.path(), &runs.join(name), b"{}") {
                 Ok(()) => written += 1,
                 Err(_) => refused += 1,
             }

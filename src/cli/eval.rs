@@ -255,7 +255,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
     if args.files.is_empty() {
         bail!("give benchmark task files (`chainsmith eval tmdb.json`), or `eval merge RESULTS…`");
     }
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     let (config, catalog) = load_workspace(&root)?;
     let (queries, unmapped) = super::retrieve::read_task_files(&args.files, &catalog)?;
     if queries.is_empty() {

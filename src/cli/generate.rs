@@ -68,7 +68,7 @@ fn run_job(ws: &Workspace<'_>, request: ChainRequest) -> Result<Finished> {
 
 /// `chainsmith generate`: exit 0 when a program was found that runs and answers the task.
 pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool, no_plans: bool) -> Result<u8> {
-    let root = workspace_root(root, &out.map(|o| vec![o.to_path_buf()]).unwrap_or_default());
+    let root = workspace_root(root, &out.map(|o| vec![o.to_path_buf()]).unwrap_or_default())?;
     let (mut config, catalog) = load_workspace(&root)?;
     if no_plans {
         config.generate.plans = 0;
@@ -112,7 +112,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     if !file.is_file() {
         bail!("{}: no such file", file.display());
     }
-    let root = workspace_root(root, &[file.to_path_buf()]);
+    let root = workspace_root(root, &[file.to_path_buf()])?;
     let (config, catalog) = load_workspace(&root)?;
     let text =
         crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;

@@ -48,7 +48,7 @@ pub enum GraphCommand {
 /// Runs a `graph` subcommand. Exit codes: 0 fine, 1 a file could not be used, 2 usage errors
 /// (returned as `Err`).
 pub fn run(root: Option<&Path>, command: GraphCommand) -> Result<u8> {
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     match command {
         GraphCommand::Show { dot, svg, from, top } => show(&root, dot, svg, from.as_deref(), top),
         GraphCommand::Import { files } => import_files(&root, &files),

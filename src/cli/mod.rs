@@ -32,24 +32,28 @@ use crate::text::{Encoding, LineIndex, printable};
 use crate::toolset::{Catalog, Tool, loader};
 
 /// The workspace for a command: `--root`, else found from the first path, else that path's folder
-/// (the current folder when no path is given).
-pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> PathBuf {
-    match root {
-        Some(r) => r.to_path_buf(),
-        None => {
-            let start = paths.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
-            // Absolute, so the walk goes above the current folder; then relative again, so
-            // messages name files as the user would.
-            let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
-            // A program's own folder stands in only when it is the user's alone: in a shared one
-            // (`/tmp`) the workspace's `.chainsmith/` would be another user's to plant or read.
-            config::discover_root(&absolute).map(|r| relative_to_cwd(&r)).unwrap_or_else(|| {
-                match start.parent().map(|f| if f.as_os_str().is_empty() { Path::new(".") } else { f }) {
-                    Some(folder) if start.is_file() && is_private_folder(folder) => folder.to_path_buf(),
-                    _ => start.to_path_buf(),
-                }
-            })
-        }
+/// (the current folder when no path is given). A workspace found is refused when it is not the
+/// user's own ([`config::NotYours`]).
+pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> Result<PathBuf> {
+    if let Some(r) = root {
+        return Ok(r.to_path_buf());
+    }
+    let start = paths.first().map(PathBuf::as_path).unwrap_or(Path::new("."));
+    // Absolute, so the walk goes above the current folder; then relative again, so
+    // messages name files as the user would.
+    let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
+    match config::discover_root(&absolute) {
+        Some(Ok(found)) => Ok(relative_to_cwd(&found)),
+        Some(Err(not_yours)) => bail!(
+            "{not_yours}. Name a workspace of your own with --root (or `--root {}` if you trust it)",
+            printable(&not_yours.root.display().to_string())
+        ),
+        // A program's own folder stands in only when it is the user's alone: in a shared one
+        // (`/tmp`) the workspace's `.chainsmith/` would be another user's to plant or read.
+        None => Ok(match start.parent().map(|f| if f.as_os_str().is_empty() { Path::new(".") } else { f }) {
+            Some(folder) if start.is_file() && is_private_folder(folder) => folder.to_path_buf(),
+            _ => start.to_path_buf(),
+        }),
     }
 }
 
@@ -62,10 +66,7 @@ pub(crate) fn diagnostic_line(d: &Diagnostic, line: usize, col: usize) -> String
 
 /// Whether `folder` is the user's own and no one else may write it.
 fn is_private_folder(folder: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid cannot fail and touches no memory.
-    let user = unsafe { libc::geteuid() };
-    std::fs::metadata(folder).is_ok_and(|m| m.is_dir() && m.uid() == user && m.mode() & 0o022 == 0)
+    std::fs::metadata(folder).is_ok_and(|m| m.is_dir() && crate::files::is_private(&m))
 }
 
 fn relative_to_cwd(path: &Path) -> PathBuf {
@@ -114,7 +115,7 @@ pub fn load_workspace(root: &Path) -> Result<(Config, Catalog)> {
 
 /// `chainsmith check`: exit 1 if any error (in programs or protocol files), else 0.
 pub fn check(root: Option<&Path>, paths: &[PathBuf], json_format: bool) -> Result<u8> {
-    let root = workspace_root(root, paths);
+    let root = workspace_root(root, paths)?;
     let (config, catalog) = load_workspace(&root)?;
     let targets = if paths.is_empty() { vec![root.clone()] } else { paths.to_vec() };
     let mut files = Vec::new();
@@ -243,7 +244,7 @@ pub fn tool_json(catalog: &Catalog, tool: &Tool) -> serde_json::Value {
 
 /// `chainsmith tools`: every tool of the workspace; protocol problems go to stderr.
 pub fn tools(root: Option<&Path>, json_format: bool) -> Result<u8> {
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     let (_, catalog) = load_workspace(&root)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

@@ -28,7 +28,7 @@ pub struct PlanArgs {
 }
 
 pub fn plan(root: Option<&Path>, args: PlanArgs) -> Result<u8> {
-    let root = super::workspace_root(root, &[]);
+    let root = super::workspace_root(root, &[])?;
     let (config, catalog) = super::load_workspace(&root)?;
     let index = super::retrieval_index(&catalog, &config);
     if let Some(file) = &args.eval {

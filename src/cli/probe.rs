@@ -40,7 +40,7 @@ pub fn probe(root: Option<&Path>, tools: &[String], all: bool, yes: bool) -> Res
     if tools.is_empty() && !all {
         bail!("name the tools to probe (toolset.name or a unique bare name), or pass --all for every unprobed tool");
     }
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     let (config, catalog) = load_workspace(&root)?;
     let targets = jobs::probe::targets(&catalog, tools, all).map_err(|message| anyhow!("{message}"))?;
     if targets.is_empty() {

@@ -25,7 +25,7 @@ pub fn read_task_files(files: &[PathBuf], catalog: &crate::toolset::Catalog) -> 
 }
 
 pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval: &[PathBuf]) -> Result<u8> {
-    let root = super::workspace_root(root, &[]);
+    let root = super::workspace_root(root, &[])?;
     let (config, catalog) = super::load_workspace(&root)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();

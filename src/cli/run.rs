@@ -52,7 +52,7 @@ pub fn run(
     if !file.is_file() {
         bail!("{}: no such file", file.display());
     }
-    let root = workspace_root(root, &[file.to_path_buf()]);
+    let root = workspace_root(root, &[file.to_path_buf()])?;
     let (config, catalog) = load_workspace(&root)?;
     let text =
         crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;
@@ -120,7 +120,7 @@ pub fn run(
 /// `chainsmith mock [--port P]`: serves the workspace's HTTP APIs from their protocols until
 /// interrupted, printing each toolset's stand-in base URL.
 pub fn mock(root: Option<&Path>, port: u16) -> Result<u8> {
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     let (_, catalog) = load_workspace(&root)?;
     let mock = MockServer::start(Arc::new(catalog), ([127, 0, 0, 1], port).into())
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
@@ -140,7 +140,7 @@ pub fn mock(root: Option<&Path>, port: u16) -> Result<u8> {
 /// `chainsmith stubs [--out DIR]`: `.pyi` stubs of every toolset module (default: `typings/` under
 /// the workspace root, where pyright and basedpyright look for stubs, and only inside the root).
 pub fn stubs(root: Option<&Path>, out: Option<&Path>) -> Result<u8> {
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     let (_, catalog) = load_workspace(&root)?;
     let (out, boundary) = match out {
         Some(out) => {

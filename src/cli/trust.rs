@@ -32,7 +32,7 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
         }
         return Ok(0);
     }
-    let root = workspace_root(root, &[]);
+    let root = workspace_root(root, &[])?;
     if !root.is_dir() {
         bail!("workspace root {} is not a folder", root.display());
     }

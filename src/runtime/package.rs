@@ -35,12 +35,11 @@ fn content_hash() -> u64 {
 /// there a folder someone else made first, or may write, could hold a boot script of theirs that
 /// chainsmith would run with the run's door in hand, so it is refused.
 fn cache_base() -> Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     if let Some(dir) = crate::files::user_cache_dir() {
         return Ok(dir);
     }
-    // SAFETY: getuid cannot fail and touches no memory.
-    let uid = unsafe { libc::getuid() };
+    let uid = crate::files::user_id();
     let dir = std::env::temp_dir().join(format!("chainsmith-cache-{uid}"));
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -48,7 +47,8 @@ fn cache_base() -> Result<PathBuf> {
         Err(e) => return Err(e).with_context(|| format!("cannot create the cache folder {}", dir.display())),
     }
     let meta = std::fs::symlink_metadata(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+    // Judged as found, not through a link: a planted link is what someone else made.
+    if !meta.is_dir() || !crate::files::is_private(&meta) {
         bail!(
             "refusing to use {} for chainsmith's Python package: it is not a folder of yours that only you may write (HOME is not set; setting HOME or XDG_CACHE_HOME puts it there instead)",
             dir.display()

@@ -207,3 +207,57 @@ fn a_package_folder_planted_in_the_shared_temp_folder_is_refused() {
     assert_ne!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("refusing to use") && stderr.contains("setting HOME or XDG_CACHE_HOME"), "{stderr}");
 }
+
+/// A chainsmith.toml planted above the program — in a folder anyone may write, like `/tmp`, or one
+/// another user owns — would make that folder the workspace: its toolsets loaded, the user's traces
+/// kept in its `.chainsmith/`. chainsmith refuses it by name and writes nothing there; naming the
+/// workspace with `--root` is the way to use it anyway.
+#[test]
+fn a_workspace_planted_above_the_program_is_not_adopted() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("shared");
+    let mine = shared.join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(mine.join("p.py"), "print('the program ran')\n").unwrap();
+    std::fs::write(shared.join("chainsmith.toml"), "[runtime]\ntimeout_s = 5\n").unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+            .args(args)
+            .current_dir(&mine)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let refused = |out: &Output, why: &str| {
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}\n{stderr}", text(&out.stdout));
+        assert!(!text(&out.stdout).contains("the program ran"));
+        assert!(stderr.contains("does not use it") && stderr.contains(why) && stderr.contains("--root"), "{stderr}");
+        assert!(!shared.join(".chainsmith").exists(), "nothing is written in the planted workspace");
+    };
+
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    refused(&run(&["run", "p.py"]), "anyone may write it");
+    refused(&run(&["check", "p.py"]), "anyone may write it");
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root can plant as another user: a folder and file of `nobody`'s, no one else may write.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(shared.join("chainsmith.toml"), Some(65534), Some(65534)).unwrap();
+        refused(&run(&["run", "p.py"]), "belongs to user 65534");
+        std::os::unix::fs::chown(&shared, Some(0), Some(0)).unwrap();
+        refused(&run(&["run", "p.py"]), "belongs to user 65534");
+        std::os::unix::fs::chown(shared.join("chainsmith.toml"), Some(0), Some(0)).unwrap();
+    }
+    // Named by the user, the same folder is theirs to choose.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let chosen = run(&["run", "--root", shared.to_str().unwrap(), "p.py"]);
+    assert_eq!(text(&chosen.stdout), "the program ran\n", "{}", text(&chosen.stderr));
+    // And once it is the user's own, it is found without naming it.
+    let found = run(&["run", "p.py"]);
+    assert_eq!(text(&found.stdout), "the program ran\n", "{}", text(&found.stderr));
+    assert!(shared.join(".chainsmith/runs").is_dir(), "the found workspace keeps the trace");
+}

@@ -1,6 +1,7 @@
 //! `textDocument/didOpen`: a program is analysed and its diagnostics published. Opened without a
 //! workspace folder, the program's own workspace (the nearest folder with chainsmith.toml or
-//! `protocols/`) is loaded first.
+//! `protocols/`) is loaded first — when it is the user's own; one that is not is named in a
+//! warning and left unloaded.
 
 use std::collections::HashMap;
 
@@ -24,12 +25,24 @@ pub async fn did_open(ctx: &Context, params: lsp::DidOpenTextDocumentParams) {
         s.open(document);
         s.root.is_none()
     };
-    if needs_root && let Some(root) = path.parent().and_then(config::discover_root) {
-        tracing::info!("no workspace folder: using {}", root.display());
-        ctx.session().root = Some(root);
-        ctx.reload(HashMap::new()).await;
-        ctx.publish_everything().await;
-        return;
+    match needs_root.then(|| path.parent().and_then(config::discover_root)).flatten() {
+        Some(Ok(root)) => {
+            tracing::info!("no workspace folder: using {}", root.display());
+            ctx.session().root = Some(root);
+            ctx.reload(HashMap::new()).await;
+            ctx.publish_everything().await;
+            return;
+        }
+        Some(Err(not_yours)) => {
+            // Said at each such open: the program is analysed without the workspace, which the
+            // user would otherwise take for missing protocols.
+            tracing::warn!("{not_yours}");
+            let message = format!(
+                "chainsmith: {not_yours}. Open a folder of your own as the workspace (or that folder, if you trust it)"
+            );
+            ctx.client.show_message(lsp::MessageType::WARNING, message).await;
+        }
+        None => {}
     }
     let snapshot = ctx.session().snapshot(&doc.uri);
     if let Some(snap) = snapshot {
