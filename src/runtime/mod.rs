@@ -11,6 +11,7 @@
 pub mod attribute;
 pub mod cgroup;
 pub mod drift;
+mod escapes;
 pub mod host;
 pub mod http;
 pub mod package;

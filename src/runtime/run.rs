@@ -79,12 +79,16 @@ fn spawn_reader(source: impl Read + Send + 'static, stream: Stream, output: Arc<
                 }
                 Ok(_) if line.ends_with(b"\n") || hold == 0 => output.line(stream, &line),
                 Ok(_) => {
-                    let mut cut = line.len().saturating_sub(hold);
+                    // Redacted before the cut, so a secret that straddles it is replaced whole;
+                    // one still arriving lies within the held-back end, and is joined to its rest.
+                    let mut redacted = output.secrets.bytes(&line);
+                    let mut cut = redacted.len().saturating_sub(hold);
                     // Not inside a UTF-8 sequence.
-                    while cut > 0 && cut < line.len() && line[cut] & 0xC0 == 0x80 {
+                    while cut > 0 && cut < redacted.len() && redacted[cut] & 0xC0 == 0x80 {
                         cut -= 1;
                     }
-                    carry = line.split_off(cut);
+                    carry = redacted.split_off(cut);
+                    line = redacted;
                     if !line.is_empty() {
                         output.line(stream, &line);
                     }

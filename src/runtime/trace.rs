@@ -17,39 +17,13 @@ use serde_json::{Map, Value};
 use crate::config::{Config, HeaderValueConfig, ToolsetSource};
 use crate::toolset::Catalog;
 
+use super::escapes;
+
 /// Where runs are recorded, under the workspace root.
 pub const RUNS_DIR: &str = ".chainsmith/runs";
 /// What replaces a secret in traces and logs.
 pub const REDACTED: &str = "[redacted]";
 
-/// What `encodeURIComponent` leaves alone: letters, digits and `-_.!~*'()`.
-const URL_COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'_')
-    .remove(b'.')
-    .remove(b'!')
-    .remove(b'~')
-    .remove(b'*')
-    .remove(b'\'')
-    .remove(b'(')
-    .remove(b')');
-
-/// `application/x-www-form-urlencoded`: letters, digits and `*-._` stay (a space becomes `+`).
-const FORM_COMPONENT: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(b'.').remove(b'_');
-
-fn lowercase_escapes(encoded: &str) -> String {
-    let mut out = String::with_capacity(encoded.len());
-    let mut rest = encoded;
-    while let Some(at) = rest.find('%') {
-        out.push_str(&rest[..at]);
-        let escape = rest.get(at..at + 3).unwrap_or(&rest[at..]);
-        out.push_str(&escape.to_ascii_lowercase());
-        rest = &rest[at + escape.len()..];
-    }
-    out.push_str(rest);
-    out
-}
 /// A response larger than this (serialized) is shortened in the trace.
 pub const RESPONSE_CAP_BYTES: usize = 1024 * 1024;
 /// Marks the place where a capped response lost items; such a response is not replayed.
@@ -179,6 +153,9 @@ pub fn timestamps(at: SystemTime) -> (String, String) {
 /// names of the parameters / headers that carry them. Nothing holding one reaches a trace or a log.
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
+    /// The secrets as given, found in text however much of it is escaped ([`escapes`]).
+    plain: Vec<String>,
+    /// The forms of each that no escape scheme decodes back (see [`Secrets::add`]), longest first.
     values: Vec<String>,
     /// Lower-cased auth parameter and header names.
     names: Vec<String>,
@@ -210,11 +187,12 @@ impl Secrets {
         secrets
     }
 
-    /// A secret, and every encoding a tool or server may echo it in: percent-encoded (upper- and
-    /// lower-case escapes, and every byte escaped), form-encoded (`+` for a space), base64
-    /// (standard and URL-safe, with and without padding — a Basic `user:pass` credential — and the
-    /// secret inside a longer encoded text, see [`base64_cores`]), hex (lower- and upper-case
-    /// digits), HTML character references (decimal and hexadecimal).
+    /// A secret. Beside the secret itself, text is searched for the forms no escape scheme
+    /// decodes back to it: hex (lower- and upper-case digits) and base64 (standard and URL-safe,
+    /// with and without padding — a Basic `user:pass` credential — and the secret inside a longer
+    /// encoded text, see [`base64_cores`]). Escaped forms, whole or in part — percent, form
+    /// (`+`), HTML character references, JSON and other backslash escapes — are found by decoding
+    /// the text ([`escapes`]).
     pub fn add(&mut self, value: String) {
         use base64::Engine as _;
         use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
@@ -222,20 +200,12 @@ impl Secrets {
         if value.is_empty() {
             return;
         }
-        let percent = percent_encoding::utf8_percent_encode(&value, URL_COMPONENT).to_string();
-        let lower_escapes = lowercase_escapes(&percent);
-        let form = percent_encoding::utf8_percent_encode(&value, FORM_COMPONENT).to_string().replace("%20", "+");
         let hex: String = value.bytes().map(|b| format!("{b:02x}")).collect();
-        let mut forms = vec![value.clone(), percent, lower_escapes, form, hex.to_ascii_uppercase(), hex];
+        let mut forms = vec![value.clone(), hex.to_ascii_uppercase(), hex];
         for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
             forms.push(engine.encode(value.as_bytes()));
         }
         forms.extend(base64_cores(value.as_bytes()));
-        let every_byte: String = value.bytes().map(|b| format!("%{b:02X}")).collect();
-        forms.push(lowercase_escapes(&every_byte));
-        forms.push(every_byte);
-        forms.push(value.chars().map(|c| format!("&#{};", c as u32)).collect());
-        forms.push(value.chars().map(|c| format!("&#x{:x};", c as u32)).collect());
         for form in forms {
             if !self.values.contains(&form) {
                 self.values.push(form);
@@ -243,12 +213,17 @@ impl Secrets {
         }
         // Longest first, so a secret containing another is replaced whole.
         self.values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        if !self.plain.contains(&value) {
+            self.plain.push(value);
+        }
     }
 
-    /// The length of the longest form of any secret: output is held back by one less than this
-    /// across pieces so no secret is cut in two and printed.
+    /// The most bytes one secret may take in text (its longest escaped form: ten bytes per
+    /// byte, as `&#x0004b;`): output is held back by one less than this across pieces so no
+    /// secret is cut in two and printed.
     pub fn longest(&self) -> usize {
-        self.values.first().map_or(0, String::len)
+        let escaped = self.plain.iter().map(|p| p.len() * 10).max().unwrap_or(0);
+        self.values.first().map_or(0, String::len).max(escaped)
     }
 
     pub fn is_auth_name(&self, name: &str) -> bool {
@@ -256,35 +231,31 @@ impl Secrets {
     }
 
     pub fn text(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for value in &self.values {
-            // Very short values would blank out ordinary text; they are still redacted whole.
-            if value.len() >= 4 && out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), REDACTED);
-            }
+        if self.values.is_empty() {
+            return text.to_string();
         }
-        out
+        match String::from_utf8(self.bytes(text.as_bytes())) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }
     }
 
     /// `bytes` with every form of a secret replaced, whether or not they are text.
     pub fn bytes(&self, bytes: &[u8]) -> Vec<u8> {
-        if let Ok(text) = std::str::from_utf8(bytes) {
-            return self.text(text).into_bytes();
-        }
         let mut out = bytes.to_vec();
+        if self.plain.is_empty() {
+            return out;
+        }
         for value in self.values.iter().filter(|v| v.len() >= 4) {
             let needle = value.as_bytes();
-            let mut replaced = Vec::with_capacity(out.len());
-            let mut at = 0;
-            while let Some(found) = out[at..].windows(needle.len()).position(|w| w == needle) {
-                replaced.extend_from_slice(&out[at..at + found]);
-                replaced.extend_from_slice(REDACTED.as_bytes());
-                at += found + needle.len();
+            let spans: Vec<_> = memchr::memmem::find_iter(&out, needle).map(|at| at..at + needle.len()).collect();
+            if !spans.is_empty() {
+                // find_iter gives matches that do not overlap.
+                out = escapes::replace_spans(&out, &spans, REDACTED.as_bytes());
             }
-            replaced.extend_from_slice(&out[at..]);
-            out = replaced;
         }
-        out
+        let escaped = escapes::spans_holding(&out, &self.plain);
+        if escaped.is_empty() { out } else { escapes::replace_spans(&out, &escaped, REDACTED.as_bytes()) }
     }
 
     /// `value` with every form of a secret replaced, in keys as in values; the value of an auth
@@ -510,11 +481,7 @@ mod tests {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
         }
-        assert_eq!(
-            secrets.longest(),
-            "&#x4b;&#x33;&#x79;&#x2b;&#x53;&#x65;&#x63;&#x72;&#x2f;&#x65;&#x74;&#x3d;&#x26;&#x78;&#x20;&#x79;".len(),
-            "its HTML form"
-        );
+        assert_eq!(secrets.longest(), 10 * "K3y+Secr/et=&x y".len(), "ten bytes a byte, as `&#x0004b;`");
     }
 
     /// A key an API echoes inside a longer encoded text (a Basic credential `user:` + key, a JSON
@@ -540,9 +507,26 @@ mod tests {
         }
         let every_byte: String = key.bytes().map(|b| format!("%{b:02x}")).collect();
         let html: String = key.chars().map(|c| format!("&#{};", c as u32)).collect();
-        for echoed in [every_byte.to_uppercase(), every_byte, html] {
+        let json: String = key.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+        for echoed in [every_byte.to_uppercase(), every_byte, html, json] {
             assert_eq!(secrets.text(&format!("<p>{echoed}</p>")), "<p>[redacted]</p>", "{echoed}");
         }
+        // Escaped in part: the forms a server writes when it escapes only some characters.
+        let mut secrets = Secrets::default();
+        secrets.add("K3y&Secret<1>".into());
+        for echoed in [
+            "K3y&amp;Secret&lt;1&gt;",
+            "K3y&amp;Secret<1>",
+            "K3y\\u0026Secret\\u003c1\\u003e",
+            "K3y%26Secret<1>",
+            "&#75;3y&Secret<1&#x3e;",
+        ] {
+            assert_eq!(secrets.text(&format!("a {echoed} b")), "a [redacted] b", "{echoed}");
+        }
+        // Not text at all (a binary body): still found.
+        let mut body = b"\xff\x00".to_vec();
+        body.extend_from_slice(b"K3y&amp;Secret&lt;1>\xff");
+        assert!(!String::from_utf8_lossy(&secrets.bytes(&body)).contains("Secret"));
     }
     use serde_json::json;
 

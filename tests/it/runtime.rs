@@ -98,6 +98,9 @@ print("form", urllib.parse.quote_plus(k))
 print("basic", base64.b64encode(k.encode()).decode())
 # The key straddles the 64 KiB pieces a long line is forwarded in.
 sys.stdout.write("a" * (65536 - 7) + k + "z" * 10 + "\n")
+# Keys one after another on a line long enough to be forwarded in several pieces: wherever a
+# piece is cut, it cuts through a key.
+sys.stdout.write(("|" + k) * 12000 + "\n")
 "#;
     write(ws.path(), "leak.py", program);
     let out = chainsmith(ws.path(), &["--trust", "run", "leak.py"], &[("TMDB_TEST_KEY", key)]);
@@ -112,10 +115,10 @@ sys.stdout.write("a" * (65536 - 7) + k + "z" * 10 + "\n")
         &stdout[..200.min(stdout.len())]
     );
     assert!(stdout.contains(&format!("{}[redacted]zzzzzzzzzz", "a".repeat(20))));
-    assert_eq!(
-        stdout.len(),
-        "quoted [redacted]\nform [redacted]\nbasic [redacted]\n".len() + 65536 - 7 + "[redacted]".len() + 11
-    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", &stdout[..200.min(stdout.len())]);
+    assert_eq!(lines[3].len(), 65536 - 7 + "[redacted]".len() + 10);
+    assert_eq!(lines[4], "|[redacted]".repeat(12000), "every key on the long line is redacted whole");
 }
 
 #[test]

@@ -299,7 +299,14 @@ fn the_llms_key_goes_to_an_address_the_workspace_chose_only_once_trusted() {
 #[test]
 fn a_key_an_api_echoes_never_reaches_the_program_or_the_trace() {
     let hex: String = SECRET.bytes().map(|b| format!("{b:02x}")).collect();
-    let echoed = format!(r#"{{"echo": "{SECRET}", "hex": "{hex}", "{SECRET}": 1}}"#);
+    // Escaped in the JSON text (as some servers write every non-ASCII or every character), and
+    // in part as HTML: the raw body a `requests` call gets holds no plain key.
+    let json_escaped: String = SECRET.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    let first = SECRET.chars().next().unwrap();
+    let html = format!("&#{};{}", first as u32, &SECRET[first.len_utf8()..]);
+    let echoed = format!(
+        r#"{{"echo": "{SECRET}", "hex": "{hex}", "{SECRET}": 1, "escaped": "{json_escaped}", "html": "{html}"}}"#
+    );
     let server = Recorder::start(move |_| ok_json(&echoed));
     // Reversed, what the program received passes no output filter: only the host can redact it.
     let program = format!(
@@ -311,12 +318,12 @@ fn a_key_an_api_echoes_never_reaches_the_program_or_the_trace() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     let reversed = |s: &str| s.chars().rev().collect::<String>();
-    for form in [SECRET, &hex] {
+    for form in [SECRET, &hex, &json_escaped, &html] {
         assert!(!stdout.contains(&reversed(form)), "{form} reached the program: {stdout}");
     }
-    assert_eq!(stdout.matches(&reversed("[redacted]")).count(), 6, "{stdout}");
+    assert_eq!(stdout.matches(&reversed("[redacted]")).count(), 10, "{stdout}");
     let trace = std::fs::read_to_string(ws.root().join("trace.json")).unwrap();
-    assert!(!trace.contains(SECRET) && !trace.contains(&hex), "{trace}");
+    assert!(!trace.contains(SECRET) && !trace.contains(&hex) && !trace.contains(&html), "{trace}");
 }
 
 #[test]

@@ -1,0 +1,223 @@
+//! Text as an escape scheme decodes it, each decoded byte with the span of the text it came from:
+//! how a secret is found however much of it a tool or a program escaped (`K3y%2Bsecret`,
+//! `&#75;3y&amp;…`, `"\u004b3y…"`) and redacted where it stood. Decoding rather than listing the
+//! encoded forms of each secret catches any mix of escaped and plain characters, which no list
+//! can enumerate.
+
+use std::ops::Range;
+
+/// An escape scheme a secret may be written in, whole or in part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escapes {
+    /// `%4B` (either case), and `+` for a space as forms encode it.
+    Percent,
+    /// HTML character references: `&#75;`, `&#x4b;`, and the named `&amp;`, `&lt;`, `&gt;`,
+    /// `&quot;`, `&apos;`; the `;` may be left out, as browsers allow.
+    Html,
+    /// Backslash escapes of JSON and most languages: `\u004B` (surrogate pairs joined), `\x4b`,
+    /// and a backslash before any other ASCII character (`\/`, `\"`, `\n`).
+    Backslash,
+}
+
+impl Escapes {
+    pub const ALL: [Escapes; 3] = [Escapes::Percent, Escapes::Html, Escapes::Backslash];
+
+    /// The byte every escape of this scheme begins with (`+` aside).
+    fn opener(self) -> u8 {
+        match self {
+            Escapes::Percent => b'%',
+            Escapes::Html => b'&',
+            Escapes::Backslash => b'\\',
+        }
+    }
+
+    /// Whether `text` may hold an escape of this scheme at all.
+    pub fn present_in(self, text: &[u8]) -> bool {
+        memchr::memchr(self.opener(), text).is_some() || (self == Escapes::Percent && text.contains(&b'+'))
+    }
+
+    /// The escape at the start of `text`: the character or byte it stands for, and its length.
+    fn escape_at(self, text: &[u8]) -> Option<(Decoded, usize)> {
+        match self {
+            Escapes::Percent => match text {
+                [b'%', hi, lo, ..] => Some((Decoded::Byte(hex_value(&[*hi, *lo])? as u8), 3)),
+                [b'+', ..] => Some((Decoded::Byte(b' '), 1)),
+                _ => None,
+            },
+            Escapes::Html => html_reference(text),
+            Escapes::Backslash => backslash_escape(text),
+        }
+    }
+
+    /// `text` decoded, and for each decoded byte the span of `text` it came from.
+    pub fn decode(self, text: &[u8]) -> (Vec<u8>, Vec<Range<usize>>) {
+        let mut decoded = Vec::with_capacity(text.len());
+        let mut spans = Vec::with_capacity(text.len());
+        let mut at = 0;
+        while at < text.len() {
+            match self.escape_at(&text[at..]) {
+                Some((what, len)) => {
+                    let mut buffer = [0u8; 4];
+                    let bytes: &[u8] = match what {
+                        Decoded::Byte(b) => {
+                            buffer[0] = b;
+                            &buffer[..1]
+                        }
+                        Decoded::Char(c) => c.encode_utf8(&mut buffer).as_bytes(),
+                    };
+                    for &b in bytes {
+                        decoded.push(b);
+                        spans.push(at..at + len);
+                    }
+                    at += len;
+                }
+                None => {
+                    decoded.push(text[at]);
+                    spans.push(at..at + 1);
+                    at += 1;
+                }
+            }
+        }
+        (decoded, spans)
+    }
+}
+
+/// What one escape stands for: a byte (percent escapes, which may be half a UTF-8 sequence) or a
+/// character.
+enum Decoded {
+    Byte(u8),
+    Char(char),
+}
+
+fn hex_value(digits: &[u8]) -> Option<u32> {
+    if digits.is_empty() || digits.len() > 8 {
+        return None;
+    }
+    let text = std::str::from_utf8(digits).ok()?;
+    u32::from_str_radix(text, 16).ok()
+}
+
+/// The HTML character reference at the start of `text`.
+fn html_reference(text: &[u8]) -> Option<(Decoded, usize)> {
+    let rest = text.strip_prefix(b"&")?;
+    if let Some(number) = rest.strip_prefix(b"#") {
+        let (hex, digits_from) = match number.first() {
+            Some(b'x' | b'X') => (true, 1),
+            _ => (false, 0),
+        };
+        let digits = &number[digits_from..];
+        let count = digits.iter().take_while(|b| if hex { b.is_ascii_hexdigit() } else { b.is_ascii_digit() }).count();
+        // Leading zeros are allowed, so up to ten digits are read (a longer run is not decoded).
+        if count == 0 || count > 10 {
+            return None;
+        }
+        let text_digits = std::str::from_utf8(&digits[..count]).ok()?;
+        let code = u32::from_str_radix(text_digits, if hex { 16 } else { 10 }).ok()?;
+        let semicolon = usize::from(digits.get(count) == Some(&b';'));
+        return Some((Decoded::Char(char::from_u32(code)?), 2 + digits_from + count + semicolon));
+    }
+    for (name, c) in [("amp", '&'), ("lt", '<'), ("gt", '>'), ("quot", '"'), ("apos", '\'')] {
+        if rest.starts_with(name.as_bytes()) {
+            let semicolon = usize::from(rest.get(name.len()) == Some(&b';'));
+            return Some((Decoded::Char(c), 1 + name.len() + semicolon));
+        }
+    }
+    None
+}
+
+/// The backslash escape at the start of `text`.
+fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
+    let rest = text.strip_prefix(b"\\")?;
+    let unit = |at: usize| rest.get(at..at + 5).filter(|u| u[0] == b'u').and_then(|u| hex_value(&u[1..]));
+    match rest.first()? {
+        b'u' => {
+            let first = unit(0)?;
+            if (0xD800..0xDC00).contains(&first)
+                && rest.get(5) == Some(&b'\\')
+                && let Some(second) = unit(6).filter(|s| (0xDC00..0xE000).contains(s))
+            {
+                let code = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+                return Some((Decoded::Char(char::from_u32(code)?), 12));
+            }
+            Some((Decoded::Char(char::from_u32(first)?), 6))
+        }
+        b'x' => Some((Decoded::Char(char::from_u32(hex_value(rest.get(1..3)?)?)?), 4)),
+        b'n' => Some((Decoded::Char('\n'), 2)),
+        b't' => Some((Decoded::Char('\t'), 2)),
+        b'r' => Some((Decoded::Char('\r'), 2)),
+        &b if b.is_ascii_punctuation() || b == b' ' => Some((Decoded::Char(b as char), 2)),
+        _ => None,
+    }
+}
+
+/// The spans of `text` that, decoded by any scheme, hold one of `needles` (each at least four
+/// bytes), merged and in order.
+pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
+    let mut found: Vec<Range<usize>> = Vec::new();
+    for scheme in Escapes::ALL.into_iter().filter(|_| needles.iter().any(|n| n.len() >= 4)) {
+        if !scheme.present_in(text) {
+            continue;
+        }
+        let (decoded, spans) = scheme.decode(text);
+        for needle in needles.iter().filter(|n| n.len() >= 4) {
+            for at in memchr::memmem::find_iter(&decoded, needle.as_bytes()) {
+                found.push(spans[at].start..spans[at + needle.len() - 1].end);
+            }
+        }
+    }
+    found.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(found.len());
+    for span in found {
+        match merged.last_mut() {
+            Some(last) if span.start <= last.end => last.end = last.end.max(span.end),
+            _ => merged.push(span),
+        }
+    }
+    merged
+}
+
+/// `text` with each of `spans` (in order, not overlapping) replaced by `with`.
+pub fn replace_spans(text: &[u8], spans: &[Range<usize>], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    for span in spans {
+        out.extend_from_slice(&text[at..span.start]);
+        out.extend_from_slice(with);
+        at = span.end;
+    }
+    out.extend_from_slice(&text[at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(scheme: Escapes, text: &str) -> String {
+        String::from_utf8(scheme.decode(text.as_bytes()).0).unwrap()
+    }
+
+    #[test]
+    fn each_scheme_decodes_its_escapes_and_leaves_the_rest() {
+        assert_eq!(decoded(Escapes::Percent, "a%2Bb%2fc+d%zz%"), "a+b/c d%zz%");
+        assert_eq!(decoded(Escapes::Html, "&#75;&#x33;y&amp;&lt&#0000000075;&bogus;&#;"), "K3y&<K&bogus;&#;");
+        assert_eq!(decoded(Escapes::Backslash, r#"\u004B3\x79\/\"\n\uD83D\uDE00\q\u12"#), "K3y/\"\n😀\\q\\u12");
+    }
+
+    #[test]
+    fn a_secret_escaped_in_part_is_found_where_it_stood() {
+        let needles = vec!["K3y&Secret".to_string()];
+        for (text, left) in [
+            ("x=K3y&amp;Secret!", "x=[r]!"),
+            ("x=&#75;3y&Secr&#x65;t!", "x=[r]!"),
+            (r#"{"k": "\u004b3y\u0026Secret"}"#, r#"{"k": "[r]"}"#),
+            ("x=K3y%26Se%63ret!", "x=[r]!"),
+            ("K3y&amp;Secret and K3y%26Secret", "[r] and [r]"),
+            ("nothing here &amp; 100%", "nothing here &amp; 100%"),
+        ] {
+            let spans = spans_holding(text.as_bytes(), &needles);
+            let out = replace_spans(text.as_bytes(), &spans, b"[r]");
+            assert_eq!(String::from_utf8(out).unwrap(), left, "{text}");
+        }
+    }
+}
