@@ -10,7 +10,7 @@
 //!
 //! The cgroup is made before the run's fork, the run's first process enters it between fork and
 //! exec (a write of `0` — "this process" — to a `cgroup.procs` opened beforehand), and it is
-//! removed when the run is over. One left behind by a chainsmith that was killed is removed by the
+//! removed when the run is over, every process still in it killed first (a daemon the run left). One left behind by a chainsmith that was killed is removed by the
 //! next run beside it.
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -83,8 +83,34 @@ pub unsafe fn enter(procs: RawFd) -> std::io::Result<()> {
     Ok(())
 }
 
+impl ProcessCgroup {
+    /// Kills every process still in the cgroup: what a run left behind when it ended — a daemon
+    /// that `setsid` and a double fork took out of its process group, where no PID namespace ends
+    /// it with the run's first process. cgroup v2's `cgroup.kill` does it at once; on v1 the
+    /// members are killed until none is left (`pids.max` keeps them from forking faster than that).
+    fn kill_remaining(&self) {
+        if std::fs::write(self.folder.join("cgroup.kill"), "1").is_ok() {
+            return;
+        }
+        let until = Instant::now() + REMOVAL_GRACE;
+        while Instant::now() < until {
+            let Ok(members) = std::fs::read_to_string(self.folder.join("cgroup.procs")) else { return };
+            let pids: Vec<libc::pid_t> = members.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids.into_iter().filter(|&p| p > 0) {
+                // SAFETY: kill takes plain integers; the pid was read from the run's own cgroup.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 impl Drop for ProcessCgroup {
     fn drop(&mut self) {
+        self.kill_remaining();
         // The run has been reaped, but the kernel may count an exiting task a moment longer
         // (`EBUSY`).
         let until = Instant::now() + REMOVAL_GRACE;
@@ -245,5 +271,34 @@ mod tests {
         assert_eq!(mount.folder_of("/elsewhere"), None);
         assert_eq!(mount.folder_of("/docker/abcdef"), None);
         assert_eq!(mount.folder_of("/docker/abc"), Some(PathBuf::from("/")));
+    }
+
+    /// A daemon a run left behind (`setsid` and a double fork: out of the run's process group,
+    /// parented to init) dies with the run's cgroup.
+    #[test]
+    fn a_daemon_left_in_the_cgroup_dies_with_it() {
+        use std::os::unix::process::CommandExt;
+        let cgroup = match ProcessCgroup::new(64) {
+            Ok(cgroup) => cgroup,
+            Err(why) => {
+                eprintln!("skipped: no cgroup of its own can be made here ({why})");
+                return;
+            }
+        };
+        let procs = cgroup.procs();
+        let mut command = std::process::Command::new("sh");
+        command.args(["-c", "setsid sh -c 'sleep 300 >/dev/null 2>&1 & echo $!' </dev/null"]);
+        // SAFETY: `enter` is one write, safe between fork and exec.
+        unsafe { command.pre_exec(move || enter(procs)) };
+        let out = command.output().unwrap();
+        let daemon: libc::pid_t = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        let alive = || Path::new("/proc").join(daemon.to_string()).exists();
+        assert!(alive(), "the daemon outlived the command that started it");
+        drop(cgroup);
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!alive(), "the daemon {daemon} outlived its run's cgroup");
     }
 }
