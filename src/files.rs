@@ -197,6 +197,21 @@ pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(),
     Ok(())
 }
 
+/// Writes a file the user named (a program to fix, `generate --out`) as [`write_inside`] writes
+/// within the file's own folder, and refuses when the file is a symbolic link: a link planted in a
+/// repository (`broken.py -> ~/.bashrc`) would otherwise have chainsmith overwrite what it points to.
+pub fn write_named(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(WriteError::Io { path: path.to_path_buf(), source: through_a_link() });
+    }
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    write_inside(folder, path, contents)
+}
+
+fn through_a_link() -> std::io::Error {
+    std::io::Error::other("it is a symbolic link, which chainsmith does not write through")
+}
+
 /// `folder` (canonical, beneath the boundary's canonical path) opened by a walk from `boundary`
 /// that follows no link: each component is opened as a directory with `O_NOFOLLOW`, so a component
 /// that became a link since `folder` was resolved fails the walk (`ELOOP` or `ENOTDIR`) instead of
@@ -331,9 +346,7 @@ pub fn append_line(boundary: Option<&Path>, path: &Path, line: &str) -> Result<(
         }
     };
     let mut file = opened.map_err(|e| match e.raw_os_error() {
-        Some(libc::ELOOP) => {
-            io(std::io::Error::other("it is a symbolic link, which chainsmith does not write through"))
-        }
+        Some(libc::ELOOP) => io(through_a_link()),
         _ => io(e),
     })?;
     let meta = file.metadata().map_err(io)?;

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
 use super::{load_workspace, workspace_root};
 use crate::config::Config;
@@ -94,7 +94,7 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool, 
     let program = format!("\"\"\"{}\"\"\"\n{}", task.trim().replace("\"\"\"", "'''"), best.program);
     match out {
         Some(path) => {
-            std::fs::write(path, &program).with_context(|| format!("cannot write {}", path.display()))?;
+            crate::files::write_named(path, program.as_bytes())?;
             eprintln!("chainsmith: wrote {}", path.display());
         }
         None => print!("{program}"),
@@ -135,7 +135,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     report(&searched);
     match (&searched.program, searched.outcome.best_node()) {
         (Some(fixed), Some(best)) if *fixed != text => {
-            std::fs::write(file, fixed).with_context(|| format!("cannot write {}", file.display()))?;
+            crate::files::write_named(file, fixed.as_bytes())?;
             eprintln!("chainsmith: fixed {} (attempt #{})", file.display(), best.id);
             Ok(0)
         }

@@ -357,10 +357,9 @@ pub async fn discover(
 
 async fn run_program(prober: &Prober, catalog: &Arc<Catalog>, target: &Tool, code: &str) -> Result<Trace, Unprobed> {
     let program = probe_file(prober.root(), target);
-    if let Some(dir) = program.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Unprobed::Failed(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    std::fs::write(&program, code).map_err(|e| Unprobed::Failed(format!("cannot write {}: {e}", program.display())))?;
+    // Inside the workspace and through no link: `.chainsmith/probe/` is the workspace's to plant.
+    crate::files::write_inside(prober.root(), &program, code.as_bytes())
+        .map_err(|e| Unprobed::Failed(e.to_string()))?;
     let mut request = RunRequest::new(&program, prober.root(), prober.config.clone(), catalog.clone());
     request.source = Some(code.to_string());
     request.save_trace = false;

@@ -96,6 +96,32 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     assert_eq!(bad.count(), 1, "one revision within width 1 and depth 2");
 }
 
+/// A program that is a symbolic link (planted in a repository, to a file of the user's elsewhere)
+/// is fixed nowhere: the fix is refused and the file it points to stays as it was.
+#[test]
+fn fix_never_writes_through_a_program_that_is_a_link() {
+    let tmdb = TmdbServer::start(&[]);
+    let good = Server::start(|body, _| {
+        if last_message(body).contains("Does the output answer the task") {
+            Answer::text("Solved")
+        } else {
+            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
+        }
+    });
+    let ws = workspace(&tmdb.base_url(), false, &llm_config(&good));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("bashrc.py");
+    let broken = "# task: print the biography of Sofia Coppola\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n";
+    std::fs::write(&target, broken).unwrap();
+    std::os::unix::fs::symlink(&target, ws.path().join("bio.py")).unwrap();
+    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bio.py") && stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), broken);
+    assert!(std::fs::symlink_metadata(ws.path().join("bio.py")).unwrap().file_type().is_symlink());
+}
+
 /// A model that answers the plan choice with `choice`, any program request with [`GOOD`] and the
 /// judge with "Solved.".
 fn planning_model(choice: &'static str) -> Server {

@@ -34,10 +34,17 @@ fn chain_of_probing_resolves_an_id_needing_http_tool_and_edits_the_native_file_i
         llm.base_url
     );
     std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
+    // A link planted where the probe programs are written, to a file of the user's elsewhere.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let precious = elsewhere.path().join("bashrc");
+    std::fs::write(&precious, "# mine\n").unwrap();
+    std::fs::create_dir_all(dir.path().join(".chainsmith/probe")).unwrap();
+    std::os::unix::fs::symlink(&precious, dir.path().join(".chainsmith/probe/vault.search_vaults.py")).unwrap();
 
     let out = chainsmith(dir.path(), &["probe", "--all"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "lock_vault stays unprobed\n{stdout}\n{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "# mine\n", "a probe program went through the link");
     assert!(stdout.contains("probed vault.search_vaults (round 1"), "{stdout}");
     assert!(stdout.contains("probed vault.vault_details (round 2"), "{stdout}");
     assert!(stdout.contains("unprobed vault.lock_vault: vault.lock_vault is not read-only"), "{stdout}");
