@@ -16,8 +16,9 @@
 //!   allowed folders, no TCP connect or bind (a second wall when namespaces are refused);
 //! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal),
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
-//!   whatever the namespaces, and Landlock cannot yet tell one from another), no `io_uring` (whose
-//!   operations would pass the filter by);
+//!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
+//!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
+//!   `io_uring` (whose operations would pass the filter by);
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
 //!   (`MemoryError`) instead of taking the machine's memory;
 //! - a process limit (`[runtime] max_processes`): `RLIMIT_NPROC` inside the user namespace, where
@@ -359,7 +360,7 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
             .collect::<Result<Vec<_>, _>>()?;
         SeccompRule::new(conditions)
     };
-    let unix = libc::AF_UNIX as u64;
+    let (unix, inet, inet6) = (libc::AF_UNIX as u64, libc::AF_INET as u64, libc::AF_INET6 as u64);
     // Request numbers are `c_ulong` with glibc and `c_int` with musl.
     #[allow(clippy::unnecessary_cast)]
     let (tiocsti, tioclinux) = (libc::TIOCSTI as u64, libc::TIOCLINUX as u64);
@@ -371,7 +372,10 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         // session bus, ssh-agent, docker.sock, another run's files). A stream pair is harmless
         // and is how the program opens connections to the host; a datagram pair could send to
         // any address.
-        (libc::SYS_socket, vec![when(&[(0, SeccompCmpOp::Eq, unix)])]),
+        // Nor a socket of any family but the internet's (which the network namespace and
+        // Landlock confine): no namespace confines vsock (a virtual machine's host), raw packets
+        // or the kernel's netlink channels, and the program needs none of them.
+        (libc::SYS_socket, vec![when(&[(0, SeccompCmpOp::Ne, inet), (0, SeccompCmpOp::Ne, inet6)])]),
         (
             libc::SYS_socketpair,
             vec![

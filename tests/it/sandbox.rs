@@ -265,6 +265,11 @@ def attempt(name, make, connect):
 attempt("stream", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), lambda s: s.connect({path:?}))
 attempt("datagram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM), lambda s: s.connect({path:?}))
 attempt("datagram pair", lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0], lambda s: s.sendto(b"x", {path:?}))
+# Families no namespace confines: a virtual machine's host (vsock), raw packets, the kernel's
+# own channels (netlink).
+attempt("vsock", lambda: socket.socket(40, socket.SOCK_STREAM), lambda s: s.connect((2, 1024)))
+attempt("packet", lambda: socket.socket(17, socket.SOCK_RAW), lambda s: None)
+attempt("netlink", lambda: socket.socket(16, socket.SOCK_RAW), lambda s: None)
 print("tool:", tmdb.search_person(query="Sofia Coppola")["results"][0]["name"])
 import os
 pid = os.fork()
@@ -279,7 +284,7 @@ os.waitpid(pid, 0)
     let out = chainsmith(ws.path(), &["run", "unix.py"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
-    for attempt in ["stream", "datagram", "datagram pair"] {
+    for attempt in ["stream", "datagram", "datagram pair", "vsock", "packet", "netlink"] {
         assert!(stdout.contains(&format!("{attempt} refused EPERM")), "{attempt}: {stdout}");
     }
     assert!(listener.accept().is_err(), "the listener was reached");
