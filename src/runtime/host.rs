@@ -217,15 +217,21 @@ impl Host {
         std::thread::Builder::new()
             .name("chainsmith-host".into())
             .spawn(move || {
+                let open = Arc::new(OpenConnections::default());
                 while let Some(stream) = next_connection(&door) {
                     if host.closing.load(Ordering::SeqCst) {
                         break;
                     }
                     let Some(stream) = stream else { continue };
+                    // Served one thread each, at most MAX_CONNECTIONS at once: a program opening
+                    // more waits (its connections queue in the door) instead of costing chainsmith,
+                    // which no sandbox limit holds, a thread each.
+                    let slot = open.take();
                     let host = host.clone();
-                    let _ = std::thread::Builder::new()
-                        .name("chainsmith-host-conn".into())
-                        .spawn(move || host.connection(stream));
+                    let _ = std::thread::Builder::new().name("chainsmith-host-conn".into()).spawn(move || {
+                        host.connection(stream);
+                        drop(slot);
+                    });
                 }
             })
             .expect("a thread for the host")
@@ -240,9 +246,22 @@ impl Host {
     fn connection(&self, stream: UnixStream) {
         let Ok(writer) = stream.try_clone() else { return };
         let mut writer = std::io::BufWriter::new(writer);
-        let reader = BufReader::new(stream);
-        for line in reader.split(b'\n') {
-            let Ok(line) = line else { break };
+        let mut reader = BufReader::new(stream);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match std::io::Read::take(&mut reader, MAX_MESSAGE as u64 + 1).read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if line.len() > MAX_MESSAGE {
+                // Not read further: the connection ends with the reason, whatever else was sent.
+                let reply = json!({"ok": false, "error": {"message": format!(
+                    "chainsmith host: a message larger than {} MiB; the connection is closed", MAX_MESSAGE >> 20
+                )}});
+                let _ = writer.write_all(format!("{reply}\n").as_bytes()).and_then(|()| writer.flush());
+                break;
+            }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
@@ -822,6 +841,44 @@ fn typed(refs: &dyn crate::toolset::schema::Refs, schema: Option<&Value>, text: 
 
 fn percent_decode(text: &str) -> String {
     percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
+}
+
+/// The largest message a program may send the host (16 MiB): tool arguments and request bodies
+/// are far smaller, and a line read without end would grow chainsmith, outside the sandbox's
+/// memory limit, without bound.
+const MAX_MESSAGE: usize = 16 << 20;
+
+/// The most connections the host serves at once (32): with [`MAX_MESSAGE`], what a program can
+/// make chainsmith hold stays bounded.
+const MAX_CONNECTIONS: usize = 32;
+
+/// The connections being served, counted so no more than [`MAX_CONNECTIONS`] are at once.
+#[derive(Default)]
+struct OpenConnections {
+    count: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+/// One connection's place among [`OpenConnections`], given back when dropped.
+struct ConnectionSlot(Arc<OpenConnections>);
+
+impl OpenConnections {
+    /// A place for one more connection, waiting while all are taken.
+    fn take(self: &Arc<Self>) -> ConnectionSlot {
+        let mut count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        while *count >= MAX_CONNECTIONS {
+            count = self.freed.wait(count).unwrap_or_else(|e| e.into_inner());
+        }
+        *count += 1;
+        ConnectionSlot(self.clone())
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        *self.0.count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// The next connection sent through the door: `None` when the door is closed, `Some(None)` for

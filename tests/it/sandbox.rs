@@ -292,6 +292,35 @@ os.waitpid(pid, 0)
     assert!(stdout.contains("forked tool: Bradley Cooper"), "and from a forked process: {stdout}");
 }
 
+/// chainsmith serves the chain's connections outside the sandbox, where no memory or process
+/// limit of the run's holds: a message without end is read only to its limit, and the host still
+/// answers the chain's tool calls afterwards.
+#[test]
+fn a_message_without_end_is_refused_at_its_limit() {
+    let server = TmdbServer::start(&[]);
+    let ws = workspace(&server.base_url(), false, "");
+    let program = r#"import os, socket
+from chainsmith.tools import tmdb
+sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+with socket.socket(fileno=os.dup(int(os.environ["CHAINSMITH_HOST_FD"]))) as door:
+    socket.send_fds(door, [b"c"], [theirs.fileno()])
+theirs.close()
+try:
+    sock.sendall(b"x" * (40 << 20))
+except OSError as e:
+    print("sending stopped:", type(e).__name__)
+print("host said:", sock.makefile("rb").readline().decode().strip())
+print("tool:", tmdb.search_person(query="Sofia Coppola")["results"][0]["name"])
+"#;
+    std::fs::write(ws.path().join("flood.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "flood.py"], &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("sending stopped: BrokenPipeError"), "{stdout}");
+    assert!(stdout.contains("a message larger than 16 MiB; the connection is closed"), "{stdout}");
+    assert!(stdout.contains("tool: Bradley Cooper"), "{stdout}");
+}
+
 #[test]
 fn a_chain_cannot_use_another_runs_host() {
     // Run A: a trusted workspace whose toolset sends a key; its chain waits after one call.
