@@ -34,6 +34,8 @@ pub enum ReadError {
     TooLarge { size: u64, limit: u64 },
     #[error("not UTF-8 text (invalid byte at offset {0})")]
     NotUtf8(usize),
+    #[error("JSON of more than {limit} values ({count} at least); parsed, it would take gigabytes")]
+    TooManyValues { count: usize, limit: usize },
 }
 
 impl ReadError {
@@ -119,6 +121,50 @@ pub fn decode_python(bytes: Vec<u8>) -> Result<String, String> {
         return Err(format!("not valid {name}"));
     }
     Ok(text.into_owned())
+}
+
+/// The most values a JSON document from a workspace or a tool is parsed with (1 million). Parsed,
+/// a value takes up to ~330 bytes, so a file or answer well under the size limits made of tiny
+/// values (`[{"a":[]},…]`, 3 bytes a value) would otherwise grow to many gigabytes.
+pub const MAX_JSON_VALUES: usize = 1_000_000;
+
+/// How many values the JSON `text` holds, counted without parsing (every array and object, and
+/// one more for each `,` outside strings; high by one at most), up to `stop`.
+pub fn json_values(text: &[u8], stop: usize) -> usize {
+    let (mut count, mut in_string, mut escaped) = (1, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' | b',' => {
+                count += 1;
+                if count > stop {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    count
+}
+
+/// The text of the JSON file `path`, read as [`read_text`] reads, refused when it holds more than
+/// [`MAX_JSON_VALUES`] values.
+pub fn read_json_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+    let text = read_text(path, limit)?;
+    let count = json_values(text.as_bytes(), MAX_JSON_VALUES);
+    if count > MAX_JSON_VALUES {
+        return Err(ReadError::TooManyValues { count, limit: MAX_JSON_VALUES });
+    }
+    Ok(text)
 }
 
 /// chainsmith's folder in the user's cache (`$XDG_CACHE_HOME/chainsmith`, else
@@ -382,6 +428,24 @@ mod tests {
         std::fs::write(&big, b"ok \xff").unwrap();
         assert!(matches!(read_text(&big, MAX_READ), Err(ReadError::NotUtf8(3))));
         assert!(read_text(&dir.path().join("missing"), MAX_READ).unwrap_err().not_found());
+    }
+
+    #[test]
+    fn json_values_are_counted_outside_strings() {
+        assert_eq!(json_values(b"1", 100), 1);
+        assert_eq!(
+            json_values(br#"[{"a":[]},{"a":[]}]"#, 100),
+            7,
+            "one more than the five, an estimate that errs high"
+        );
+        assert_eq!(json_values(br#"{"a,b": "[{,\"x,"}"#, 100), 2, "commas and brackets in strings do not count");
+        assert_eq!(json_values(&b"[],".repeat(1000), 10), 11, "counting stops past the limit");
+        let dir = tempfile::tempdir().unwrap();
+        let tiny = dir.path().join("tiny.json");
+        std::fs::write(&tiny, format!("[{}[]]", "[],".repeat(MAX_JSON_VALUES))).unwrap();
+        assert!(matches!(read_json_text(&tiny, MAX_READ), Err(ReadError::TooManyValues { .. })));
+        std::fs::write(&tiny, format!("[{}[]]", "[],".repeat(1000))).unwrap();
+        assert!(read_json_text(&tiny, MAX_READ).is_ok());
     }
 
     #[test]

@@ -50,8 +50,8 @@ pub fn run_record(trace: &TraceSummary, evaluator: &dyn Evaluator) -> RunRecord 
 
 /// Reads a trace file.
 pub fn read_trace(path: &Path) -> Result<TraceSummary, String> {
-    let text =
-        crate::files::read_text(path, crate::files::MAX_READ).map_err(|e| format!("cannot read the trace: {e}"))?;
+    let text = crate::files::read_json_text(path, crate::files::MAX_READ)
+        .map_err(|e| format!("cannot read the trace: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("not a run trace: {e}"))
 }
 

@@ -80,7 +80,13 @@ pub fn decode_body(body: &[u8]) -> Value {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Value::Null;
     }
-    serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()))
+    let as_text = || Value::String(String::from_utf8_lossy(body).into_owned());
+    // An answer of more values than chainsmith parses reaches the program as its text, to parse
+    // (if it must) inside the sandbox's memory limit rather than in chainsmith.
+    if crate::files::json_values(body, crate::files::MAX_JSON_VALUES) > crate::files::MAX_JSON_VALUES {
+        return as_text();
+    }
+    serde_json::from_slice(body).unwrap_or_else(|_| as_text())
 }
 
 /// A short, single-line description of an error answer: the API's own message when its JSON body

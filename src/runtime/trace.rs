@@ -400,7 +400,7 @@ impl Replay {
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
-    let text = crate::files::read_text(path, crate::files::MAX_READ)
+    let text = crate::files::read_json_text(path, crate::files::MAX_READ)
         .with_context(|| format!("cannot read the trace {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not a chainsmith trace", path.display()))
 }

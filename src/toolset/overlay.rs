@@ -82,7 +82,7 @@ pub fn apply(tool: &mut Tool, entry: &OverlayEntry) {
 /// are diagnostics on the overlay file; a broken entry is skipped.
 pub fn merge(root: &Path, toolset: &mut Toolset, texts: &mut Texts, diagnostics: &mut Vec<Diagnostic>) {
     let path = overlay_path(root, &toolset.name);
-    let text: Arc<str> = match crate::files::read_text(&path, crate::files::MAX_READ) {
+    let text: Arc<str> = match crate::files::read_json_text(&path, crate::files::MAX_READ) {
         Ok(text) => text.into(),
         Err(e) if e.not_found() => return,
         Err(e) => {

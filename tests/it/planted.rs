@@ -60,6 +60,18 @@ fn planted_state_files_neither_hang_nor_exhaust_memory() {
     let show = ended_within(ws.path(), &["graph", "show"], Duration::from_secs(60)).expect("graph show ended");
     let said = text(&show.stdout) + &text(&show.stderr);
     assert!(said.contains("toolnet.json") && said.contains("not a regular file (a device)"), "{said}");
+
+    // Well under the size limit, but made of millions of tiny values (3 bytes each): parsed, it
+    // would take gigabytes. It is refused, as a diagnostic on itself.
+    std::fs::remove_file(state.join("probed/tmdb.json")).unwrap();
+    let tiny_values = format!("{{\"tools\": {{\"x\": [{}[]]}}}}", "[],".repeat(1_100_000));
+    std::fs::write(state.join("probed/tmdb.json"), tiny_values).unwrap();
+    let check = ended_within(ws.path(), &["check", "p.py"], Duration::from_secs(60)).expect("check ended");
+    let said = text(&check.stdout) + &text(&check.stderr);
+    assert!(
+        said.contains("probed/tmdb.json") && said.contains("JSON of more than 1000000 values"),
+        "the overlay of tiny values is a diagnostic on itself:\n{said}"
+    );
 }
 
 #[test]
