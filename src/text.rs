@@ -15,12 +15,27 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
-/// A control character, or one that reorders the text around it on screen (the bidirectional
-/// overrides and isolates, and the direction marks), which a name could use to show one command
-/// while holding another.
+/// A control character, one that reorders the text around it on screen (the bidirectional
+/// overrides and isolates, and the direction marks), or one that shows as nothing or as a blank
+/// (zero-width spaces and joiners, the line and paragraph separators, the soft hyphen, the
+/// Hangul fillers), which a name could use to show one command while holding another.
 pub fn is_unprintable(c: char) -> bool {
     c.is_control()
         || matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        || matches!(
+            c,
+            '\u{00ad}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200d}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{3164}'
+                | '\u{feff}'
+                | '\u{ffa0}'
+        )
 }
 
 /// A byte range `start..end` in a file's text.
@@ -179,6 +194,11 @@ mod tests {
         assert!(matches!(printable("plain — text"), std::borrow::Cow::Borrowed("plain — text")));
         assert_eq!(printable("a\u{1b}]0;title\u{7}b\r\n"), "a\\u{1b}]0;title\\u{7}b\\r\\n");
         assert_eq!(printable("rm -rf \u{202e}txt.exe"), "rm -rf \\u{202e}txt.exe");
+        assert_eq!(
+            printable("cur\u{200b}l\u{2028}\u{3164}"),
+            "cur\\u{200b}l\\u{2028}\\u{3164}",
+            "invisible, not shown as nothing"
+        );
     }
 
     #[test]

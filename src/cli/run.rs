@@ -89,7 +89,7 @@ pub fn run(
         .unwrap_or_default();
     writeln!(err, "── trace: {} call{}{saved}", calls.len(), if calls.len() == 1 { "" } else { "s" })?;
     for call in calls {
-        writeln!(err, "  {}", call.summary())?;
+        writeln!(err, "  {}", crate::text::printable(&call.summary()))?;
     }
     if let Some(e) = &outcome.save_error {
         writeln!(err, "chainsmith: the trace was not saved: {e}")?;
@@ -110,7 +110,9 @@ pub fn run(
             .and_then(|id| calls.iter().find(|c| c.id == id))
             .map(|c| format!(" (attributed to call #{} {})", c.id, c.tool))
             .unwrap_or_default();
-        writeln!(err, "── failed: {}: {}{attributed}", error.kind, error.message)?;
+        // The program chose the error's kind and message: shown, not obeyed by the terminal.
+        let (kind, message) = (crate::text::printable(&error.kind), crate::text::printable(&error.message));
+        writeln!(err, "── failed: {kind}: {message}{attributed}")?;
         drop(err);
         print_diagnostics(&outcome.diagnostics, &text);
     }

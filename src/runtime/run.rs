@@ -118,6 +118,61 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
     }
 }
 
+/// The state of the terminals a run inherits (its standard streams, when they are terminals),
+/// put back when it ends: the chain may turn echo off (as `getpass` does), leave the shared
+/// descriptor non-blocking (the shell's next read fails) or resize the window, and the user's
+/// shell would inherit all of it.
+struct TerminalState {
+    saved: Vec<(libc::c_int, libc::termios, libc::winsize, libc::c_int)>,
+}
+
+impl TerminalState {
+    fn save() -> TerminalState {
+        let mut saved = Vec::new();
+        for fd in 0..3 {
+            // SAFETY: isatty, tcgetattr, ioctl(TIOCGWINSZ) and fcntl(F_GETFL) only read the
+            // descriptor's state into the zeroed structures given.
+            unsafe {
+                if libc::isatty(fd) != 1 {
+                    continue;
+                }
+                let mut modes: libc::termios = std::mem::zeroed();
+                let mut size: libc::winsize = std::mem::zeroed();
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                if libc::tcgetattr(fd, &mut modes) == 0
+                    && libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) == 0
+                    && flags >= 0
+                {
+                    saved.push((fd, modes, size, flags));
+                }
+            }
+        }
+        TerminalState { saved }
+    }
+
+    fn restore(&self) {
+        for (fd, modes, size, flags) in &self.saved {
+            // SAFETY: the same calls, writing back what `save` read; tcgetpgrp and getpgrp only
+            // read. Modes are written only when they changed, and never from a background process
+            // group of the terminal (`chainsmith run … &`), which the kernel would stop (SIGTTOU).
+            unsafe {
+                let mut now: libc::termios = std::mem::zeroed();
+                let foreground = libc::tcgetpgrp(*fd);
+                let may_write = foreground < 0 || foreground == libc::getpgrp();
+                if may_write && libc::tcgetattr(*fd, &mut now) == 0 && !same_modes(&now, modes) {
+                    libc::tcsetattr(*fd, libc::TCSANOW, modes);
+                }
+                libc::ioctl(*fd, libc::TIOCSWINSZ, size);
+                libc::fcntl(*fd, libc::F_SETFL, *flags);
+            }
+        }
+    }
+}
+
+fn same_modes(a: &libc::termios, b: &libc::termios) -> bool {
+    (a.c_iflag, a.c_oflag, a.c_cflag, a.c_lflag, a.c_cc) == (b.c_iflag, b.c_oflag, b.c_cflag, b.c_lflag, b.c_cc)
+}
+
 /// Runs a program to its end (or until a limit or `cancel` stops it).
 pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel) -> RunOutcome {
     let (started, stamp) = trace::timestamps(SystemTime::now());
@@ -138,7 +193,10 @@ pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel)
         save_error: None,
         drift: Vec::new(),
     };
-    if let Err(message) = execute(&request, &text, &secrets, observer, cancel, &mut outcome) {
+    let terminal = TerminalState::save();
+    let executed = execute(&request, &text, &secrets, observer, cancel, &mut outcome);
+    terminal.restore();
+    if let Err(message) = executed {
         outcome.start_error = Some(message.clone());
         outcome.trace.error =
             Some(TraceError { kind: "StartFailed".into(), message, line: None, attributed_call: None });

@@ -244,6 +244,44 @@ except OSError as e:
     assert!(!stdout.contains("typed"), "{stdout}");
 }
 
+/// What a chain changes on the terminal it inherits — echo off, the descriptor non-blocking (the
+/// shell's next read would fail) — is put back when the run ends.
+#[test]
+fn the_terminal_is_given_back_as_it_was() {
+    use std::os::fd::AsRawFd;
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = r#"import fcntl, os, termios
+modes = termios.tcgetattr(0)
+modes[3] &= ~termios.ECHO
+termios.tcsetattr(0, termios.TCSANOW, modes)
+fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK)
+print("echo on:", bool(termios.tcgetattr(0)[3] & termios.ECHO), "non-blocking:", bool(fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK))
+"#;
+    std::fs::write(ws.path().join("tamper.py"), program).unwrap();
+    let (_controller, terminal) = pseudo_terminal();
+    let fd = terminal.as_raw_fd();
+    let echo_on = || {
+        // SAFETY: tcgetattr reads the terminal's modes into a zeroed structure.
+        let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(fd, &mut modes) }, 0);
+        modes.c_lflag & libc::ECHO != 0
+    };
+    // SAFETY: fcntl(F_GETFL) reads the descriptor's flags.
+    let non_blocking = || unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_NONBLOCK != 0;
+    assert!(echo_on() && !non_blocking());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(["run", "tamper.py"])
+        .current_dir(ws.path())
+        .stdin(terminal.try_clone().unwrap())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("echo on: False non-blocking: True"), "the chain changed both: {stdout}");
+    assert!(echo_on(), "echo is back on");
+    assert!(!non_blocking(), "the terminal blocks again");
+}
+
 #[test]
 fn a_chain_reaches_no_unix_socket_but_its_host() {
     let server = TmdbServer::start(&[]);
