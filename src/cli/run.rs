@@ -77,7 +77,10 @@ pub fn run(
     if let Some(path) = replay {
         ready.replay(trace::load(path)?, None);
     }
-    let outcome = ready.run(Arc::new(Terminal), &Cancel::new());
+    let cancel = Cancel::new();
+    let signals = EndOnSignal::install(&cancel);
+    let outcome = ready.run(Arc::new(Terminal), &cancel);
+    let ended_by = signals.map(EndOnSignal::close).unwrap_or_default();
 
     let stderr = std::io::stderr();
     let mut err = stderr.lock();
@@ -116,7 +119,47 @@ pub fn run(
         drop(err);
         print_diagnostics(&outcome.diagnostics, &text);
     }
+    // Ended by a signal: the status a shell expects of a command the signal ended.
+    if let Some(signal) = ended_by {
+        return Ok(128u8.saturating_add(signal as u8));
+    }
     Ok(outcome.exit_status())
+}
+
+/// `SIGINT`, `SIGTERM` and `SIGHUP` end the run as a cancel does, so chainsmith still records the
+/// trace and removes the run's scratch folder (killed outright, it would leave the folder in the
+/// temp folder; the run itself dies with chainsmith either way). A second signal ends chainsmith
+/// at once.
+struct EndOnSignal {
+    handle: signal_hook::iterator::Handle,
+    thread: std::thread::JoinHandle<Option<i32>>,
+}
+
+impl EndOnSignal {
+    fn install(cancel: &Cancel) -> Option<EndOnSignal> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).ok()?;
+        let handle = signals.handle();
+        let cancel = cancel.clone();
+        let thread = std::thread::spawn(move || {
+            let mut first = None;
+            for signal in signals.forever() {
+                if first.is_some() {
+                    std::process::exit(128 + signal);
+                }
+                first = Some(signal);
+                cancel.cancel();
+            }
+            first
+        });
+        Some(EndOnSignal { handle, thread })
+    }
+
+    /// Stops listening; the signal that ended the run, if one did.
+    fn close(self) -> Option<i32> {
+        self.handle.close();
+        self.thread.join().ok().flatten()
+    }
 }
 
 /// `chainsmith mock [--port P]`: serves the workspace's HTTP APIs from their protocols until

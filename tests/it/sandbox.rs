@@ -536,10 +536,12 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
         let marker = format!("chainsmith-outlives-{name}-{}", std::process::id());
         let program = format!("{}print('started', flush=True)\ntime.sleep(300)\n", sleeping_child(&marker));
         std::fs::write(ws.path().join("sleeper.py"), program).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
         command
             .args(["run", "sleeper.py"])
             .current_dir(ws.path())
+            .env("TMPDIR", tmp.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -579,6 +581,17 @@ fn a_run_ends_with_chainsmith_however_chainsmith_ends() {
         }
         let status = run.wait().unwrap();
         assert!(!status.success(), "{name}: {status}");
+        if signal != libc::SIGKILL {
+            // Ended as a cancel ends a run: the status a shell expects, and the scratch folder gone.
+            assert_eq!(status.code(), Some(128 + signal), "{name}: {status}");
+            let left: Vec<_> = std::fs::read_dir(tmp.path())
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("chainsmith-run-"))
+                .collect();
+            assert!(left.is_empty(), "{name} left {left:?}");
+        }
     }
 }
 
