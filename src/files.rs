@@ -128,8 +128,13 @@ pub fn decode_python(bytes: Vec<u8>) -> Result<String, String> {
 /// values (`[{"a":[]},…]`, 3 bytes a value) would otherwise grow to many gigabytes.
 pub const MAX_JSON_VALUES: usize = 1_000_000;
 
+/// The most values chainsmith's own records are read with (4 million): traces (each answer in one
+/// cut to 1 MiB) and the ToolNet store grow with use, past what a planted overlay may hold.
+pub const MAX_RECORD_VALUES: usize = 4 * MAX_JSON_VALUES;
+
 /// How many values the JSON `text` holds, counted without parsing (every array and object, and
-/// one more for each `,` outside strings; high by one at most), up to `stop`.
+/// one more for each `,` outside strings: an estimate, high by one for each empty array or
+/// object), up to `stop`.
 pub fn json_values(text: &[u8], stop: usize) -> usize {
     let (mut count, mut in_string, mut escaped) = (1, false, false);
     for &b in text {
@@ -157,12 +162,12 @@ pub fn json_values(text: &[u8], stop: usize) -> usize {
 }
 
 /// The text of the JSON file `path`, read as [`read_text`] reads, refused when it holds more than
-/// [`MAX_JSON_VALUES`] values.
-pub fn read_json_text(path: &Path, limit: u64) -> Result<String, ReadError> {
+/// `max_values` values.
+pub fn read_json_text(path: &Path, limit: u64, max_values: usize) -> Result<String, ReadError> {
     let text = read_text(path, limit)?;
-    let count = json_values(text.as_bytes(), MAX_JSON_VALUES);
-    if count > MAX_JSON_VALUES {
-        return Err(ReadError::TooManyValues { count, limit: MAX_JSON_VALUES });
+    let count = json_values(text.as_bytes(), max_values);
+    if count > max_values {
+        return Err(ReadError::TooManyValues { count, limit: max_values });
     }
     Ok(text)
 }
@@ -229,12 +234,21 @@ pub fn unique_suffix() -> String {
 /// for a link after the check (by a program that may write in the workspace) is refused, not
 /// written through.
 pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    write_with_mode(boundary, path, contents, None)
+}
+
+/// [`write_inside`], the new file given `mode` (else 0644 less the umask).
+fn write_with_mode(boundary: &Path, path: &Path, contents: &[u8], mode: Option<u32>) -> Result<(), WriteError> {
     let io = |source| WriteError::Io { path: path.to_path_buf(), source };
     let folder = open_folder_inside(boundary, path)?;
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("no file name")))?;
     let staging = std::ffi::OsString::from(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
     let mut file = open_at(&folder, &staging, libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL).map_err(io)?;
-    let written = file.write_all(contents).and_then(|()| file.sync_all());
+    let moded = match mode {
+        Some(mode) => file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(mode)),
+        None => Ok(()),
+    };
+    let written = moded.and_then(|()| file.write_all(contents)).and_then(|()| file.sync_all());
     drop(file);
     if let Err(e) = written.and_then(|()| rename_at(&folder, &staging, name)) {
         let _ = unlink_at(&folder, &staging);
@@ -243,15 +257,21 @@ pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(),
     Ok(())
 }
 
-/// Writes a file the user named (a program to fix, `generate --out`) as [`write_inside`] writes
-/// within the file's own folder, and refuses when the file is a symbolic link: a link planted in a
-/// repository (`broken.py -> ~/.bashrc`) would otherwise have chainsmith overwrite what it points to.
-pub fn write_named(path: &Path, contents: &[u8]) -> Result<(), WriteError> {
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+/// Writes a file the user named (a program to fix, `generate --out`) as [`write_inside`] writes —
+/// inside `boundary` when the path lies beneath it (the workspace: a folder link planted there
+/// leads nowhere outside), else within the file's own folder — keeping an existing file's
+/// permissions, and refuses when the file is a symbolic link: a link planted in a repository
+/// (`broken.py -> ~/.bashrc`) would otherwise have chainsmith overwrite what it points to.
+pub fn write_named(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), WriteError> {
+    use std::os::unix::fs::PermissionsExt;
+    let existing = std::fs::symlink_metadata(path).ok();
+    if existing.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
         return Err(WriteError::Io { path: path.to_path_buf(), source: through_a_link() });
     }
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    write_inside(folder, path, contents)
+    let boundary = if absolute(path).starts_with(absolute(boundary)) { boundary } else { folder };
+    write_with_mode(boundary, path, contents, existing.map(|m| m.permissions().mode() & 0o7777))
 }
 
 fn through_a_link() -> std::io::Error {
@@ -443,9 +463,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let tiny = dir.path().join("tiny.json");
         std::fs::write(&tiny, format!("[{}[]]", "[],".repeat(MAX_JSON_VALUES))).unwrap();
-        assert!(matches!(read_json_text(&tiny, MAX_READ), Err(ReadError::TooManyValues { .. })));
+        assert!(matches!(read_json_text(&tiny, MAX_READ, MAX_JSON_VALUES), Err(ReadError::TooManyValues { .. })));
         std::fs::write(&tiny, format!("[{}[]]", "[],".repeat(1000))).unwrap();
-        assert!(read_json_text(&tiny, MAX_READ).is_ok());
+        assert!(read_json_text(&tiny, MAX_READ, MAX_JSON_VALUES).is_ok());
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub fn generate(root: Option<&Path>, task: &str, out: Option<&Path>, yes: bool, 
     let program = format!("\"\"\"{}\"\"\"\n{}", task.trim().replace("\"\"\"", "'''"), best.program);
     match out {
         Some(path) => {
-            crate::files::write_named(path, program.as_bytes())?;
+            crate::files::write_named(&root, path, program.as_bytes())?;
             eprintln!("chainsmith: wrote {}", path.display());
         }
         None => print!("{program}"),
@@ -135,7 +135,7 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     report(&searched);
     match (&searched.program, searched.outcome.best_node()) {
         (Some(fixed), Some(best)) if *fixed != text => {
-            crate::files::write_named(file, fixed.as_bytes())?;
+            crate::files::write_named(&root, file, fixed.as_bytes())?;
             eprintln!("chainsmith: fixed {} (attempt #{})", file.display(), best.id);
             Ok(0)
         }

@@ -32,8 +32,9 @@ use crate::text::{Encoding, LineIndex, printable};
 use crate::toolset::{Catalog, Tool, loader};
 
 /// The workspace for a command: `--root`, else found from the first path, else that path's folder
-/// (the current folder when no path is given). A workspace found is refused when it is not the
-/// user's own ([`config::NotYours`]).
+/// (the current folder when no path is given). A workspace found that is not the user's own
+/// ([`config::NotYours`]) is passed over with a warning, as if none were found: one planted in
+/// `/tmp` must neither be used nor stop the user's programs below it.
 pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> Result<PathBuf> {
     if let Some(r) = root {
         return Ok(r.to_path_buf());
@@ -43,18 +44,19 @@ pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> Result<PathBuf>
     // messages name files as the user would.
     let absolute = std::path::absolute(start).unwrap_or_else(|_| start.to_path_buf());
     match config::discover_root(&absolute) {
-        Some(Ok(found)) => Ok(relative_to_cwd(&found)),
-        Some(Err(not_yours)) => bail!(
-            "{not_yours}. Name a workspace of your own with --root (or `--root {}` if you trust it)",
+        Some(Ok(found)) => return Ok(relative_to_cwd(&found)),
+        Some(Err(not_yours)) => eprintln!(
+            "chainsmith: warning: {not_yours}. Name a workspace of your own with --root (or `--root {}` if you trust it)",
             printable(&not_yours.root.display().to_string())
         ),
-        // A program's own folder stands in only when it is the user's alone: in a shared one
-        // (`/tmp`) the workspace's `.chainsmith/` would be another user's to plant or read.
-        None => Ok(match start.parent().map(|f| if f.as_os_str().is_empty() { Path::new(".") } else { f }) {
-            Some(folder) if start.is_file() && is_private_folder(folder) => folder.to_path_buf(),
-            _ => start.to_path_buf(),
-        }),
+        None => {}
     }
+    // A program's own folder stands in only when it is the user's alone: in a shared one
+    // (`/tmp`) the workspace's `.chainsmith/` would be another user's to plant or read.
+    Ok(match start.parent().map(|f| if f.as_os_str().is_empty() { Path::new(".") } else { f }) {
+        Some(folder) if start.is_file() && is_private_folder(folder) => folder.to_path_buf(),
+        _ => start.to_path_buf(),
+    })
 }
 
 /// A diagnostic as the text output prints it on a terminal (`path:line:col: severity[code]:

@@ -94,7 +94,7 @@ impl Store {
     }
 
     pub fn load_file(file: &Path) -> Result<Store, StoreError> {
-        let text = match crate::files::read_json_text(file, crate::files::MAX_READ) {
+        let text = match crate::files::read_json_text(file, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES) {
             Ok(t) => t,
             Err(e) if e.not_found() => return Ok(Store::default()),
             Err(e) => return Err(StoreError::Unreadable { file: file.to_path_buf(), message: e.to_string() }),

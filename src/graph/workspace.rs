@@ -50,7 +50,7 @@ pub fn run_record(trace: &TraceSummary, evaluator: &dyn Evaluator) -> RunRecord 
 
 /// Reads a trace file.
 pub fn read_trace(path: &Path) -> Result<TraceSummary, String> {
-    let text = crate::files::read_json_text(path, crate::files::MAX_READ)
+    let text = crate::files::read_json_text(path, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES)
         .map_err(|e| format!("cannot read the trace: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("not a run trace: {e}"))
 }

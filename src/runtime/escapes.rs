@@ -6,6 +6,14 @@
 
 use std::ops::Range;
 
+/// The longest escape any scheme here decodes, in bytes (`&#x` + ten digits + `;`): a secret of n
+/// bytes takes at most n times this in text.
+pub const MAX_ESCAPE_LEN: usize = 14;
+
+/// How much text is decoded at a time: the decoded text and its spans cost ~17 bytes a byte, so a
+/// 64 MiB answer is decoded in windows rather than at once.
+const WINDOW: usize = 1 << 20;
+
 /// An escape scheme a secret may be written in, whole or in part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Escapes {
@@ -90,7 +98,7 @@ enum Decoded {
 }
 
 fn hex_value(digits: &[u8]) -> Option<u32> {
-    if digits.is_empty() || digits.len() > 8 {
+    if digits.is_empty() || digits.len() > 8 || !digits.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
     let text = std::str::from_utf8(digits).ok()?;
@@ -152,16 +160,32 @@ fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
 
 /// The spans of `text` that, decoded by any scheme, hold one of `needles` (each at least four
 /// bytes), merged and in order.
+///
+/// Text is decoded in windows of [`WINDOW`] bytes, each reaching on by the longest a needle can
+/// take escaped, so every span lies whole in the window where it starts. A window may start inside
+/// an escape; what it then reads as plain bytes ends with that escape, before any span that
+/// starts in the window.
 pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
+    let needles: Vec<&[u8]> = needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes()).collect();
+    let Some(reach) = needles.iter().map(|n| n.len() * MAX_ESCAPE_LEN).max() else { return Vec::new() };
     let mut found: Vec<Range<usize>> = Vec::new();
-    for scheme in Escapes::ALL.into_iter().filter(|_| needles.iter().any(|n| n.len() >= 4)) {
+    for scheme in Escapes::ALL {
         if !scheme.present_in(text) {
             continue;
         }
-        let (decoded, spans) = scheme.decode(text);
-        for needle in needles.iter().filter(|n| n.len() >= 4) {
-            for at in memchr::memmem::find_iter(&decoded, needle.as_bytes()) {
-                found.push(spans[at].start..spans[at + needle.len() - 1].end);
+        for start in (0..text.len()).step_by(WINDOW) {
+            let window = &text[start..text.len().min(start + WINDOW + reach)];
+            let (decoded, spans) = scheme.decode(window);
+            if decoded.len() == window.len() && decoded == window {
+                continue;
+            }
+            for needle in &needles {
+                for at in memchr::memmem::find_iter(&decoded, needle) {
+                    let span = start + spans[at].start..start + spans[at + needle.len() - 1].end;
+                    if span.start < start + WINDOW {
+                        found.push(span);
+                    }
+                }
             }
         }
     }
@@ -202,6 +226,20 @@ mod tests {
         assert_eq!(decoded(Escapes::Percent, "a%2Bb%2fc+d%zz%"), "a+b/c d%zz%");
         assert_eq!(decoded(Escapes::Html, "&#75;&#x33;y&amp;&lt&#0000000075;&bogus;&#;"), "K3y&<K&bogus;&#;");
         assert_eq!(decoded(Escapes::Backslash, r#"\u004B3\x79\/\"\n\uD83D\uDE00\q\u12"#), "K3y/\"\n😀\\q\\u12");
+    }
+
+    #[test]
+    fn a_secret_across_a_window_edge_is_found_once() {
+        let needle = "K3y&Secret".to_string();
+        let escaped = "K3y&amp;Secret";
+        for offset in [WINDOW - 20, WINDOW - 5, WINDOW - 1, WINDOW, WINDOW + 3] {
+            let mut text = "a".repeat(offset);
+            text.push_str(escaped);
+            text.push_str(&"b".repeat(50));
+            let spans = spans_holding(text.as_bytes(), std::slice::from_ref(&needle));
+            assert_eq!(spans, vec![offset..offset + escaped.len()], "at {offset}");
+        }
+        assert_eq!(decoded(Escapes::Backslash, r"\x+4 \u+04B"), r"\x+4 \u+04B", "only hex digits are hex");
     }
 
     #[test]

@@ -166,6 +166,15 @@ impl Secrets {
     pub fn of(catalog: &Catalog, config: &Config) -> Secrets {
         let mut secrets = Secrets::default();
         for toolset in &catalog.toolsets {
+            // Credentials written into a base URL are sent as `Authorization: Basic`: an answer
+            // echoing them is redacted like any other key.
+            if let Some(url) = toolset.base_url.as_deref().and_then(|u| reqwest::Url::parse(u).ok())
+                && let Some(password) = url.password()
+            {
+                let decode = |text: &str| percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned();
+                secrets.add(format!("{}:{}", decode(url.username()), decode(password)));
+                secrets.add(decode(password));
+            }
             let Some(auth) = &toolset.auth else { continue };
             secrets.names.extend(auth.query.iter().chain(auth.header.iter()).map(|n| n.to_ascii_lowercase()));
             if let Some(value) = auth.value_env.as_deref().and_then(|var| std::env::var(var).ok()) {
@@ -218,11 +227,11 @@ impl Secrets {
         }
     }
 
-    /// The most bytes one secret may take in text (its longest escaped form: ten bytes per
-    /// byte, as `&#x0004b;`): output is held back by one less than this across pieces so no
+    /// The most bytes one secret may take in text (its longest escaped form, see
+    /// [`escapes::MAX_ESCAPE_LEN`]): output is held back by one less than this across pieces so no
     /// secret is cut in two and printed.
     pub fn longest(&self) -> usize {
-        let escaped = self.plain.iter().map(|p| p.len() * 10).max().unwrap_or(0);
+        let escaped = self.plain.iter().map(|p| p.len() * escapes::MAX_ESCAPE_LEN).max().unwrap_or(0);
         self.values.first().map_or(0, String::len).max(escaped)
     }
 
@@ -400,7 +409,7 @@ impl Replay {
 }
 
 pub fn load(path: &Path) -> Result<Trace> {
-    let text = crate::files::read_json_text(path, crate::files::MAX_READ)
+    let text = crate::files::read_json_text(path, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES)
         .with_context(|| format!("cannot read the trace {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{} is not a chainsmith trace", path.display()))
 }
@@ -481,7 +490,7 @@ mod tests {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
         }
-        assert_eq!(secrets.longest(), 10 * "K3y+Secr/et=&x y".len(), "ten bytes a byte, as `&#x0004b;`");
+        assert_eq!(secrets.longest(), 14 * "K3y+Secr/et=&x y".len(), "fourteen bytes a byte, as `&#x000000004b;`");
     }
 
     /// A key an API echoes inside a longer encoded text (a Basic credential `user:` + key, a JSON

@@ -82,15 +82,16 @@ pub fn apply(tool: &mut Tool, entry: &OverlayEntry) {
 /// are diagnostics on the overlay file; a broken entry is skipped.
 pub fn merge(root: &Path, toolset: &mut Toolset, texts: &mut Texts, diagnostics: &mut Vec<Diagnostic>) {
     let path = overlay_path(root, &toolset.name);
-    let text: Arc<str> = match crate::files::read_json_text(&path, crate::files::MAX_READ) {
-        Ok(text) => text.into(),
-        Err(e) if e.not_found() => return,
-        Err(e) => {
-            let message = format!("the probed overlay cannot be read: {e}");
-            diagnostics.push(Diagnostic::error(&path, ByteRange::default(), "invalid-overlay", message));
-            return;
-        }
-    };
+    let text: Arc<str> =
+        match crate::files::read_json_text(&path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES) {
+            Ok(text) => text.into(),
+            Err(e) if e.not_found() => return,
+            Err(e) => {
+                let message = format!("the probed overlay cannot be read: {e}");
+                diagnostics.push(Diagnostic::error(&path, ByteRange::default(), "invalid-overlay", message));
+                return;
+            }
+        };
     texts.insert(path.clone(), text.clone());
     let node = match doc::parse(&text, Syntax::Json) {
         Ok(n) => n,

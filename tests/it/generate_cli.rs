@@ -69,8 +69,12 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     });
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&good));
     std::fs::write(ws.path().join("bio.py"), broken).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(ws.path().join("bio.py"), std::fs::Permissions::from_mode(0o750)).unwrap();
     let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mode = std::fs::metadata(ws.path().join("bio.py")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o750, "the fixed program keeps its permissions");
     let fixed = std::fs::read_to_string(ws.path().join("bio.py")).unwrap();
     assert_eq!(
         fixed,
@@ -120,6 +124,16 @@ fn fix_never_writes_through_a_program_that_is_a_link() {
     assert!(stderr.contains("bio.py") && stderr.contains("symbolic link"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), broken);
     assert!(std::fs::symlink_metadata(ws.path().join("bio.py")).unwrap().file_type().is_symlink());
+
+    // Nor through a folder of the workspace that is a link out of it.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("p.py"), broken).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path().join("sub")).unwrap();
+    let out = chainsmith(ws.path(), &["fix", "sub/p.py"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("refusing to write sub/p.py"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(outside.path().join("p.py")).unwrap(), broken);
 }
 
 /// A model that answers the plan choice with `choice`, any program request with [`GOOD`] and the

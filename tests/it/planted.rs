@@ -222,8 +222,9 @@ fn a_package_folder_planted_in_the_shared_temp_folder_is_refused() {
 
 /// A chainsmith.toml planted above the program — in a folder anyone may write, like `/tmp`, or one
 /// another user owns — would make that folder the workspace: its toolsets loaded, the user's traces
-/// kept in its `.chainsmith/`. chainsmith refuses it by name and writes nothing there; naming the
-/// workspace with `--root` is the way to use it anyway.
+/// kept in its `.chainsmith/`. chainsmith passes it over with a warning naming it (the program runs
+/// in its own private folder) and writes nothing there; naming the workspace with `--root` is the
+/// way to use it anyway.
 #[test]
 fn a_workspace_planted_above_the_program_is_not_adopted() {
     use std::os::unix::fs::PermissionsExt;
@@ -233,6 +234,7 @@ fn a_workspace_planted_above_the_program_is_not_adopted() {
     std::fs::create_dir_all(&mine).unwrap();
     std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(mine.join("p.py"), "print('the program ran')\n").unwrap();
+    // Its toolset would point the program's calls at a server of the planter's.
     std::fs::write(shared.join("chainsmith.toml"), "[runtime]\ntimeout_s = 5\n").unwrap();
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_chainsmith"))
@@ -242,34 +244,34 @@ fn a_workspace_planted_above_the_program_is_not_adopted() {
             .output()
             .unwrap()
     };
-    let refused = |out: &Output, why: &str| {
+    let passed_over = |out: &Output, why: &str| {
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{}\n{stderr}", text(&out.stdout));
-        assert!(!text(&out.stdout).contains("the program ran"));
+        assert_eq!(text(&out.stdout), "the program ran\n", "{stderr}");
         assert!(stderr.contains("does not use it") && stderr.contains(why) && stderr.contains("--root"), "{stderr}");
         assert!(!shared.join(".chainsmith").exists(), "nothing is written in the planted workspace");
+        assert!(mine.join(".chainsmith/runs").is_dir(), "the program's own folder keeps the trace");
     };
 
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    refused(&run(&["run", "p.py"]), "anyone may write it");
-    refused(&run(&["check", "p.py"]), "anyone may write it");
+    passed_over(&run(&["run", "p.py"]), "anyone may write it");
     // SAFETY: geteuid cannot fail and touches no memory.
     if unsafe { libc::geteuid() } == 0 {
         // Root can plant as another user: a folder and file of `nobody`'s, no one else may write.
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
         std::os::unix::fs::chown(shared.join("chainsmith.toml"), Some(65534), Some(65534)).unwrap();
-        refused(&run(&["run", "p.py"]), "belongs to user 65534");
+        passed_over(&run(&["run", "p.py"]), "belongs to user 65534");
         std::os::unix::fs::chown(&shared, Some(0), Some(0)).unwrap();
-        refused(&run(&["run", "p.py"]), "belongs to user 65534");
+        passed_over(&run(&["run", "p.py"]), "belongs to user 65534");
         std::os::unix::fs::chown(shared.join("chainsmith.toml"), Some(0), Some(0)).unwrap();
     }
     // Named by the user, the same folder is theirs to choose.
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
     let chosen = run(&["run", "--root", shared.to_str().unwrap(), "p.py"]);
     assert_eq!(text(&chosen.stdout), "the program ran\n", "{}", text(&chosen.stderr));
-    // And once it is the user's own, it is found without naming it.
+    assert!(shared.join(".chainsmith/runs").is_dir(), "the chosen workspace keeps the trace");
+    // And once it is the user's own, it is found without naming it, and without a warning.
     let found = run(&["run", "p.py"]);
     assert_eq!(text(&found.stdout), "the program ran\n", "{}", text(&found.stderr));
-    assert!(shared.join(".chainsmith/runs").is_dir(), "the found workspace keeps the trace");
+    assert!(!text(&found.stderr).contains("does not use it"), "{}", text(&found.stderr));
 }

@@ -194,6 +194,26 @@ fn credentials_in_a_url_are_never_shown_and_never_replace_the_trusted_header() {
     assert_eq!(received.len(), 1, "{received:?}");
     assert!(received[0].contains(&format!("authorization: Bearer {SECRET}")), "{received:?}");
     assert!(!received[0].to_ascii_lowercase().contains("basic"), "{received:?}");
+
+    // Without a trusted header the URL's credentials are sent as Basic: an API echoing them (or
+    // the header) hands neither to the program nor to the trace.
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{URL_PASSWORD}"));
+    let echoed = format!(r#"{{"password": "{URL_PASSWORD}", "header": "Basic {basic}"}}"#);
+    let echo = Recorder::start(move |_| ok_json(&echoed));
+    let toml = format!(
+        "[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"http://admin:{URL_PASSWORD}@127.0.0.1:{}\"\n",
+        echo.port
+    );
+    let ws = Workspace::new(&toml, CALL);
+    let out = ws.chainsmith(&["--trust", "run", "p.py", "--trace-json", "trace.json"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(echo.received()[0].contains(&format!("authorization: Basic {basic}")), "{:?}", echo.received());
+    let trace = std::fs::read_to_string(ws.root().join("trace.json")).unwrap();
+    for place in [&stdout, &trace] {
+        assert!(!place.contains(URL_PASSWORD) && !place.contains(&basic), "{place}");
+    }
 }
 
 #[test]
