@@ -143,6 +143,8 @@ pub struct Host {
     observer: Arc<dyn RunObserver>,
     state: Mutex<State>,
     closing: AtomicBool,
+    /// The bytes of messages being read, over every connection (see [`MAX_BUFFERED`]).
+    buffered: std::sync::atomic::AtomicUsize,
 }
 
 pub struct HostSetup {
@@ -176,6 +178,7 @@ impl Host {
             observer: setup.observer,
             state: Mutex::new(State::default()),
             closing: AtomicBool::new(false),
+            buffered: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -250,19 +253,26 @@ impl Host {
         let mut line = Vec::new();
         loop {
             line.clear();
-            match std::io::Read::take(&mut reader, MAX_MESSAGE as u64 + 1).read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            if line.len() > MAX_MESSAGE {
-                // Not read further: the connection ends with the reason, whatever else was sent.
-                let reply = json!({"ok": false, "error": {"message": format!(
-                    "chainsmith host: a message larger than {} MiB; the connection is closed", MAX_MESSAGE >> 20
-                )}});
-                let _ = writer.write_all(format!("{reply}\n").as_bytes()).and_then(|()| writer.flush());
-                break;
+            let read = read_message(&mut reader, &mut line, &self.buffered);
+            let _held = Held(&self.buffered, line.len());
+            match read {
+                Ok(true) => {}
+                Ok(false) | Err(MessageRefused::Closed) => break,
+                Err(refused) => {
+                    // Not read further: the connection ends with the reason, whatever else was sent.
+                    let reply = json!({"ok": false, "error": {"message": format!("chainsmith host: {refused}; the connection is closed")}});
+                    let _ = writer.write_all(format!("{reply}\n").as_bytes()).and_then(|()| writer.flush());
+                    break;
+                }
             }
             if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            if crate::files::json_values(&line, crate::files::MAX_JSON_VALUES) > crate::files::MAX_JSON_VALUES {
+                let reply = json!({"ok": false, "error": {"message": format!(
+                    "chainsmith host: a message of more than {} JSON values", crate::files::MAX_JSON_VALUES
+                )}});
+                let _ = writer.write_all(format!("{reply}\n").as_bytes()).and_then(|()| writer.flush());
                 continue;
             }
             let reply = match serde_json::from_slice::<Value>(&line) {
@@ -848,9 +858,68 @@ fn percent_decode(text: &str) -> String {
 /// memory limit, without bound.
 const MAX_MESSAGE: usize = 16 << 20;
 
-/// The most connections the host serves at once (32): with [`MAX_MESSAGE`], what a program can
-/// make chainsmith hold stays bounded.
-const MAX_CONNECTIONS: usize = 32;
+/// The most bytes of messages the host holds at once, over all connections (64 MiB): many
+/// connections each sending a message just under [`MAX_MESSAGE`] are refused past it.
+const MAX_BUFFERED: usize = 64 << 20;
+
+/// The most connections the host serves at once (512, above the default `max_processes`: each
+/// process of a program holds one connection, so a pool of workers never waits for another's).
+const MAX_CONNECTIONS: usize = 512;
+
+/// Why a message was not read.
+#[derive(Debug, thiserror::Error)]
+enum MessageRefused {
+    #[error("a message larger than {} MiB", MAX_MESSAGE >> 20)]
+    TooLarge,
+    #[error("messages of more than {} MiB at once over all connections", MAX_BUFFERED >> 20)]
+    TooMuchAtOnce,
+    #[error("the connection closed")]
+    Closed,
+}
+
+/// Reads one message (a line) into `line`, counting what it holds in `buffered` as it grows:
+/// `Ok(false)` at the end of the connection.
+fn read_message(
+    reader: &mut BufReader<UnixStream>,
+    line: &mut Vec<u8>,
+    buffered: &std::sync::atomic::AtomicUsize,
+) -> Result<bool, MessageRefused> {
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(MessageRefused::Closed),
+        };
+        if available.is_empty() {
+            return Ok(!line.is_empty());
+        }
+        let (taken, complete) = match memchr::memchr(b'\n', available) {
+            Some(at) => (at + 1, true),
+            None => (available.len(), false),
+        };
+        line.extend_from_slice(&available[..taken]);
+        reader.consume(taken);
+        let total = buffered.fetch_add(taken, Ordering::SeqCst) + taken;
+        if line.len() > MAX_MESSAGE + 1 {
+            return Err(MessageRefused::TooLarge);
+        }
+        if total > MAX_BUFFERED {
+            return Err(MessageRefused::TooMuchAtOnce);
+        }
+        if complete {
+            return Ok(true);
+        }
+    }
+}
+
+/// A message's bytes counted in the host's `buffered`, uncounted when dropped.
+struct Held<'a>(&'a std::sync::atomic::AtomicUsize, usize);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::SeqCst);
+    }
+}
 
 /// The connections being served, counted so no more than [`MAX_CONNECTIONS`] are at once.
 #[derive(Default)]
