@@ -82,47 +82,56 @@ pub fn run(
     let outcome = ready.run(Arc::new(Terminal), &cancel);
     let ended_by = signals.map(EndOnSignal::close).unwrap_or_default();
 
-    let stderr = std::io::stderr();
-    let mut err = stderr.lock();
-    let calls = &outcome.trace.calls;
-    let saved = outcome
-        .trace_file
-        .as_ref()
-        .map(|p| format!(" → {}", p.strip_prefix(".").unwrap_or(p).display()))
-        .unwrap_or_default();
-    writeln!(err, "── trace: {} call{}{saved}", calls.len(), if calls.len() == 1 { "" } else { "s" })?;
-    for call in calls {
-        writeln!(err, "  {}", crate::text::printable(&call.summary()))?;
-    }
-    if let Some(e) = &outcome.save_error {
-        writeln!(err, "chainsmith: the trace was not saved: {e}")?;
-    }
-    if let Some(path) = trace_json {
-        trace::write(path, &outcome.trace)?;
-    }
-    // Where the API answered outside its protocol: said on the protocol, whatever the run's end.
-    for drift in &outcome.drift {
-        if let Some(d) = drift.diagnostic(&catalog, file) {
-            let text = catalog.texts.get(&d.file).cloned().unwrap_or_default();
-            print_diagnostics(std::slice::from_ref(&d), &text);
-        }
-    }
-    if let Some(error) = &outcome.trace.error {
-        let attributed = error
-            .attributed_call
-            .and_then(|id| calls.iter().find(|c| c.id == id))
-            .map(|c| format!(" (attributed to call #{} {})", c.id, c.tool))
+    let report = || -> Result<()> {
+        let stderr = std::io::stderr();
+        let mut err = stderr.lock();
+        let calls = &outcome.trace.calls;
+        let saved = outcome
+            .trace_file
+            .as_ref()
+            .map(|p| format!(" → {}", p.strip_prefix(".").unwrap_or(p).display()))
             .unwrap_or_default();
-        // The program chose the error's kind and message: shown, not obeyed by the terminal.
-        let (kind, message) = (crate::text::printable(&error.kind), crate::text::printable(&error.message));
-        writeln!(err, "── failed: {kind}: {message}{attributed}")?;
-        drop(err);
-        print_diagnostics(&outcome.diagnostics, &text);
-    }
-    // Ended by a signal: the status a shell expects of a command the signal ended.
+        writeln!(err, "── trace: {} call{}{saved}", calls.len(), if calls.len() == 1 { "" } else { "s" })?;
+        for call in calls {
+            writeln!(err, "  {}", crate::text::printable(&call.summary()))?;
+        }
+        if let Some(e) = &outcome.save_error {
+            writeln!(err, "chainsmith: the trace was not saved: {e}")?;
+        }
+        if let Some(path) = trace_json {
+            trace::write(path, &outcome.trace)?;
+        }
+        // Where the API answered outside its protocol: said on the protocol, whatever the run's end.
+        for drift in &outcome.drift {
+            if let Some(d) = drift.diagnostic(&catalog, file) {
+                let text = catalog.texts.get(&d.file).cloned().unwrap_or_default();
+                print_diagnostics(std::slice::from_ref(&d), &text);
+            }
+        }
+        if let Some(error) = &outcome.trace.error {
+            let attributed = error
+                .attributed_call
+                .and_then(|id| calls.iter().find(|c| c.id == id))
+                .map(|c| format!(" (attributed to call #{} {})", c.id, c.tool))
+                .unwrap_or_default();
+            // The program chose the error's kind and message: shown, not obeyed by the terminal.
+            let (kind, message) = (crate::text::printable(&error.kind), crate::text::printable(&error.message));
+            writeln!(err, "── failed: {kind}: {message}{attributed}")?;
+            drop(err);
+            print_diagnostics(&outcome.diagnostics, &text);
+        }
+        Ok(())
+    };
+    let reported = report();
     if let Some(signal) = ended_by {
+        // Ended by a signal, chainsmith ends by it too, as a shell expects of a command the signal
+        // ended (a loop of commands stops at Ctrl-C); what could not be said (a terminal hung up)
+        // is let go.
+        let _ = std::io::stderr().flush();
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
         return Ok(128u8.saturating_add(signal as u8));
     }
+    reported?;
     Ok(outcome.exit_status())
 }
 

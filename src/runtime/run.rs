@@ -83,9 +83,12 @@ fn spawn_reader(source: impl Read + Send + 'static, stream: Stream, output: Arc<
                     // one still arriving lies within the held-back end, and is joined to its rest.
                     let mut redacted = output.secrets.bytes(&line);
                     let mut cut = redacted.len().saturating_sub(hold);
-                    // Not inside a UTF-8 sequence.
-                    while cut > 0 && cut < redacted.len() && redacted[cut] & 0xC0 == 0x80 {
+                    // Not inside a UTF-8 sequence (three steps back at most: output that is not
+                    // UTF-8 must not keep the cut at the start and the carry growing).
+                    let mut steps = 0;
+                    while steps < 3 && cut > 0 && cut < redacted.len() && redacted[cut] & 0xC0 == 0x80 {
                         cut -= 1;
+                        steps += 1;
                     }
                     carry = redacted.split_off(cut);
                     line = redacted;
@@ -119,11 +122,11 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
 }
 
 /// The state of the terminals a run inherits (its standard streams, when they are terminals),
-/// put back when it ends: the chain may turn echo off (as `getpass` does), leave the shared
-/// descriptor non-blocking (the shell's next read fails) or resize the window, and the user's
-/// shell would inherit all of it.
+/// put back when it ends: the chain may turn echo off (as `getpass` does) or leave the shared
+/// descriptor non-blocking (the shell's next read fails), and the user's shell would inherit
+/// both. The window size is left alone: the user may have resized the window meanwhile.
 struct TerminalState {
-    saved: Vec<(libc::c_int, libc::termios, libc::winsize, libc::c_int)>,
+    saved: Vec<(libc::c_int, libc::termios, libc::c_int)>,
 }
 
 impl TerminalState {
@@ -137,13 +140,9 @@ impl TerminalState {
                     continue;
                 }
                 let mut modes: libc::termios = std::mem::zeroed();
-                let mut size: libc::winsize = std::mem::zeroed();
                 let flags = libc::fcntl(fd, libc::F_GETFL);
-                if libc::tcgetattr(fd, &mut modes) == 0
-                    && libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) == 0
-                    && flags >= 0
-                {
-                    saved.push((fd, modes, size, flags));
+                if libc::tcgetattr(fd, &mut modes) == 0 && flags >= 0 {
+                    saved.push((fd, modes, flags));
                 }
             }
         }
@@ -151,19 +150,25 @@ impl TerminalState {
     }
 
     fn restore(&self) {
-        for (fd, modes, size, flags) in &self.saved {
+        for (fd, modes, flags) in &self.saved {
             // SAFETY: the same calls, writing back what `save` read; tcgetpgrp and getpgrp only
-            // read. Modes are written only when they changed, and never from a background process
-            // group of the terminal (`chainsmith run … &`), which the kernel would stop (SIGTTOU).
+            // read. Nothing is written from a background process group of the terminal
+            // (`chainsmith run … &`): the kernel would stop it (SIGTTOU), and the foreground
+            // program's state is not chainsmith's to change. Modes are written only when they
+            // changed, and of the flags only `O_NONBLOCK`.
             unsafe {
-                let mut now: libc::termios = std::mem::zeroed();
                 let foreground = libc::tcgetpgrp(*fd);
-                let may_write = foreground < 0 || foreground == libc::getpgrp();
-                if may_write && libc::tcgetattr(*fd, &mut now) == 0 && !same_modes(&now, modes) {
+                if foreground >= 0 && foreground != libc::getpgrp() {
+                    continue;
+                }
+                let mut now: libc::termios = std::mem::zeroed();
+                if libc::tcgetattr(*fd, &mut now) == 0 && !same_modes(&now, modes) {
                     libc::tcsetattr(*fd, libc::TCSANOW, modes);
                 }
-                libc::ioctl(*fd, libc::TIOCSWINSZ, size);
-                libc::fcntl(*fd, libc::F_SETFL, *flags);
+                let flags_now = libc::fcntl(*fd, libc::F_GETFL);
+                if flags_now >= 0 && (flags_now ^ flags) & libc::O_NONBLOCK != 0 {
+                    libc::fcntl(*fd, libc::F_SETFL, (flags_now & !libc::O_NONBLOCK) | (flags & libc::O_NONBLOCK));
+                }
             }
         }
     }
@@ -193,7 +198,8 @@ pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel)
         save_error: None,
         drift: Vec::new(),
     };
-    let terminal = TerminalState::save();
+    // Only a run given the user's stdin can reach a terminal of theirs.
+    let terminal = if request.inherit_stdin { TerminalState::save() } else { TerminalState { saved: Vec::new() } };
     let executed = execute(&request, &text, &secrets, observer, cancel, &mut outcome);
     terminal.restore();
     if let Err(message) = executed {
