@@ -9,6 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -118,6 +119,20 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
         std::path::absolute(root.join(path)).unwrap_or_else(|_| root.join(path))
     } else {
         path.to_path_buf()
+    }
+}
+
+/// The program's stdin when it is given the user's: a terminal is opened afresh for reading only,
+/// so the program can read what the user types but not write to the terminal through it (escape
+/// sequences that retitle the window or rewrite what the user sees); anything else is inherited.
+fn program_stdin() -> Stdio {
+    // SAFETY: isatty only reads the descriptor's state.
+    if unsafe { libc::isatty(0) } != 1 {
+        return Stdio::inherit();
+    }
+    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY).open("/proc/self/fd/0") {
+        Ok(terminal) => Stdio::from(terminal),
+        Err(_) => Stdio::inherit(),
     }
 }
 
@@ -299,7 +314,7 @@ fn execute(
         .env("PYTHONUNBUFFERED", "1")
         .env("PYTHONIOENCODING", "utf-8")
         .env_remove("CHAINSMITH_SOURCE")
-        .stdin(if request.inherit_stdin { Stdio::inherit() } else { Stdio::null() })
+        .stdin(if request.inherit_stdin { program_stdin() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     sandbox.apply(&mut command, program_door.as_raw_fd());

@@ -256,6 +256,11 @@ modes[3] &= ~termios.ECHO
 termios.tcsetattr(0, termios.TCSANOW, modes)
 fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_NONBLOCK)
 print("echo on:", bool(termios.tcgetattr(0)[3] & termios.ECHO), "non-blocking:", bool(fcntl.fcntl(0, fcntl.F_GETFL) & os.O_NONBLOCK))
+try:
+    os.write(0, b"\x1b]0;retitled\x07")
+    print("wrote to the terminal")
+except OSError as e:
+    print("writing refused:", e.strerror)
 "#;
     std::fs::write(ws.path().join("tamper.py"), program).unwrap();
     let (_controller, terminal) = pseudo_terminal();
@@ -278,6 +283,10 @@ print("echo on:", bool(termios.tcgetattr(0)[3] & termios.ECHO), "non-blocking:",
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("echo on: False non-blocking: True"), "the chain changed both: {stdout}");
+    assert!(
+        stdout.contains("writing refused: Bad file descriptor"),
+        "stdin is the terminal for reading only: {stdout}"
+    );
     assert!(echo_on(), "echo is back on");
     assert!(!non_blocking(), "the terminal blocks again");
 }
