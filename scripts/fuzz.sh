@@ -29,6 +29,11 @@ for line in sys.stdin:
         print(m["executable"])' | tail -1)
 fi
 [[ -x "$binary" ]] || { echo "fuzz: no test binary (cargo test --release --test it --no-run failed?)" >&2; exit 2; }
+# A name that is no target would run no case and pass in no time.
+known=$("$binary" --list 2>/dev/null | sed -n 's/^fuzz::\(.*\): test$/\1/p')
+for target in "${targets[@]}"; do
+  grep -qx "$target" <<<"$known" || { echo "fuzz: no target named $target; the targets: $(echo $known)" >&2; exit 2; }
+done
 
 budget=$((minutes * 60))
 declare -A cpu wall cases
