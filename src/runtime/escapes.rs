@@ -2,7 +2,7 @@
 //! how a secret is found however much of it a tool or a program escaped (`K3y%2Bsecret`,
 //! `&#75;3y&amp;…`, `"\u004b3y…"`) and redacted where it stood. Decoding rather than listing the
 //! encoded forms of each secret catches any mix of escaped and plain characters, which no list
-//! can enumerate.
+//! can enumerate. Percent-decoding of URL parts lives here too, for the same reason: one decoder.
 
 use std::ops::Range;
 
@@ -211,6 +211,20 @@ pub fn replace_spans(text: &[u8], spans: &[Range<usize>], with: &[u8]) -> Vec<u8
     }
     out.extend_from_slice(&text[at..]);
     out
+}
+
+/// The user and password written into `url` (`user:pass@host`), percent-decoded; `None` when it
+/// holds neither.
+pub fn url_credentials(url: &reqwest::Url) -> Option<(String, String)> {
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    Some((percent_decode(url.username()), percent_decode(url.password().unwrap_or(""))))
+}
+
+/// `text` with its percent escapes decoded (invalid UTF-8 replaced).
+pub fn percent_decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 #[cfg(test)]

@@ -268,18 +268,17 @@ impl Host {
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            if crate::files::json_values(&line, crate::files::MAX_JSON_VALUES) > crate::files::MAX_JSON_VALUES {
-                let reply = json!({"ok": false, "error": {"message": format!(
-                    "chainsmith host: a message of more than {} JSON values", crate::files::MAX_JSON_VALUES
-                )}});
-                let _ = writer.write_all(format!("{reply}\n").as_bytes()).and_then(|()| writer.flush());
-                continue;
-            }
-            let reply = match serde_json::from_slice::<Value>(&line) {
+            let too_many =
+                crate::files::json_values(&line, crate::files::MAX_JSON_VALUES) > crate::files::MAX_JSON_VALUES;
+            // Counted before parsing: parsed, tiny values would take ~100 times their size.
+            let parsed = if too_many {
+                Err(format!("a message of more than {} JSON values", crate::files::MAX_JSON_VALUES))
+            } else {
+                serde_json::from_slice::<Value>(&line).map_err(|e| format!("a message that is not JSON: {e}"))
+            };
+            let reply = match parsed {
                 Ok(message) => self.handle(&message),
-                Err(e) => {
-                    json!({"ok": false, "error": {"message": format!("chainsmith host: a message that is not JSON: {e}")}})
-                }
+                Err(why) => json!({"ok": false, "error": {"message": format!("chainsmith host: {why}")}}),
             };
             let mut text = reply.to_string();
             text.push('\n');
@@ -741,7 +740,7 @@ impl Host {
         let segments: Vec<endpoint::Segment> = split
             .segments
             .iter()
-            .map(|s| endpoint::Segment { text: percent_decode(&s.text), start: s.start })
+            .map(|s| endpoint::Segment { text: super::escapes::percent_decode(&s.text), start: s.start })
             .collect();
         let auth_query = toolset.auth.as_ref().and_then(|a| a.query.clone());
         let mut arguments = Map::new();
@@ -847,10 +846,6 @@ fn typed(refs: &dyn crate::toolset::schema::Refs, schema: Option<&Value>, text: 
         Some("boolean") if text == "true" || text == "false" => Value::Bool(text == "true"),
         _ => Value::String(text.into()),
     }
-}
-
-fn percent_decode(text: &str) -> String {
-    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 /// The largest message a program may send the host (16 MiB): tool arguments and request bodies
@@ -1011,8 +1006,8 @@ mod tests {
 
     #[test]
     fn url_text_is_decoded_and_typed() {
-        assert_eq!(percent_decode("a%20b%2Fc"), "a b/c");
-        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(super::super::escapes::percent_decode("a%20b%2Fc"), "a b/c");
+        assert_eq!(super::super::escapes::percent_decode("100%"), "100%");
         assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "integer"})), "1769"), json!(1769));
         assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "number"})), "7.5"), json!(7.5));
         assert_eq!(typed(&crate::toolset::schema::NoRefs, Some(&json!({"type": "boolean"})), "true"), json!(true));

@@ -343,11 +343,8 @@ pub fn send(client: &Client, prepared: &Prepared, timeout: Duration, max_body: u
 /// has no `Authorization` (a trusted header always wins), else nowhere.
 fn take_url_credentials(request: &mut Prepared) {
     let url = &mut request.url;
-    if url.username().is_empty() && url.password().is_none() {
-        return;
-    }
-    let decode = |text: &str| percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned();
-    let credentials = format!("{}:{}", decode(url.username()), decode(url.password().unwrap_or("")));
+    let Some((user, password)) = super::escapes::url_credentials(url) else { return };
+    let credentials = format!("{user}:{password}");
     let _ = url.set_username("");
     let _ = url.set_password(None);
     if !request.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {

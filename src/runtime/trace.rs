@@ -169,11 +169,11 @@ impl Secrets {
             // Credentials written into a base URL are sent as `Authorization: Basic`: an answer
             // echoing them is redacted like any other key.
             if let Some(url) = toolset.base_url.as_deref().and_then(|u| reqwest::Url::parse(u).ok())
-                && let Some(password) = url.password()
+                && url.password().is_some()
+                && let Some((user, password)) = super::escapes::url_credentials(&url)
             {
-                let decode = |text: &str| percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned();
-                secrets.add(format!("{}:{}", decode(url.username()), decode(password)));
-                secrets.add(decode(password));
+                secrets.add(format!("{user}:{password}"));
+                secrets.add(password);
             }
             let Some(auth) = &toolset.auth else { continue };
             secrets.names.extend(auth.query.iter().chain(auth.header.iter()).map(|n| n.to_ascii_lowercase()));

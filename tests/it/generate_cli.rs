@@ -11,6 +11,20 @@ fn llm_config(llm: &Server) -> String {
     format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n", llm.base_url)
 }
 
+/// A program the model is asked to fix: person 404 does not exist.
+const BROKEN: &str = "# task: print the biography of Sofia Coppola\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n";
+
+/// A model that answers every program request with [`GOOD`] and the judge with "Solved".
+fn fixing_model() -> Server {
+    Server::start(|body, _| {
+        if last_message(body).contains("Does the output answer the task") {
+            Answer::text("Solved")
+        } else {
+            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
+        }
+    })
+}
+
 fn last_message(body: &Value) -> String {
     body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string()
 }
@@ -59,14 +73,8 @@ fn generate_writes_the_program_and_reports_usage_and_shape() {
 #[test]
 fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     let tmdb = TmdbServer::start(&[]);
-    let broken = "# task: print the biography of Sofia Coppola\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n";
-    let good = Server::start(|body, _| {
-        if last_message(body).contains("Does the output answer the task") {
-            Answer::text("Solved")
-        } else {
-            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
-        }
-    });
+    let broken = BROKEN;
+    let good = fixing_model();
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&good));
     std::fs::write(ws.path().join("bio.py"), broken).unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -105,17 +113,11 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
 #[test]
 fn fix_never_writes_through_a_program_that_is_a_link() {
     let tmdb = TmdbServer::start(&[]);
-    let good = Server::start(|body, _| {
-        if last_message(body).contains("Does the output answer the task") {
-            Answer::text("Solved")
-        } else {
-            Answer::text(format!("```python\nfrom chainsmith.tools import tmdb\n{GOOD}```"))
-        }
-    });
+    let good = fixing_model();
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&good));
     let elsewhere = tempfile::tempdir().unwrap();
     let target = elsewhere.path().join("bashrc.py");
-    let broken = "# task: print the biography of Sofia Coppola\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n";
+    let broken = BROKEN;
     std::fs::write(&target, broken).unwrap();
     std::os::unix::fs::symlink(&target, ws.path().join("bio.py")).unwrap();
     let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
@@ -242,7 +244,7 @@ fn a_model_choosing_no_chain_writes_the_program_itself() {
 #[test]
 fn fix_stops_on_a_model_that_writes_no_program_and_says_why() {
     let tmdb = TmdbServer::start(&[]);
-    let broken = "# task: print the biography of Sofia Coppola\nfrom chainsmith.tools import tmdb\nprint(tmdb.person(person_id=404)[\"biography\"])\n";
+    let broken = BROKEN;
     let chatty = Server::start(|_, _| Answer::text("As an AI model I cannot call APIs."));
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&chatty));
     std::fs::write(ws.path().join("bio.py"), broken).unwrap();
