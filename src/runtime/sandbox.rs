@@ -9,7 +9,7 @@
 //!   interface but a downed loopback, so no connection leaves the program; the program is the init
 //!   of its own PID namespace, so when it ends or is killed the kernel kills every process it
 //!   started, a `setsid` daemon included; it mounts its own `/proc` (only its processes) and
-//!   `/dev/shm` (gone with the run). An intermediate process outside the namespace waits for it,
+//!   `/dev/shm` (gone with the run), and a device node opens only beneath `/dev`. An intermediate process outside the namespace waits for it,
 //!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere but in `/dev` (the null device and random
 //!   sources excepted: another terminal's keystrokes are no one's to read), writes only beneath the
@@ -619,6 +619,7 @@ fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>, scratch: Option<&Scrat
         if libc::mount(nothing, c"/".as_ptr(), nothing, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()) != 0 {
             return Err(std::io::Error::last_os_error());
         }
+        devices_open_only_in_dev()?;
         let flags = libc::MS_NOSUID | libc::MS_NODEV;
         if libc::mount(c"tmpfs".as_ptr(), c"/dev/shm".as_ptr(), c"tmpfs".as_ptr(), flags, SHM_OPTIONS.as_ptr().cast())
             != 0
@@ -649,6 +650,55 @@ fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>, scratch: Option<&Scrat
             // The rule made before the fork for `/proc` names the host's, hidden now; the run's
             // own is read like the rest. (Plain bit arithmetic: no allocation.)
             allow_beneath(ruleset, allowed_access & AccessFs::from_read(LANDLOCK_ABI).bits(), c"/proc")?;
+        }
+    }
+    Ok(())
+}
+
+/// In the run's mount namespace, a device node opens only beneath `/dev`: one planted in the
+/// workspace or anywhere else (`mknod` by root, as an extracted archive carries them) reads as
+/// nothing but `EACCES`, which Landlock alone cannot give, having no rule by file type.
+///
+/// `/dev` is bound onto itself first, so it is a mount of its own even where it is a plain folder
+/// of `/`; then every mount gets `nodev`, and `/dev` and `/dev/pts` get it taken back. Taking it
+/// back fails (`EPERM`) only where the host's own mount had it already, so that is no loss.
+/// Kernels before 5.12 lack `mount_setattr`: there the run goes on without this layer.
+///
+/// # Safety
+/// Runs between fork and exec: system calls on constant strings and stack data alone.
+unsafe fn devices_open_only_in_dev() -> std::io::Result<()> {
+    let nothing = std::ptr::null();
+    let set_attr = |path: &CStr, flags: libc::c_int, attr: libc::mount_attr| {
+        // SAFETY: a NUL-terminated path and a live `mount_attr` of the size given.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                flags,
+                &attr,
+                std::mem::size_of::<libc::mount_attr>(),
+            )
+        };
+        if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+    };
+    let nodev = libc::MOUNT_ATTR_NODEV;
+    // SAFETY: mount on constant NUL-terminated strings and null pointers.
+    if unsafe { libc::mount(c"/dev".as_ptr(), c"/dev".as_ptr(), nothing, libc::MS_BIND | libc::MS_REC, nothing.cast()) }
+        != 0
+    {
+        return Err(std::io::Error::last_os_error());
+    }
+    let everywhere = libc::mount_attr { attr_set: nodev, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    match set_attr(c"/", libc::AT_RECURSIVE, everywhere) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => return Ok(()),
+        other => other?,
+    }
+    let back = libc::mount_attr { attr_set: 0, attr_clr: nodev, propagation: 0, userns_fd: 0 };
+    for folder in [c"/dev", c"/dev/pts"] {
+        match set_attr(folder, 0, back) {
+            Err(e) if e.raw_os_error() != Some(libc::EPERM) => return Err(e),
+            _ => {}
         }
     }
     Ok(())

@@ -128,6 +128,37 @@ except OSError as e:
     assert!(!std::path::Path::new("/dev/shm").join(&marker).exists(), "the run's /dev/shm outlived it");
 }
 
+/// A device node planted in the workspace (an archive extracted by root carries them; only root
+/// may make one) opens for nothing; the ones beneath `/dev` a program needs still work.
+#[test]
+fn a_device_node_outside_dev_opens_for_nothing() {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can make the device node a hostile archive would carry");
+        return;
+    }
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let node = std::ffi::CString::new(ws.path().join("planted-zero").into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path; the node is the zero device's (1, 5), harmless if it opened.
+    let made = unsafe { libc::mknod(node.as_ptr(), libc::S_IFCHR | 0o644, libc::makedev(1, 5)) };
+    assert_eq!(made, 0, "{}", std::io::Error::last_os_error());
+    let program = r#"for path in ["planted-zero", "/dev/zero", "/dev/urandom"]:
+    try:
+        with open(path, "rb") as f:
+            print(path, len(f.read(4)))
+    except OSError as e:
+        print(path, e.strerror)
+with open("/dev/null", "w") as f:
+    f.write("x")
+    print("/dev/null writable")
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("planted-zero Permission denied\n"), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("/dev/zero 4\n/dev/urandom 4\n/dev/null writable"), "{stdout}\n{}", text(&out.stderr));
+}
+
 /// The scratch folder holds `[runtime] max_scratch_mb`: past it a write fails (`ENOSPC`) instead
 /// of filling the disk; the file chainsmith reads back (where the program is, on a timeout) lies
 /// outside it and stays readable.
