@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::attribute::ErrorReport;
-use super::http::{self, Answer, Prepared};
+use super::http::{self, Answer, AnswerBudget, Prepared, Share};
 use super::trace::{Replay, Secrets, TraceCall, cap_response};
 use super::{RunObserver, Stop};
 use crate::config::{Config, McpConfig, ToolsetSource};
@@ -79,6 +79,8 @@ struct Outcome {
     error: Option<String>,
     /// The raw HTTP answer (HTTP dialect replies need it).
     answer: Option<Answer>,
+    /// The answer's part of the run's [`AnswerBudget`], kept until its reply is written.
+    held: Option<Share>,
     replayed: bool,
 }
 
@@ -90,6 +92,7 @@ impl Outcome {
             response: Value::Null,
             error: Some(message.into()),
             answer: None,
+            held: None,
             replayed: false,
         }
     }
@@ -102,6 +105,7 @@ impl Outcome {
             response: answer.decoded(),
             error: (!ok).then(|| http::error_excerpt(&answer)),
             answer: Some(answer),
+            held: None,
             replayed: false,
         }
     }
@@ -113,6 +117,7 @@ impl Outcome {
             response: call.response,
             error: call.error,
             answer: None,
+            held: None,
             replayed: true,
         }
     }
@@ -145,6 +150,8 @@ pub struct Host {
     closing: AtomicBool,
     /// The bytes of messages being read, over every connection (see [`MAX_BUFFERED`]).
     buffered: std::sync::atomic::AtomicUsize,
+    /// The bytes of answers held, over every call: twice `[runtime] max_response_mb`.
+    answers: Arc<AnswerBudget>,
 }
 
 pub struct HostSetup {
@@ -164,6 +171,7 @@ pub struct HostSetup {
 
 impl Host {
     pub fn new(setup: HostSetup) -> Host {
+        let answers = AnswerBudget::new(setup.config.runtime.max_response_mb.saturating_mul(2 << 20));
         Host {
             catalog: setup.catalog,
             config: setup.config,
@@ -179,6 +187,7 @@ impl Host {
             state: Mutex::new(State::default()),
             closing: AtomicBool::new(false),
             buffered: std::sync::atomic::AtomicUsize::new(0),
+            answers,
         }
     }
 
@@ -276,9 +285,10 @@ impl Host {
             } else {
                 serde_json::from_slice::<Value>(&line).map_err(|e| format!("a message that is not JSON: {e}"))
             };
-            let reply = match parsed {
+            // The answer's bytes stay counted until its reply is written.
+            let (reply, _held) = match parsed {
                 Ok(message) => self.handle(&message),
-                Err(why) => json!({"ok": false, "error": {"message": format!("chainsmith host: {why}")}}),
+                Err(why) => (json!({"ok": false, "error": {"message": format!("chainsmith host: {why}")}}), None),
             };
             let mut text = reply.to_string();
             text.push('\n');
@@ -288,14 +298,15 @@ impl Host {
         }
     }
 
-    fn handle(&self, message: &Value) -> Value {
+    /// The reply to one message, and the part of the answer budget it holds.
+    fn handle(&self, message: &Value) -> (Value, Option<Share>) {
         if let Some(stop) = self.stop_requested() {
-            return json!({"stop": stop.message()});
+            return (json!({"stop": stop.message()}), None);
         }
-        match message.get("op").and_then(Value::as_str) {
+        let reply = match message.get("op").and_then(Value::as_str) {
             Some("hello") => self.hello(),
-            Some("call") => self.module_call(message),
-            Some("http") => self.http_call(message),
+            Some("call") => return self.module_call(message),
+            Some("http") => return self.http_call(message),
             Some("error") => {
                 match serde_json::from_value::<ErrorReport>(message.clone()) {
                     Ok(report) => self.state().error = Some(report),
@@ -304,7 +315,8 @@ impl Host {
                 json!({})
             }
             other => json!({"ok": false, "error": {"message": format!("chainsmith host: unknown op {other:?}")}}),
-        }
+        };
+        (reply, None)
     }
 
     fn hello(&self) -> Value {
@@ -353,18 +365,19 @@ impl Host {
         Ok(call)
     }
 
-    fn end(&self, mut call: TraceCall, outcome: &Outcome, started: Instant) -> TraceCall {
+    /// Records how a call ended; from here on `outcome.response` holds no key (the program never
+    /// holds one, not even one an API echoes back).
+    fn end(&self, mut call: TraceCall, outcome: &mut Outcome, started: Instant) -> TraceCall {
+        self.secrets.redact(&mut outcome.response);
         // Compared whole, before the trace's cap cuts arrays and strings; a replayed answer was
         // compared when it was recorded.
         let drift = match (outcome.ok && !outcome.replayed, self.tool_of(&call.tool)) {
-            (true, Ok((_, tool))) => {
-                super::drift::Drift::of(tool, call.id, &call.arguments, &self.secrets.value(&outcome.response))
-            }
+            (true, Ok((_, tool))) => super::drift::Drift::of(tool, call.id, &call.arguments, &outcome.response),
             _ => None,
         };
         call.ok = outcome.ok;
         call.status = outcome.status;
-        call.response = cap_response(&self.secrets.value(&outcome.response));
+        call.response = cap_response(&outcome.response);
         call.error = outcome.error.as_deref().map(|e| self.secrets.text(e));
         call.duration_ms = started.elapsed().as_millis() as u64;
         call.replayed = outcome.replayed;
@@ -390,7 +403,7 @@ impl Host {
         self.deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1)
     }
 
-    fn module_call(&self, message: &Value) -> Value {
+    fn module_call(&self, message: &Value) -> (Value, Option<Share>) {
         let id = message.get("tool").and_then(Value::as_str).unwrap_or("").to_string();
         // A call by alias (`operationId`) is traced under the tool's own id, as ToolNet learns it.
         let id = self.tool_of(&id).map(|(_, tool)| tool.id()).unwrap_or(id);
@@ -400,24 +413,24 @@ impl Host {
         let recorded = self.secrets.value(&arguments);
         let call = match self.begin(&id, recorded.clone(), line) {
             Ok(call) => call,
-            Err(stop) => return json!({"stop": stop.message()}),
+            Err(stop) => return (json!({"stop": stop.message()}), None),
         };
         let started = Instant::now();
-        let outcome = match self.replay.as_ref().and_then(|r| r.answer(&id, &recorded)) {
+        let mut outcome = match self.replay.as_ref().and_then(|r| r.answer(&id, &recorded)) {
             Some(recorded) => Outcome::from_trace(recorded),
             None => self.execute(&id, arguments.as_object().expect("an object")),
         };
-        let call = self.end(call, &outcome, started);
-        if outcome.ok {
-            // The program never holds a key: not even one an API echoes back.
-            json!({"ok": true, "id": call.id, "response": self.secrets.value(&outcome.response)})
+        let call = self.end(call, &mut outcome, started);
+        let reply = if outcome.ok {
+            json!({"ok": true, "id": call.id, "response": std::mem::take(&mut outcome.response)})
         } else {
             json!({"ok": false, "id": call.id, "error": {
                 "tool": id,
                 "status": outcome.status,
                 "message": call.error.clone().unwrap_or_else(|| "the call failed".into()),
             }})
-        }
+        };
+        (reply, outcome.held.take())
     }
 
     fn tool_of(&self, id: &str) -> Result<(&Toolset, &Tool), String> {
@@ -539,14 +552,17 @@ impl Host {
         if let Some(Ok(url)) = self.stand_in(prepared.url.as_str()).map(|u| reqwest::Url::parse(&u)) {
             prepared.url = url;
         }
+        let mut share = self.answers.share();
         match http::send(
             &self.http,
             &prepared,
             self.call_timeout(),
             self.config.runtime.max_response_mb.saturating_mul(1 << 20),
+            &mut share,
         ) {
             Ok(answer) => {
                 let mut outcome = Outcome::from_http(answer);
+                outcome.held = Some(share);
                 if let Some(why) = missing_auth
                     && matches!(outcome.status, Some(401 | 403))
                     && let Some(error) = &mut outcome.error
@@ -596,12 +612,19 @@ impl Host {
                     response: result.value,
                     error: Some(message),
                     answer: None,
+                    held: None,
                     replayed: false,
                 }
             }
-            Ok(result) => {
-                Outcome { ok: true, status: None, response: result.value, error: None, answer: None, replayed: false }
-            }
+            Ok(result) => Outcome {
+                ok: true,
+                status: None,
+                response: result.value,
+                error: None,
+                answer: None,
+                held: None,
+                replayed: false,
+            },
             Err(e) => Outcome::failed(format!("{e:#}")),
         }
     }
@@ -626,6 +649,7 @@ impl Host {
                 response: http::decode_body(stdout.as_bytes()),
                 error: None,
                 answer: None,
+                held: None,
                 replayed: false,
             },
             Ok((code, stdout, stderr)) => {
@@ -637,12 +661,12 @@ impl Host {
         }
     }
 
-    fn http_call(&self, message: &Value) -> Value {
+    fn http_call(&self, message: &Value) -> (Value, Option<Share>) {
         let method = message.get("method").and_then(Value::as_str).unwrap_or("GET").to_ascii_uppercase();
         let url_text = message.get("url").and_then(Value::as_str).unwrap_or("");
         let Ok(url) = reqwest::Url::parse(url_text) else {
             let shown = crate::trust::redact_url(url_text);
-            return json!({"ok": false, "error": {"message": format!("`{shown}` is not a URL")}});
+            return (json!({"ok": false, "error": {"message": format!("`{shown}` is not a URL")}}), None);
         };
         let headers: Vec<(String, String)> = message
             .get("headers")
@@ -663,15 +687,18 @@ impl Host {
         let endpoint = self.endpoint_of(&method, &url, &headers, body.as_deref());
         let Some((toolset, tool_id, arguments)) = endpoint else {
             let shown = crate::trust::redact_url(url_text);
-            return json!({"ok": false, "error": {"message": format!("{shown} is not under a toolset's base URL")}});
+            return (
+                json!({"ok": false, "error": {"message": format!("{shown} is not under a toolset's base URL")}}),
+                None,
+            );
         };
         let recorded = self.secrets.value(&Value::Object(arguments));
         let call = match self.begin(&tool_id, recorded.clone(), line) {
             Ok(call) => call,
-            Err(stop) => return json!({"stop": stop.message()}),
+            Err(stop) => return (json!({"stop": stop.message()}), None),
         };
         let started = Instant::now();
-        let outcome = match self.replay.as_ref().and_then(|r| r.answer(&tool_id, &recorded)) {
+        let mut outcome = match self.replay.as_ref().and_then(|r| r.answer(&tool_id, &recorded)) {
             Some(recorded) => Outcome::from_trace(recorded),
             None => {
                 let mut prepared = Prepared::new(method, url, headers, body);
@@ -681,8 +708,8 @@ impl Host {
                 }
             }
         };
-        let call = self.end(call, &outcome, started);
-        match (&outcome.answer, outcome.status) {
+        let call = self.end(call, &mut outcome, started);
+        let reply = match (&outcome.answer, outcome.status) {
             (Some(answer), _) => {
                 let mut reply = json!({
                     "ok": true,
@@ -718,7 +745,8 @@ impl Host {
             (None, None) => json!({"ok": false, "id": call.id, "error": {
                 "message": call.error.clone().unwrap_or_else(|| "the request failed".into()),
             }}),
-        }
+        };
+        (reply, outcome.held.take())
     }
 
     /// Which toolset and tool an HTTP-dialect request is for, and its arguments by the tool's

@@ -11,6 +11,8 @@
 //! `Authorization` of its own, so they never replace a trusted header, and they never appear in
 //! an answer's URL or an error.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use reqwest::blocking::Client;
@@ -319,9 +321,64 @@ fn forwardable(name: &str) -> bool {
     )
 }
 
+/// The bytes of answers a run holds at once, over all its calls. Each call's answer counts from
+/// its first byte read until its reply is written to the program, so a program calling in
+/// parallel (a connection per thread or process) cannot make chainsmith, outside the sandbox's
+/// memory limit, hold more: past the limit a call fails, saying why.
+pub struct AnswerBudget {
+    held: AtomicU64,
+    limit: u64,
+}
+
+impl AnswerBudget {
+    pub fn new(limit: u64) -> Arc<AnswerBudget> {
+        Arc::new(AnswerBudget { held: AtomicU64::new(0), limit })
+    }
+
+    pub fn share(self: &Arc<Self>) -> Share {
+        Share { budget: Arc::clone(self), bytes: 0 }
+    }
+}
+
+/// One call's part of an [`AnswerBudget`]: grown as its answer is read, given back when dropped.
+pub struct Share {
+    budget: Arc<AnswerBudget>,
+    bytes: u64,
+}
+
+impl Share {
+    /// Counts `more` bytes; `false` (nothing counted) when that would pass the budget's limit.
+    fn grow(&mut self, more: u64) -> bool {
+        let held = self.budget.held.fetch_add(more, Ordering::SeqCst) + more;
+        if held > self.budget.limit {
+            self.budget.held.fetch_sub(more, Ordering::SeqCst);
+            return false;
+        }
+        self.bytes += more;
+        true
+    }
+
+    fn give_back(&mut self) {
+        self.budget.held.fetch_sub(std::mem::take(&mut self.bytes), Ordering::SeqCst);
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        self.give_back();
+    }
+}
+
 /// Sends `prepared` and follows its redirects (see the module's doc), all within `timeout`; an
-/// answer whose body is longer than `max_body` bytes is an error, read no further.
-pub fn send(client: &Client, prepared: &Prepared, timeout: Duration, max_body: u64) -> Result<Answer, String> {
+/// answer whose body is longer than `max_body` bytes, or that would pass what `share`'s budget
+/// has left, is an error, read no further. `share` holds the answer's bytes on return.
+pub fn send(
+    client: &Client,
+    prepared: &Prepared,
+    timeout: Duration,
+    max_body: u64,
+    share: &mut Share,
+) -> Result<Answer, String> {
     let deadline = std::time::Instant::now() + timeout;
     let mut request = prepared.clone();
     take_url_credentials(&mut request);
@@ -330,7 +387,9 @@ pub fn send(client: &Client, prepared: &Prepared, timeout: Duration, max_body: u
         if left.is_zero() {
             return Err(format!("the request timed out ({})", request.url));
         }
-        let answer = send_once(client, &request, left, max_body)?;
+        // A redirect's own body is dropped before the next hop's is read.
+        share.give_back();
+        let answer = send_once(client, &request, left, max_body, share)?;
         match next_hop(&request, &answer) {
             Some(next) => request = next,
             None => return Ok(answer),
@@ -390,7 +449,13 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
     Some(next)
 }
 
-fn send_once(client: &Client, prepared: &Prepared, timeout: Duration, max_body: u64) -> Result<Answer, String> {
+fn send_once(
+    client: &Client,
+    prepared: &Prepared,
+    timeout: Duration,
+    max_body: u64,
+    share: &mut Share,
+) -> Result<Answer, String> {
     let method = reqwest::Method::from_bytes(prepared.method.as_bytes())
         .map_err(|_| format!("`{}` is not an HTTP method", prepared.method))?;
     let mut headers = HeaderMap::new();
@@ -410,7 +475,7 @@ fn send_once(client: &Client, prepared: &Prepared, timeout: Duration, max_body: 
     let mut response = request.send().map_err(describe_transport_error)?;
     let status = response.status();
     let url = response.url().to_string();
-    let headers = response
+    let headers: Vec<(String, String)> = response
         .headers()
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
@@ -425,18 +490,47 @@ fn send_once(client: &Client, prepared: &Prepared, timeout: Duration, max_body: 
     if response.content_length().is_some_and(|length| length > max_body) {
         return Err(too_large());
     }
+    // gzip and deflate are decoded as read (and capped decoded); any other coding was not asked
+    // for, and what chainsmith cannot read it cannot keep a key out of.
+    if let Some((_, coding)) = headers
+        .iter()
+        .find(|(k, v)| k.eq_ignore_ascii_case("content-encoding") && !v.trim().eq_ignore_ascii_case("identity"))
+    {
+        return Err(format!(
+            "the answer of {} came encoded as `{}`, which chainsmith did not ask for and does not read",
+            without_query(&prepared.url),
+            crate::text::printable(coding)
+        ));
+    }
     let mut body = Vec::new();
+    let mut piece = vec![0u8; 64 << 10];
     use std::io::Read;
-    (&mut response).take(max_body.saturating_add(1)).read_to_end(&mut body).map_err(|e| {
-        // reqwest hands its own error through `Read`; described as a failed send is.
-        match e.into_inner().map(|inner| inner.downcast::<reqwest::Error>()) {
-            Some(Ok(transport)) => describe_transport_error(*transport),
-            Some(Err(other)) => format!("the request failed: {other} ({})", without_query(&prepared.url)),
-            None => format!("the request failed ({})", without_query(&prepared.url)),
+    loop {
+        let read = match response.read(&mut piece) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            // reqwest hands its own error through `Read`; described as a failed send is.
+            Err(e) => {
+                return Err(match e.into_inner().map(|inner| inner.downcast::<reqwest::Error>()) {
+                    Some(Ok(transport)) => describe_transport_error(*transport),
+                    Some(Err(other)) => format!("the request failed: {other} ({})", without_query(&prepared.url)),
+                    None => format!("the request failed ({})", without_query(&prepared.url)),
+                });
+            }
+        };
+        if (body.len() + read) as u64 > max_body {
+            return Err(too_large());
         }
-    })?;
-    if body.len() as u64 > max_body {
-        return Err(too_large());
+        if !share.grow(read as u64) {
+            return Err(format!(
+                "the answer of {} would take chainsmith past {} MiB of answers held at once over all calls \
+                 (twice [runtime] max_response_mb); fewer calls at once get their answers",
+                without_query(&prepared.url),
+                share.budget.limit >> 20
+            ));
+        }
+        body.extend_from_slice(&piece[..read]);
     }
     Ok(Answer {
         status: status.as_u16(),

@@ -270,19 +270,31 @@ impl Secrets {
     /// `value` with every form of a secret replaced, in keys as in values; the value of an auth
     /// parameter or header name whatever it holds.
     pub fn value(&self, value: &Value) -> Value {
+        let mut redacted = value.clone();
+        self.redact(&mut redacted);
+        redacted
+    }
+
+    /// [`Secrets::value`] in place: an answer of many megabytes is not copied to be redacted.
+    pub fn redact(&self, value: &mut Value) {
         match value {
-            Value::String(s) if self.values.iter().any(|v| v == s) => Value::String(REDACTED.into()),
-            Value::String(s) => Value::String(self.text(s)),
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v)).collect()),
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let v = if self.is_auth_name(k) { Value::String(REDACTED.into()) } else { self.value(v) };
-                        (self.text(k), v)
-                    })
-                    .collect(),
-            ),
-            other => other.clone(),
+            Value::String(s) if self.values.iter().any(|v| v == s) => *s = REDACTED.into(),
+            Value::String(s) if !self.values.is_empty() => *s = self.text(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.redact(v)),
+            Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    if self.is_auth_name(k) {
+                        *v = Value::String(REDACTED.into());
+                    } else {
+                        self.redact(v);
+                    }
+                }
+                // Keys rarely hold a secret: the map is rebuilt only when one does.
+                if !self.values.is_empty() && map.keys().any(|k| self.text(k) != *k) {
+                    *map = std::mem::take(map).into_iter().map(|(k, v)| (self.text(&k), v)).collect();
+                }
+            }
+            _ => {}
         }
     }
 }

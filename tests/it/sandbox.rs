@@ -370,6 +370,69 @@ os.waitpid(pid, 0)
     assert!(stdout.contains("forked tool: Bradley Cooper"), "and from a forked process: {stdout}");
 }
 
+/// An API whose every answer is a JSON document of `size` bytes, sent whole but for its last
+/// byte, which follows `pause` later: calls made together hold their answers at the same time.
+fn slow_large_answers(size: usize, pause: Duration) -> u16 {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let body = format!("{{\"a\": \"{}\"}}", "x".repeat(size - 9));
+    assert_eq!(body.len(), size);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                    line.clear();
+                }
+                let mut out = stream;
+                let head =
+                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n");
+                let _ = out.write_all(head.as_bytes()).and_then(|()| out.write_all(&body.as_bytes()[..size - 1]));
+                std::thread::sleep(pause);
+                let _ = out.write_all(b"}");
+            });
+        }
+    });
+    port
+}
+
+/// Each call's answer is held by chainsmith, outside the sandbox's memory limit, until the
+/// program has it: calls made at once from many processes hold no more than twice
+/// `max_response_mb` together. Past that a call fails, saying why, and the others go on.
+#[test]
+fn answers_held_at_once_stay_within_their_budget() {
+    let port = slow_large_answers(1 << 20, Duration::from_secs(3));
+    let ws = workspace(&format!("http://127.0.0.1:{port}"), false, "[runtime]\nmax_response_mb = 1\n");
+    // Processes, each with its own connection to chainsmith (one process' calls take turns).
+    let program = r#"import os
+from chainsmith.tools import tmdb
+
+children = []
+for n in range(8):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            print("answered %d" % len(tmdb.search_person(query="q%d" % n)["a"]), flush=True)
+        except Exception as e:
+            print("failed: %s" % e, flush=True)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let stdout = text(&out.stdout);
+    let answered = stdout.matches(&format!("answered {}", (1 << 20) - 9)).count();
+    let refused = stdout.matches("MiB of answers held at once over all calls").count();
+    // Two answers of 1 MiB fill the budget of 2 MiB: those two are read whole, and whichever
+    // other call reads past it fails (all eight are in flight during the pause).
+    assert_eq!((answered, refused), (2, 6), "{stdout}\n{}", text(&out.stderr));
+}
+
 /// chainsmith serves the chain's connections outside the sandbox, where no memory or process
 /// limit of the run's holds: a message without end is read only to its limit, and the host still
 /// answers the chain's tool calls afterwards.

@@ -346,6 +346,38 @@ fn a_key_an_api_echoes_never_reaches_the_program_or_the_trace() {
     assert!(!trace.contains(SECRET) && !trace.contains(&hex) && !trace.contains(&html), "{trace}");
 }
 
+/// A compressed answer is read as the API meant it, so a key it echoes is found and redacted
+/// there; a coding chainsmith cannot read (and did not ask for) fails the call instead of handing
+/// the program bytes no filter could check.
+#[test]
+fn a_compressed_answer_is_read_and_redacted_or_refused() {
+    use std::io::Write;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gzip.write_all(format!(r#"{{"echo": "{SECRET}"}}"#).as_bytes()).unwrap();
+    let gzipped = gzip.finish().unwrap();
+    let server = Recorder::start(move |path| {
+        let coding = if path.starts_with("/echo") { "gzip" } else { "br" };
+        let mut answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: {coding}\r\nContent-Length: {}\r\n\r\n",
+            gzipped.len()
+        )
+        .into_bytes();
+        answer.extend_from_slice(&gzipped);
+        answer
+    });
+    let program = format!(
+        "import requests\nfrom chainsmith.tools import api\n\nprint(api.echo())\ntry:\n    print(requests.get({:?}).content)\nexcept Exception as e:\n    print('failed:', e)\n",
+        format!("{}/other", server.url())
+    );
+    let ws = Workspace::with_api(&server.url(), "", &program);
+    let out = ws.chainsmith(&["--trust", "run", "p.py", "--trace-json", "trace.json"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("{'echo': '[redacted]'}"), "{stdout}");
+    assert!(stdout.contains("failed: ") && stdout.contains("came encoded as `br`"), "{stdout}");
+    assert!(!std::fs::read_to_string(ws.root().join("trace.json")).unwrap().contains(SECRET));
+}
+
 #[test]
 fn a_remote_mcp_servers_headers_do_not_follow_a_redirect_to_another_origin() {
     use chainsmith::config::{HeaderValueConfig, McpConfig};

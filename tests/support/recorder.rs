@@ -7,14 +7,14 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 /// A server that records every request (its head and body, as text) and answers with what
-/// `reply(path)` returns: a whole raw HTTP response.
+/// `reply(path)` returns: a whole raw HTTP response (text, or bytes for a compressed body).
 pub struct Recorder {
     pub port: u16,
     requests: Arc<Mutex<Vec<String>>>,
 }
 
 impl Recorder {
-    pub fn start(reply: impl Fn(&str) -> String + Send + Sync + 'static) -> Recorder {
+    pub fn start<R: AsRef<[u8]>>(reply: impl Fn(&str) -> R + Send + Sync + 'static) -> Recorder {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -38,7 +38,7 @@ impl Recorder {
     }
 }
 
-fn serve(stream: TcpStream, recorded: &Mutex<Vec<String>>, reply: &(dyn Fn(&str) -> String + Send + Sync)) {
+fn serve<R: AsRef<[u8]>>(stream: TcpStream, recorded: &Mutex<Vec<String>>, reply: &(dyn Fn(&str) -> R + Send + Sync)) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     loop {
         let mut head = String::new();
@@ -66,7 +66,7 @@ fn serve(stream: TcpStream, recorded: &Mutex<Vec<String>>, reply: &(dyn Fn(&str)
         let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
         recorded.lock().unwrap().push(format!("{head}{}", String::from_utf8_lossy(&body)));
         let mut out = stream.try_clone().unwrap();
-        if out.write_all(reply(&path).as_bytes()).and_then(|()| out.flush()).is_err() {
+        if out.write_all(reply(&path).as_ref()).and_then(|()| out.flush()).is_err() {
             return;
         }
     }
