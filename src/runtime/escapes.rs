@@ -1,8 +1,10 @@
 //! Text as an escape scheme decodes it, each decoded byte with the span of the text it came from:
 //! how a secret is found however much of it a tool or a program escaped (`K3y%2Bsecret`,
-//! `&#75;3y&amp;…`, `"\u004b3y…"`) and redacted where it stood. Decoding rather than listing the
-//! encoded forms of each secret catches any mix of escaped and plain characters, which no list
-//! can enumerate. Percent-decoding of URL parts lives here too, for the same reason: one decoder.
+//! `&#75;3y&amp;…`, `"\u004b3y…"`, `4b:33:79`), escaped twice (`%254B`, `&amp;#75;`), or
+//! written in another case (a key sent back as a lower-cased header name), and redacted where it
+//! stood. Decoding rather than listing the encoded forms of each secret catches any mix of escaped
+//! and plain characters, which no list can enumerate. Percent-decoding of URL parts lives here
+//! too, for the same reason: one decoder.
 
 use std::ops::Range;
 
@@ -25,23 +27,23 @@ pub enum Escapes {
     /// Backslash escapes of JSON and most languages: `\u004B` (surrogate pairs joined), `\x4b`,
     /// and a backslash before any other ASCII character (`\/`, `\"`, `\n`).
     Backslash,
+    /// Bytes written as hex digit pairs with separators between them (`4b:33:79`, `4B-33`,
+    /// `0x4b, 0x33`): a pair not followed by another hex digit, `0x` before it and one of `:-,.`
+    /// and a space after it taken with it. (Hex without separators is one of a secret's forms.)
+    HexPairs,
 }
 
 impl Escapes {
-    pub const ALL: [Escapes; 3] = [Escapes::Percent, Escapes::Html, Escapes::Backslash];
-
-    /// The byte every escape of this scheme begins with (`+` aside).
-    fn opener(self) -> u8 {
-        match self {
-            Escapes::Percent => b'%',
-            Escapes::Html => b'&',
-            Escapes::Backslash => b'\\',
-        }
-    }
+    pub const ALL: [Escapes; 4] = [Escapes::Percent, Escapes::Html, Escapes::Backslash, Escapes::HexPairs];
 
     /// Whether `text` may hold an escape of this scheme at all.
     pub fn present_in(self, text: &[u8]) -> bool {
-        memchr::memchr(self.opener(), text).is_some() || (self == Escapes::Percent && text.contains(&b'+'))
+        match self {
+            Escapes::Percent => memchr::memchr2(b'%', b'+', text).is_some(),
+            Escapes::Html => memchr::memchr(b'&', text).is_some(),
+            Escapes::Backslash => memchr::memchr(b'\\', text).is_some(),
+            Escapes::HexPairs => memchr::memchr3(b':', b'-', b',', text).is_some() || text.contains(&b' '),
+        }
     }
 
     /// The escape at the start of `text`: the character or byte it stands for, and its length.
@@ -54,6 +56,7 @@ impl Escapes {
             },
             Escapes::Html => html_reference(text),
             Escapes::Backslash => backslash_escape(text),
+            Escapes::HexPairs => hex_pair(text),
         }
     }
 
@@ -133,6 +136,24 @@ fn html_reference(text: &[u8]) -> Option<(Decoded, usize)> {
     None
 }
 
+/// The separated hex pair at the start of `text` (see [`Escapes::HexPairs`]).
+fn hex_pair(text: &[u8]) -> Option<(Decoded, usize)> {
+    let prefix = if matches!(text, [b'0', b'x' | b'X', ..]) { 2 } else { 0 };
+    let pair = text.get(prefix..prefix + 2)?;
+    if text.get(prefix + 2).is_some_and(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    let byte = hex_value(pair)? as u8;
+    let mut len = prefix + 2;
+    if matches!(text.get(len), Some(b':' | b'-' | b',' | b'.')) {
+        len += 1;
+    }
+    if text.get(len) == Some(&b' ') {
+        len += 1;
+    }
+    Some((Decoded::Byte(byte), len))
+}
+
 /// The backslash escape at the start of `text`.
 fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
     let rest = text.strip_prefix(b"\\")?;
@@ -158,35 +179,48 @@ fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
     }
 }
 
-/// The spans of `text` that, decoded by any scheme, hold one of `needles` (each at least four
-/// bytes), merged and in order.
+/// The spans of `text` that, decoded by any scheme or by two escape schemes in turn, hold one of
+/// `needles` (each at least four bytes) in any ASCII case, merged and in order.
 ///
 /// Text is decoded in windows of [`WINDOW`] bytes, each reaching on by the longest a needle can
 /// take escaped, so every span lies whole in the window where it starts. A window may start inside
 /// an escape; what it then reads as plain bytes ends with that escape, before any span that
 /// starts in the window.
 pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
-    let needles: Vec<&[u8]> = needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes()).collect();
+    let needles: Vec<Vec<u8>> =
+        needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes().to_ascii_lowercase()).collect();
     let Some(reach) = needles.iter().map(|n| n.len() * MAX_ESCAPE_LEN).max() else { return Vec::new() };
     let mut found: Vec<Range<usize>> = Vec::new();
-    for scheme in Escapes::ALL {
-        if !scheme.present_in(text) {
-            continue;
-        }
-        for start in (0..text.len()).step_by(WINDOW) {
-            let window = &text[start..text.len().min(start + WINDOW + reach)];
-            let (decoded, spans) = scheme.decode(window);
-            if decoded.len() == window.len() && decoded == window {
-                continue;
-            }
+    for start in (0..text.len()).step_by(WINDOW) {
+        let window = &text[start..text.len().min(start + WINDOW + reach)];
+        let mut find = |decoded: &mut Vec<u8>, span_of: &dyn Fn(Range<usize>) -> Range<usize>| {
+            // ASCII case changes no byte's place: spans stay right.
+            decoded.make_ascii_lowercase();
             for needle in &needles {
-                for at in memchr::memmem::find_iter(&decoded, needle) {
-                    let span = start + spans[at].start..start + spans[at + needle.len() - 1].end;
-                    if span.start < start + WINDOW {
-                        found.push(span);
+                for at in memchr::memmem::find_iter(decoded, needle) {
+                    let span = span_of(at..at + needle.len());
+                    if span.start < WINDOW {
+                        found.push(start + span.start..start + span.end);
                     }
                 }
             }
+        };
+        find(&mut window.to_vec(), &|span| span);
+        for scheme in Escapes::ALL.into_iter().filter(|s| s.present_in(window)) {
+            let (mut once, spans) = scheme.decode(window);
+            if once == window {
+                continue;
+            }
+            let span_of = |at: Range<usize>| spans[at.start].start..spans[at.end - 1].end;
+            // Escaped twice (`%254B`, `&amp;#75;`, a form field holding a JSON string): the
+            // escape schemes again, on what the first decoded.
+            for again in Escapes::ALL.into_iter().filter(|s| *s != Escapes::HexPairs && s.present_in(&once)) {
+                let (mut twice, inner) = again.decode(&once);
+                if twice != once {
+                    find(&mut twice, &|at| span_of(inner[at.start].start..inner[at.end - 1].end));
+                }
+            }
+            find(&mut once, &span_of);
         }
     }
     found.sort_by_key(|r| r.start);
@@ -266,6 +300,15 @@ mod tests {
             ("x=K3y%26Se%63ret!", "x=[r]!"),
             ("K3y&amp;Secret and K3y%26Secret", "[r] and [r]"),
             ("nothing here &amp; 100%", "nothing here &amp; 100%"),
+            // Escaped twice: percent, HTML (`html.escape` twice), HTML then percent.
+            ("x=K3y%2526Secret!", "x=[r]!"),
+            ("x=&amp;#75;3y&amp;amp;Secret!", "x=[r]!"),
+            ("x=K3y&#37;26Secret!", "x=[r]!"),
+            // Hex with separators, and a key sent back in another case (a header name).
+            ("k=4b:33:79:26:53:65:63:72:65:74;", "k=[r];"),
+            ("k=0x4B, 0x33, 0x79, 0x26, 0x53, 0x65, 0x63, 0x72, 0x65, 0x74}", "k=[r]}"),
+            ("k3y&secret: 1", "[r]: 1"),
+            ("K3Y&SECRET", "[r]"),
         ] {
             let spans = spans_holding(text.as_bytes(), &needles);
             let out = replace_spans(text.as_bytes(), &spans, b"[r]");
