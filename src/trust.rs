@@ -227,9 +227,29 @@ fn resolved_path(path: &Path) -> PathBuf {
     out
 }
 
-/// `url` with the credentials it carries (`https://user:pass@host`) replaced by `***`, so no
-/// warning, trust line, record or error repeats them. Text that is no URL comes back unchanged.
+/// `url` as the HTTP client reads it, with the credentials it carries (`https://user:pass@host`)
+/// replaced by `***`, so no warning, trust line, record or error repeats them. Shown as parsed, the
+/// host is the one a request goes to: `https://evil\@api.github.com` is a request to `evil` (the
+/// client reads `\` as `/`), and a trust line keyed on that text changes with the host. Text that
+/// is no URL comes back with everything before an `@` in what looks like its authority hidden.
 pub fn redact_url(url: &str) -> String {
+    if let Ok(mut parsed) = reqwest::Url::parse(url.trim())
+        && parsed.has_host()
+    {
+        let had_credentials = !parsed.username().is_empty() || parsed.password().is_some();
+        let _ = parsed.set_username("");
+        let _ = parsed.set_password(None);
+        let mut shown = parsed.to_string();
+        // The parser writes an empty path as `/`: kept as written, a plain base URL reads the same.
+        if parsed.path() == "/" && parsed.query().is_none() && parsed.fragment().is_none() && !url.trim().ends_with('/')
+        {
+            shown.pop();
+        }
+        if had_credentials && let Some(at) = shown.find("://") {
+            shown.insert_str(at + 3, "***@");
+        }
+        return shown;
+    }
     let Some(scheme_end) = url.find("://") else { return url.to_string() };
     let authority_start = scheme_end + 3;
     let authority_end = url[authority_start..].find(['/', '?', '#']).map_or(url.len(), |i| authority_start + i);
@@ -525,6 +545,20 @@ mod tests {
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Default::default()
         }
+    }
+
+    /// What a trust line shows of a URL is where the request goes, credentials hidden: a spelling
+    /// the client reads differently from a person (`\\` is `/`) shows the host that gets the key,
+    /// so the line, and the trust keyed on it, changes with that host.
+    #[test]
+    fn a_url_is_shown_as_the_client_reads_it() {
+        assert_eq!(redact_url("https://api.github.com"), "https://api.github.com");
+        assert_eq!(redact_url("https://api.github.com/v3/"), "https://api.github.com/v3/");
+        assert_eq!(redact_url("https://alice:pw@api.github.com"), "https://***@api.github.com");
+        assert_eq!(redact_url("https://evil.example\\@api.github.com"), "https://evil.example/@api.github.com");
+        assert_eq!(redact_url("http://127.0.0.1:18082\\@127.0.0.1:18081"), "http://127.0.0.1:18082/@127.0.0.1:18081");
+        assert_ne!(redact_url("http://alice@127.0.0.1:18081"), redact_url("http://127.0.0.1:18082\\@127.0.0.1:18081"));
+        assert_eq!(redact_url("not a url"), "not a url");
     }
 
     #[test]

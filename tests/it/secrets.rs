@@ -119,6 +119,16 @@ fn a_toolsets_secret_goes_nowhere_before_trust_and_trust_is_bound_to_its_destina
     let out = ws.chainsmith(&["run", "p.py"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(elsewhere.received().is_empty(), "{:?}", elsewhere.received());
+
+    // Spelt so a person reads the trusted host and the client another (`\` is `/` to it): the
+    // warning names the host that would get the key, and the trust given before does not hold.
+    let spelt = format!("{}\\\\@{}", elsewhere.url(), server.url().trim_start_matches("http://"));
+    std::fs::write(ws.root().join("chainsmith.toml"), toml.replace(&server.url(), &spelt)).unwrap();
+    let untrusted = ws.untrusted();
+    let shown = format!("to {}/@{}", elsewhere.url(), server.url().trim_start_matches("http://"));
+    assert!(untrusted.iter().any(|m| m.contains(&shown) && m.contains("new or changed")), "{untrusted:?}");
+    assert_eq!(ws.chainsmith(&["run", "p.py"]).status.code(), Some(1));
+    assert!(elsewhere.received().is_empty(), "{:?}", elsewhere.received());
 }
 
 #[test]
