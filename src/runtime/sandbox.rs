@@ -308,6 +308,10 @@ impl Sandbox {
                 if libc::fcntl(door, libc::F_SETFD, 0) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // Nothing else chainsmith was started with reaches the program: a descriptor its
+                // parent left open (a file outside, a socket, a jobserver pipe) passes every
+                // check made at open or connect.
+                close_on_exec_all_but(door);
                 // Before the namespaces: the intermediate process that waits for the program
                 // counts too, as under `RLIMIT_NPROC`.
                 if let Some(procs) = process_cgroup {
@@ -591,6 +595,29 @@ fn enter_namespaces(
         libc::kill(libc::getpid(), signal);
         libc::_exit(128 + signal);
     }
+}
+
+/// Marks every descriptor above stderr but `kept` close-on-exec.
+///
+/// # Safety
+/// Runs between fork and exec: system calls on integers alone.
+unsafe fn close_on_exec_all_but(kept: RawFd) {
+    let kept = kept as u32;
+    let mark = |first: u32, last: u32| {
+        // SAFETY: close_range and fcntl take plain integers.
+        unsafe {
+            if first <= last && libc::syscall(libc::SYS_close_range, first, last, libc::CLOSE_RANGE_CLOEXEC) != 0 {
+                // Kernels before 5.11: one by one, as far as descriptors usually go.
+                for fd in first..=last.min(4095) {
+                    libc::fcntl(fd as RawFd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+        }
+    };
+    if kept > 3 {
+        mark(3, kept - 1);
+    }
+    mark(kept.max(2) + 1, u32::MAX);
 }
 
 /// The Landlock ABI's `struct landlock_path_beneath_attr` (packed).

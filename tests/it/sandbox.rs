@@ -128,6 +128,47 @@ except OSError as e:
     assert!(!std::path::Path::new("/dev/shm").join(&marker).exists(), "the run's /dev/shm outlived it");
 }
 
+/// A descriptor chainsmith was started with (a shell's `exec 9>>file`, a build tool's jobserver
+/// pipe, an editor's socket) is not the program's: it could write outside or talk to anything
+/// through it, past every check made at open and connect.
+#[test]
+fn a_descriptor_chainsmith_inherits_does_not_reach_the_program() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target.txt");
+    std::fs::write(&target, "ORIGINAL\n").unwrap();
+    let file = std::fs::OpenOptions::new().append(true).open(&target).unwrap();
+    let program = r#"import os
+for fd in (9, 10):
+    try:
+        os.write(fd, b"WRITTEN BY THE CHAIN\n")
+        print(fd, "written")
+    except OSError as e:
+        print(fd, e.strerror)
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let raw = file.as_raw_fd();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+    command.args(["run", "p.py"]).current_dir(ws.path()).stdin(std::process::Stdio::null());
+    // SAFETY: dup2 on descriptors this process holds, between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            for fd in [9, 10] {
+                if libc::dup2(raw, fd) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout, "9 Bad file descriptor\n10 Bad file descriptor\n", "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "ORIGINAL\n");
+}
+
 /// A device node planted in the workspace (an archive extracted by root carries them; only root
 /// may make one) opens for nothing; the ones beneath `/dev` a program needs still work.
 #[test]
