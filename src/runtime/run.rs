@@ -125,10 +125,18 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
 /// The program's stdin when it is given the user's: a terminal is opened afresh for reading only,
 /// so the program can read what the user types but not write to the terminal through it (escape
 /// sequences that retitle the window or rewrite what the user sees); anything else is inherited.
+/// A run started in the background gets no terminal: its program, in a session of its own, is
+/// beyond job control and would read what the user types to the foreground (a password).
 fn program_stdin() -> Stdio {
-    // SAFETY: isatty only reads the descriptor's state.
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read state.
     if unsafe { libc::isatty(0) } != 1 {
         return Stdio::inherit();
+    }
+    // SAFETY: as above. (A terminal that is not chainsmith's controlling one has no foreground
+    // to compare with: it was named on purpose, `< /dev/pts/3`.)
+    let foreground = unsafe { libc::tcgetpgrp(0) };
+    if foreground >= 0 && foreground != unsafe { libc::getpgrp() } {
+        return Stdio::null();
     }
     match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY).open("/proc/self/fd/0") {
         Ok(terminal) => Stdio::from(terminal),

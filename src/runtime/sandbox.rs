@@ -14,7 +14,9 @@
 //! - Landlock (the `landlock` crate): reads anywhere but in `/dev` (the null device and random
 //!   sources excepted: another terminal's keystrokes are no one's to read), writes only beneath the
 //!   allowed folders, no TCP connect or bind (a second wall when namespaces are refused);
-//! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal),
+//! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal)
+//!   nor the terminal requests whose effect outlives the run (line discipline, output stopped,
+//!   exclusive mode, input discarded),
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
 //!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
@@ -367,11 +369,22 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
     let (unix, inet, inet6) = (libc::AF_UNIX as u64, libc::AF_INET as u64, libc::AF_INET6 as u64);
     // Request numbers are `c_ulong` with glibc and `c_int` with musl.
     #[allow(clippy::unnecessary_cast)]
-    let (tiocsti, tioclinux) = (libc::TIOCSTI as u64, libc::TIOCLINUX as u64);
+    let terminal_requests = [
+        // Typing into a terminal, and the console's equivalent.
+        libc::TIOCSTI as u64,
+        libc::TIOCLINUX as u64,
+        // What outlives the run on the terminal the program reads (the user's, given back after
+        // it): another line discipline (N_NULL: the terminal takes no more input), output stopped
+        // (the shell hangs writing), exclusive mode (no one else may open it: sudo's prompt), and
+        // discarding what the user typed ahead.
+        libc::TIOCSETD as u64,
+        libc::TCXONC as u64,
+        libc::TIOCEXCL as u64,
+        libc::TCFLSH as u64,
+    ];
     let socket_type = SeccompCmpOp::MaskedEq(0xf);
     let rules = vec![
-        // Typing into a terminal, and the console's equivalent.
-        (libc::SYS_ioctl, vec![when(&[(1, SeccompCmpOp::Eq, tiocsti)]), when(&[(1, SeccompCmpOp::Eq, tioclinux)])]),
+        (libc::SYS_ioctl, terminal_requests.iter().map(|request| when(&[(1, SeccompCmpOp::Eq, *request)])).collect()),
         // A new Unix socket could connect to any pathname socket the user can reach (a desktop's
         // session bus, ssh-agent, docker.sock, another run's files). A stream pair is harmless
         // and is how the program opens connections to the host; a datagram pair could send to

@@ -287,11 +287,21 @@ def try_typing(name, open_it):
         print(name, "refused", errno.errorcode.get(e.errno))
 try_typing("/dev/tty", lambda: os.open("/dev/tty", os.O_RDWR))
 try_typing("stdin", lambda: 0)
-try:
-    fcntl.ioctl(0, termios.TIOCLINUX, b"\x02")
-    print("TIOCLINUX allowed")
-except OSError as e:
-    print("TIOCLINUX refused", errno.errorcode.get(e.errno))
+import struct
+for name, request, argument in [
+    ("TIOCLINUX", termios.TIOCLINUX, b"\x02"),
+    # What would outlive the run: the null line discipline, output stopped, exclusive mode,
+    # the user's typed-ahead input discarded.
+    ("TIOCSETD", termios.TIOCSETD, struct.pack("i", 27)),
+    ("TCXONC", termios.TCXONC, termios.TCOOFF),
+    ("TIOCEXCL", termios.TIOCEXCL, 0),
+    ("TCFLSH", termios.TCFLSH, termios.TCIFLUSH),
+]:
+    try:
+        fcntl.ioctl(0, request, argument)
+        print(name, "allowed")
+    except OSError as e:
+        print(name, "refused", errno.errorcode.get(e.errno))
 "#;
     std::fs::write(ws.path().join("tty.py"), program).unwrap();
     // `chainsmith run` in a terminal it controls, as from a shell.
@@ -312,8 +322,48 @@ except OSError as e:
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("/dev/tty refused ENXIO"), "the chain has no controlling terminal: {stdout}");
     assert!(stdout.contains("stdin refused EPERM"), "the terminal it was given refuses keystrokes: {stdout}");
-    assert!(stdout.contains("TIOCLINUX refused"), "{stdout}");
+    for request in ["TIOCLINUX", "TIOCSETD", "TCXONC", "TIOCEXCL", "TCFLSH"] {
+        assert!(stdout.contains(&format!("{request} refused EPERM")), "{request}: {stdout}");
+    }
     assert!(!stdout.contains("typed"), "{stdout}");
+}
+
+/// A run started in the background (`chainsmith run p.py &`) gives its program no terminal: in a
+/// session of its own it is beyond job control, and would read what the user types to the shell.
+#[test]
+fn a_run_in_the_background_reads_nothing_the_user_types() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    std::fs::write(ws.path().join("p.py"), "import sys\nprint('read:', repr(sys.stdin.readline()))\n").unwrap();
+    let (controller, terminal) = pseudo_terminal();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+    command.args(["run", "p.py"]).current_dir(ws.path()).stdin(terminal);
+    // SAFETY: system calls in the child before exec: chainsmith's terminal is given to another
+    // process group (a shell's foreground job), which sleeps until the terminal hangs up.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let foreground = libc::fork();
+            if foreground == 0 {
+                libc::setpgid(0, 0);
+                libc::sleep(20);
+                libc::_exit(0);
+            }
+            libc::setpgid(foreground, foreground);
+            if libc::tcsetpgrp(0, foreground) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut controller = std::fs::File::from(controller);
+    controller.write_all(b"my-sudo-password\n").unwrap();
+    let out = command.output().unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout, "read: ''\n", "{}", text(&out.stderr));
 }
 
 /// What a chain changes on the terminal it inherits — echo off, the descriptor non-blocking (the
