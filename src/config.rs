@@ -17,6 +17,12 @@ use crate::diagnostic::{Diagnostic, Severity};
 use crate::text::ByteRange;
 
 pub const CONFIG_FILE: &str = "chainsmith.toml";
+
+/// The largest chainsmith.toml read (1 MiB: it is written by hand). Parsed, TOML takes up to ~90
+/// times its size, and a folder's file is read before the user trusts it: on opening it in the
+/// editor, by every command.
+pub const MAX_CONFIG: u64 = 1 << 20;
+
 /// The folder whose protocol files make up the catalog when chainsmith.toml names no toolsets.
 pub const PROTOCOLS_DIR: &str = "protocols";
 
@@ -384,10 +390,11 @@ impl Config {
         self.file.clone().unwrap_or_else(|| self.root.join(CONFIG_FILE))
     }
 
-    /// Reads `<root>/chainsmith.toml` (when present) and applies editor-setting overrides.
+    /// Reads `<root>/chainsmith.toml` (when present, at most [`MAX_CONFIG`]) and applies
+    /// editor-setting overrides.
     pub fn load(root: &Path, overrides: Option<&serde_json::Value>) -> Config {
         let path = root.join(CONFIG_FILE);
-        match crate::files::read_text(&path, crate::files::MAX_READ) {
+        match crate::files::read_text(&path, MAX_CONFIG) {
             Ok(text) => Self::from_text(root, Some((path.as_path(), &text)), overrides),
             Err(e) if e.not_found() => Self::from_text(root, None, overrides),
             // Unreadable (not UTF-8, a FIFO …): said on the file, and the workspace goes on without it.
@@ -957,6 +964,16 @@ severity = { "unknown-key" = "error", "argument-type-mismatch" = "off" }
         std::fs::create_dir_all(top.join("c")).unwrap();
         std::fs::write(top.join("c/protocols"), "").unwrap();
         assert_eq!(found("c").as_deref(), Some(top));
+    }
+
+    #[test]
+    fn a_config_past_its_limit_is_a_diagnostic_not_gigabytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let arrays = "[],".repeat((MAX_CONFIG as usize) / 3 + 1);
+        std::fs::write(dir.path().join(CONFIG_FILE), format!("x = [{arrays}]\n")).unwrap();
+        let config = Config::load(dir.path(), None);
+        let messages: Vec<&str> = config.problems.iter().map(|p| p.message.as_str()).collect();
+        assert!(messages.iter().any(|m| m.contains("larger than the 1 MiB limit")), "{messages:?}");
     }
 
     #[test]

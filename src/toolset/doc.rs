@@ -6,6 +6,7 @@
 //! of comments and trailing commas), YAML through `saphyr`'s marked loader.
 
 use serde_json::{Map, Number, Value};
+use std::collections::HashMap;
 
 use crate::text::ByteRange;
 
@@ -220,6 +221,16 @@ fn from_jsonc(value: jsonc_parser::ast::Value<'_>) -> Node {
 
 pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
     use saphyr::{LoadableYamlNode, MarkedYaml};
+    let budget = (text.len() as u64).saturating_mul(8).max(MIN_YAML_EXPANSION);
+    if yaml_expanded_size(text) > budget {
+        return Err(ParseFailure {
+            range: ByteRange::new(0, 0),
+            message: format!(
+                "invalid YAML: its aliases expand it to more than {} MiB, which chainsmith does not load",
+                budget >> 20
+            ),
+        });
+    }
     let offsets = CharOffsets::new(text);
     let docs = MarkedYaml::load_from_str(text).map_err(|e| {
         let at = offsets.byte(e.marker().index());
@@ -232,6 +243,43 @@ pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
             message: "the file is empty: expected a YAML document".into(),
         }),
     }
+}
+
+/// The least a YAML file may expand to through its aliases; past it, eight times its size.
+const MIN_YAML_EXPANSION: u64 = 64 << 20;
+
+/// About the bytes a YAML document takes once its aliases are copied in, as loading it does:
+/// each scalar's text and a little for each node. Read from the parser's events, which hold no
+/// copies, so a 1 MB file whose aliases nest a 1 MiB string ten thousand times (10 GiB loaded)
+/// costs nothing to size. A file the parser refuses sizes as far as it read: loading it reports
+/// where it failed.
+fn yaml_expanded_size(text: &str) -> u64 {
+    use saphyr_parser::{Event, Parser};
+    const NODE: u64 = 64;
+    let mut anchored: HashMap<usize, u64> = HashMap::new();
+    // (anchor of the open collection, its size so far); the bottom collects the documents.
+    let mut open: Vec<(usize, u64)> = vec![(0, 0)];
+    for event in Parser::new_from_str(text) {
+        let Ok((event, _)) = event else { break };
+        let finished = match event {
+            Event::Scalar(value, _, anchor, _) => Some((anchor, NODE + value.len() as u64)),
+            Event::Alias(anchor) => Some((0, anchored.get(&anchor).copied().unwrap_or(NODE))),
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                open.push((anchor, NODE));
+                None
+            }
+            Event::SequenceEnd | Event::MappingEnd if open.len() > 1 => open.pop(),
+            _ => None,
+        };
+        if let Some((anchor, size)) = finished {
+            if anchor != 0 {
+                anchored.insert(anchor, size);
+            }
+            let parent = open.last_mut().expect("the bottom is never popped");
+            parent.1 = parent.1.saturating_add(size);
+        }
+    }
+    open.iter().fold(0u64, |total, (_, size)| total.saturating_add(*size))
 }
 
 /// saphyr reports positions in characters; protocol ranges are bytes.
@@ -313,6 +361,21 @@ mod tests {
         let r = doc.key_range("c").unwrap();
         assert_eq!(&text[r.start..r.end], "\"c\"");
         assert_eq!(doc.to_json(), serde_json::json!({"a": {"b": [1, 2.5, "é"]}, "c": null}));
+    }
+
+    /// A small file whose aliases nest one long string ever deeper would load as gigabytes: it is
+    /// refused, sized without being copied. Aliases a real protocol uses load as before.
+    #[test]
+    fn yaml_aliases_that_would_expand_past_the_budget_are_refused() {
+        let mut bomb = format!("l0: &l0 \"{}\"\n", "A".repeat(1 << 20));
+        for level in 1..=4 {
+            let copies = vec![format!("*l{}", level - 1); 10].join(", ");
+            bomb.push_str(&format!("l{level}: &l{level} [{copies}]\n"));
+        }
+        let failure = parse_yaml(&bomb).unwrap_err();
+        assert!(failure.message.contains("aliases expand it to more than"), "{failure:?}");
+        let shared = "components:\n  x: &ok {type: string}\npaths:\n  /a: {get: {schema: *ok}}\n";
+        assert_eq!(parse_yaml(shared).unwrap().pointer("/paths/~1a/get/schema/type").unwrap().to_json(), "string");
     }
 
     #[test]
