@@ -5,8 +5,9 @@
 //!
 //! Redirects are followed here, not by reqwest (which keeps every header but Authorization and
 //! Cookie): a hop to another origin drops every header that carries a secret — the toolset's auth
-//! header, `Authorization`, `Proxy-Authorization`, `Cookie` — and a request whose body holds a key
-//! is not resent to another origin at all (the redirect is the answer). Credentials written into
+//! header, `Authorization`, `Proxy-Authorization`, `Cookie` — and a request with a body is not
+//! resent to another origin at all (the redirect is the answer), nor is any request sent on from
+//! elsewhere to this machine or its private network by address ([`is_local`]). Credentials written into
 //! a URL (`https://user:pass@host`) become `Authorization: Basic` only when the request has no
 //! `Authorization` of its own, so they never replace a trusted header, and they never appear in
 //! an answer's URL or an error.
@@ -435,7 +436,14 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
         next.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
     }
     if url.origin() != request.url.origin() {
-        if next.secret_body {
+        // A body goes only where the program sent it: a bounce would carry it (a container's
+        // definition, a key) to an address no toolset names.
+        if next.secret_body || next.body.is_some() {
+            return None;
+        }
+        // An API elsewhere cannot turn the run's requests toward this machine or its network:
+        // a local service (a container daemon's port, a cloud's metadata address) trusts them.
+        if is_local(&url) && !is_local(&request.url) {
             return None;
         }
         next.headers.retain(|(k, _)| {
@@ -447,6 +455,31 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
     next.url = url;
     take_url_credentials(&mut next);
     Some(next)
+}
+
+/// Whether `url` names this machine or its private network by address (loopback, private,
+/// link-local — where cloud metadata answers — unique local, unspecified) or as `localhost`. A
+/// name that resolves there is not seen here.
+fn is_local(url: &reqwest::Url) -> bool {
+    use std::net::Ipv4Addr;
+    let v4 = |ip: Ipv4Addr| {
+        ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified() || ip.octets()[0] == 0
+    };
+    let Some(host) = url.host_str() else { return false };
+    match host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => v4(ip),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || (ip.segments()[0] & 0xffc0) == 0xfe80
+                || ip.to_ipv4_mapped().is_some_and(v4)
+        }
+        Err(_) => {
+            let name = host.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+    }
 }
 
 fn send_once(
@@ -656,5 +689,47 @@ paths:
         assert_eq!(error_excerpt(&answer("")), "404 Not Found");
         assert_eq!(toolbench_outcome(&json!({"error": "", "response": "{\"a\": 1}"})).unwrap(), json!({"a": 1}));
         assert_eq!(toolbench_outcome(&json!({"error": "Rate limit", "response": ""})).unwrap_err(), "Rate limit");
+    }
+
+    /// A redirect is followed to another origin only without a body, and never from elsewhere
+    /// toward this machine or its private network (a container daemon, a cloud's metadata).
+    #[test]
+    fn a_redirect_never_bounces_a_body_or_a_request_toward_this_machine() {
+        let request = |method: &str, url: &str, body: Option<&str>| {
+            Prepared::new(method.into(), url.parse().unwrap(), vec![], body.map(|b| b.as_bytes().to_vec()))
+        };
+        let redirect = |status: u16, to: &str| Answer {
+            status,
+            reason: String::new(),
+            headers: vec![("Location".into(), to.into())],
+            body: vec![],
+            url: String::new(),
+        };
+        let followed = |prepared: &Prepared, answer: &Answer| next_hop(prepared, answer).map(|n| n.url.to_string());
+        let get = request("GET", "https://api.example.com/a", None);
+        assert_eq!(
+            followed(&get, &redirect(302, "https://cdn.example.net/b")).as_deref(),
+            Some("https://cdn.example.net/b")
+        );
+        for local in [
+            "http://127.0.0.1:2375/containers/create",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://10.0.0.8/admin",
+            "http://[::1]:8888/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://localhost:6443/",
+            "http://api.localhost./",
+        ] {
+            assert_eq!(followed(&get, &redirect(307, local)), None, "{local}");
+        }
+        let local_get = request("GET", "http://127.0.0.1:8000/a", None);
+        assert!(followed(&local_get, &redirect(307, "http://127.0.0.1:9000/b")).is_some(), "local to local");
+        let post = request("POST", "https://api.example.com/a", Some("{\"Image\": \"alpine\"}"));
+        assert_eq!(followed(&post, &redirect(307, "https://other.example.org/b")), None, "a body stays");
+        assert!(followed(&post, &redirect(307, "https://api.example.com/c")).is_some(), "same origin");
+        assert_eq!(
+            followed(&post, &redirect(303, "https://other.example.org/b")).as_deref(),
+            Some("https://other.example.org/b")
+        );
     }
 }
