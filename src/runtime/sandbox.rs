@@ -469,23 +469,82 @@ fn namespace_support() -> &'static NamespaceSupport {
 /// would take keystrokes meant for someone else (a password typed while the chain runs).
 const READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
-/// What a run may read and execute: everything beneath `/` but `/dev`, and [`READABLE_DEVICES`].
-/// A top-level link is judged by where it leads (a link to `/` or into `/dev` would grant `/dev`).
+/// Where the user's credentials live, beneath their home folder: the stores of ssh, gpg, cloud and
+/// container tools, git's and package registries' tokens, password managers, browsers, shell
+/// histories. A program of a workspace the user never trusted could otherwise read them and send
+/// them to a toolset of the workspace's choosing.
+const CREDENTIAL_STORES: [&str; 22] = [
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".pypirc",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".vault-token",
+    ".terraform.d",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+];
+
+/// What a run may read and execute: everything beneath `/` but `/dev` and what [`unreadable`]
+/// names, and [`READABLE_DEVICES`]. A link is judged by where it leads (a link to `/`, into
+/// `/dev` or to `~/.ssh` would grant what it leads to).
 fn readable() -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir("/") else { return vec![PathBuf::from("/")] };
-    let dev = std::path::Path::new("/dev");
-    let mut readable: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.canonicalize().is_ok_and(|real| real.as_path() != std::path::Path::new("/") && !real.starts_with(dev))
-        })
-        .collect();
+    let excluded = unreadable();
+    let mut readable = Vec::new();
+    readable_beneath(std::path::Path::new("/"), &excluded, &mut readable);
     readable.extend(READABLE_DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
     readable
 }
 
-/// The Landlock ruleset of a run: read and execute anywhere but in `/dev` (see [`readable`]),
+/// What no run reads (as real paths): `/dev` (another terminal's keystrokes), the user's
+/// [`CREDENTIAL_STORES`], and chainsmith's own secrets wherever the user's folders are (the key
+/// that seals the catalog cache; the trust records).
+fn unreadable() -> Vec<PathBuf> {
+    let mut excluded = vec![PathBuf::from("/dev")];
+    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok());
+    if let Some(home) = home.filter(|h| h.as_path() != std::path::Path::new("/")) {
+        excluded.extend(CREDENTIAL_STORES.iter().map(|store| home.join(store)));
+    }
+    excluded.extend(crate::files::user_cache_dir().map(|dir| dir.join("catalog.key")));
+    excluded.extend(crate::trust::Store::open().ok().and_then(|store| store.path.parent().map(PathBuf::from)));
+    excluded.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect()
+}
+
+/// Adds to `out` what beneath `folder` lies outside `excluded`: whole entries where they hold
+/// nothing excluded, the entries of a real folder that does.
+fn readable_beneath(folder: &std::path::Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(real) = path.canonicalize() else { continue };
+        if excluded.iter().any(|e| real.starts_with(e)) {
+            continue;
+        }
+        if !excluded.iter().any(|e| e.starts_with(&real)) {
+            out.push(path);
+        } else if entry.file_type().is_ok_and(|t| t.is_dir()) && real == path {
+            readable_beneath(&path, excluded, out);
+        }
+        // A link to a folder holding an excluded one (`/`, the home folder) grants nothing: the
+        // folder itself is walked under its own path.
+    }
+}
+
+/// The Landlock ruleset of a run: read and execute anywhere but in `/dev` and the user's
+/// credential stores (see [`readable`]),
 /// everything beneath `writable`, no TCP.
 fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<OwnedFd>, String> {
     let level = if mode == SandboxMode::Strict { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };

@@ -169,6 +169,54 @@ for fd in (9, 10):
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "ORIGINAL\n");
 }
 
+/// A program reads what a program needs from the user's home folder (a Python installed there,
+/// user-site packages) but none of the user's credentials, however it names them: a workspace the
+/// user never trusted could send them to a toolset of its choosing.
+#[test]
+fn a_program_reads_no_credential_of_the_users() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let home = tempfile::tempdir().unwrap();
+    for (file, text) in [
+        (".ssh/id_ed25519", "PRIVATE KEY"),
+        (".aws/credentials", "aws_secret_access_key=x"),
+        (".config/gh/hosts.yml", "oauth_token: x"),
+        (".cache/chainsmith/catalog.key", "sealing key"),
+        (".local/lib/site.txt", "a user-site package"),
+        ("notes.txt", "the user's notes"),
+    ] {
+        let path = home.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::os::unix::fs::symlink(home.path().join(".ssh"), home.path().join("keys")).unwrap();
+    let program = r#"import os
+home = os.path.expanduser("~")
+for name in [".ssh/id_ed25519", "keys/id_ed25519", ".aws/credentials", ".config/gh/hosts.yml",
+             ".cache/chainsmith/catalog.key", ".local/lib/site.txt", "notes.txt"]:
+    try:
+        open(os.path.join(home, name)).read()
+        print(name, "read")
+    except OSError as e:
+        print(name, e.strerror)
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let home_path = home.path().to_str().unwrap();
+    let out = chainsmith(
+        ws.path(),
+        &["run", "p.py"],
+        &[("HOME", home_path), ("XDG_CACHE_HOME", ""), ("XDG_CONFIG_HOME", "")],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout,
+        ".ssh/id_ed25519 Permission denied\nkeys/id_ed25519 Permission denied\n.aws/credentials Permission denied\n\
+         .config/gh/hosts.yml Permission denied\n.cache/chainsmith/catalog.key Permission denied\n\
+         .local/lib/site.txt read\nnotes.txt read\n",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// A device node planted in the workspace (an archive extracted by root carries them; only root
 /// may make one) opens for nothing; the ones beneath `/dev` a program needs still work.
 #[test]
