@@ -217,8 +217,10 @@ pub fn not_the_users(meta: &std::fs::Metadata) -> Option<String> {
 pub enum WriteError {
     #[error("refusing to write {path}: its folder resolves to {resolved}, outside {boundary}")]
     Outside { path: PathBuf, resolved: PathBuf, boundary: PathBuf },
-    #[error("cannot write {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    /// (`why` is in the message and is not the error's source, so a chain of causes printed
+    /// whole says it once.)
+    #[error("cannot write {path}: {why}")]
+    Io { path: PathBuf, why: std::io::Error },
 }
 
 /// A suffix for a temporary file's name that no other thread or process uses at the same time.
@@ -239,7 +241,7 @@ pub fn write_inside(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(),
 
 /// [`write_inside`], the new file given `mode` (else 0644 less the umask).
 fn write_with_mode(boundary: &Path, path: &Path, contents: &[u8], mode: Option<u32>) -> Result<(), WriteError> {
-    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    let io = |why| WriteError::Io { path: path.to_path_buf(), why };
     let folder = open_folder_inside(boundary, path)?;
     let name = path.file_name().ok_or_else(|| io(std::io::Error::other("no file name")))?;
     let staging = std::ffi::OsString::from(format!(".{}.{}.tmp", name.to_string_lossy(), unique_suffix()));
@@ -266,7 +268,7 @@ pub fn write_named(boundary: &Path, path: &Path, contents: &[u8]) -> Result<(), 
     use std::os::unix::fs::PermissionsExt;
     let existing = std::fs::symlink_metadata(path).ok();
     if existing.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
-        return Err(WriteError::Io { path: path.to_path_buf(), source: through_a_link() });
+        return Err(WriteError::Io { path: path.to_path_buf(), why: through_a_link() });
     }
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -352,7 +354,7 @@ fn unlink_at(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io::Res
 /// beneath it (`mkdirat`, then `openat` with `O_NOFOLLOW`) — so a folder swapped for a link at any
 /// moment is refused, and no folder is ever made through one.
 fn open_folder_inside(boundary: &Path, path: &Path) -> Result<std::os::fd::OwnedFd, WriteError> {
-    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    let io = |why| WriteError::Io { path: path.to_path_buf(), why };
     let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let canonical_boundary = std::fs::canonicalize(boundary).map_err(io)?;
     let existing =
@@ -392,7 +394,7 @@ fn make_folder_at(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> std::io
 /// (a planted `.chainsmith/eval -> /home/me` link is refused, not written through); missing folders
 /// are made.
 pub fn append_line(boundary: Option<&Path>, path: &Path, line: &str) -> Result<(), WriteError> {
-    let io = |source| WriteError::Io { path: path.to_path_buf(), source };
+    let io = |why| WriteError::Io { path: path.to_path_buf(), why };
     let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_NONBLOCK;
     let opened = match boundary {
         Some(boundary) => {

@@ -89,7 +89,7 @@ pub fn run(
         let saved = outcome
             .trace_file
             .as_ref()
-            .map(|p| format!(" → {}", p.strip_prefix(".").unwrap_or(p).display()))
+            .map(|p| format!(" → {}", crate::text::printable(&p.strip_prefix(".").unwrap_or(p).display().to_string())))
             .unwrap_or_default();
         writeln!(err, "── trace: {} call{}{saved}", calls.len(), if calls.len() == 1 { "" } else { "s" })?;
         for call in calls {
