@@ -15,6 +15,41 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// A program's output as a terminal may be given it: text, line breaks, tabs, carriage returns
+/// and backspaces (progress bars), and colours (SGR, `ESC [ … m`); every other control character
+/// and escape sequence is shown escaped, as [`printable`] shows it. Written raw, a program's
+/// output could set the user's clipboard (OSC 52: `curl … | sh` pasted later), retitle the
+/// window, or ask the terminal for reports it answers by typing into the shell's input once the
+/// run is over.
+pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
+    let allowed = |c: char| matches!(c, '\n' | '\t' | '\r' | '\u{8}');
+    if !text.chars().any(|c| is_unprintable(c) && !allowed(c)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let colour = rest.strip_prefix("\u{1b}[").and_then(|params| {
+            params
+                .find(|p: char| !(p.is_ascii_digit() || p == ';' || p == ':'))
+                .filter(|&at| params[at..].starts_with('m'))
+        });
+        if let Some(at) = colour {
+            let len = 2 + at + 1;
+            out.push_str(&rest[..len]);
+            rest = &rest[len..];
+            continue;
+        }
+        if is_unprintable(c) && !allowed(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// A control character, one that reorders the text around it on screen (the bidirectional
 /// overrides and isolates, and the direction marks), or one that shows as nothing or as a blank
 /// (zero-width spaces and joiners, the line and paragraph separators, the soft hyphen, the
@@ -176,6 +211,14 @@ fn clamp_to_char(text: &str, mut offset: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_programs_output_keeps_its_colours_and_loses_its_other_escapes() {
+        let shown =
+            super::for_terminal("\u{1b}[1;31mred\u{1b}[0m 50%\r\u{1b}]52;c;Y3VybA==\u{7}\u{1b}[6n\u{1b}[2Jdone\t\n");
+        assert_eq!(shown, "\u{1b}[1;31mred\u{1b}[0m 50%\r\\u{1b}]52;c;Y3VybA==\\u{7}\\u{1b}[6n\\u{1b}[2Jdone\t\n");
+        assert!(matches!(super::for_terminal("plain\n"), std::borrow::Cow::Borrowed(_)));
+    }
+
     #[test]
     fn many_positions_are_the_positions_one_by_one() {
         let text = "aé\u{1F600}b\ncd\u{1F600}é\nxyz";

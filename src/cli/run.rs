@@ -17,15 +17,20 @@ use crate::text::LineIndex;
 struct Terminal;
 
 impl RunObserver for Terminal {
+    /// A program's output as it wrote it, but to a terminal without escape sequences other than
+    /// colours ([`crate::text::for_terminal`]); a file or pipe gets it unchanged.
     fn output(&self, stream: Stream, line: &str) {
+        use std::io::IsTerminal;
         let _ = match stream {
             Stream::Stdout => {
                 let mut out = std::io::stdout().lock();
-                out.write_all(line.as_bytes()).and_then(|()| out.flush())
+                let shown = if out.is_terminal() { crate::text::for_terminal(line) } else { line.into() };
+                out.write_all(shown.as_bytes()).and_then(|()| out.flush())
             }
             Stream::Stderr => {
                 let mut err = std::io::stderr().lock();
-                err.write_all(line.as_bytes()).and_then(|()| err.flush())
+                let shown = if err.is_terminal() { crate::text::for_terminal(line) } else { line.into() };
+                err.write_all(shown.as_bytes()).and_then(|()| err.flush())
             }
         };
     }

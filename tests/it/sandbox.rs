@@ -414,6 +414,33 @@ fn a_run_in_the_background_reads_nothing_the_user_types() {
     assert_eq!(stdout, "read: ''\n", "{}", text(&out.stderr));
 }
 
+/// What a program prints reaches the user's terminal with its colours but without other escape
+/// sequences: set the clipboard (OSC 52) or ask the terminal for a report it would answer by
+/// typing into the shell's input, and it would act after the run. A pipe gets the output as written.
+#[test]
+fn a_programs_output_reaches_a_terminal_without_its_escape_sequences() {
+    use std::io::Read;
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = "print('\\x1b[31mred\\x1b[0m \\x1b]52;c;Y3VybCBldmls\\x07 \\x1b[6n', flush=True)\n";
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let (controller, terminal) = pseudo_terminal();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(["run", "p.py"])
+        .current_dir(ws.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(terminal)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut shown = vec![0u8; 4096];
+    let read = std::fs::File::from(controller).read(&mut shown).unwrap();
+    let shown = String::from_utf8_lossy(&shown[..read]).into_owned();
+    assert!(shown.starts_with("\x1b[31mred\x1b[0m \\u{1b}]52;c;Y3VybCBldmls\\u{7} \\u{1b}[6n"), "{shown:?}");
+    let piped = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert!(text(&piped.stdout).contains("\x1b]52;c;"), "a pipe gets the output as written");
+}
+
 /// What a chain changes on the terminal it inherits — echo off, the descriptor non-blocking (the
 /// shell's next read would fail) — is put back when the run ends.
 #[test]
