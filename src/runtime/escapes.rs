@@ -9,8 +9,11 @@
 use std::ops::Range;
 
 /// The longest escape any scheme here decodes, in bytes (`&#x` + ten digits + `;`): a secret of n
-/// bytes takes at most n times this in text.
+/// bytes takes at most n times this in text, escaped once.
 pub const MAX_ESCAPE_LEN: usize = 14;
+
+/// The most text one byte takes escaped twice (each byte of its escape escaped again).
+pub const MAX_TWICE_ESCAPED_LEN: usize = MAX_ESCAPE_LEN * MAX_ESCAPE_LEN;
 
 /// How much text is decoded at a time: the decoded text and its spans cost ~17 bytes a byte, so a
 /// 64 MiB answer is decoded in windows rather than at once.
@@ -42,7 +45,7 @@ impl Escapes {
             Escapes::Percent => memchr::memchr2(b'%', b'+', text).is_some(),
             Escapes::Html => memchr::memchr(b'&', text).is_some(),
             Escapes::Backslash => memchr::memchr(b'\\', text).is_some(),
-            Escapes::HexPairs => memchr::memchr3(b':', b'-', b',', text).is_some() || text.contains(&b' '),
+            Escapes::HexPairs => holds_separated_hex(text),
         }
     }
 
@@ -136,6 +139,32 @@ fn html_reference(text: &[u8]) -> Option<(Decoded, usize)> {
     None
 }
 
+/// Whether `text` holds four separated hex pairs in a row (`4b:33:79:26`): the least of a secret
+/// (four bytes) written so. Most text holds none, and is not decoded as hex at all.
+fn holds_separated_hex(text: &[u8]) -> bool {
+    let mut at = 0;
+    let mut in_a_row = 0;
+    while at < text.len() {
+        match hex_pair(&text[at..]) {
+            Some((_, len)) if at == 0 || !text[at - 1].is_ascii_hexdigit() => {
+                in_a_row += 1;
+                if in_a_row == 4 {
+                    return true;
+                }
+                at += len;
+                if len == 2 {
+                    in_a_row = 0;
+                }
+            }
+            _ => {
+                in_a_row = 0;
+                at += 1;
+            }
+        }
+    }
+    false
+}
+
 /// The separated hex pair at the start of `text` (see [`Escapes::HexPairs`]).
 fn hex_pair(text: &[u8]) -> Option<(Decoded, usize)> {
     let prefix = if matches!(text, [b'0', b'x' | b'X', ..]) { 2 } else { 0 };
@@ -189,7 +218,7 @@ fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
 pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
     let needles: Vec<Vec<u8>> =
         needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes().to_ascii_lowercase()).collect();
-    let Some(reach) = needles.iter().map(|n| n.len() * MAX_ESCAPE_LEN).max() else { return Vec::new() };
+    let Some(reach) = needles.iter().map(|n| n.len() * MAX_TWICE_ESCAPED_LEN).max() else { return Vec::new() };
     let mut found: Vec<Range<usize>> = Vec::new();
     for start in (0..text.len()).step_by(WINDOW) {
         let window = &text[start..text.len().min(start + WINDOW + reach)];

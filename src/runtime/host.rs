@@ -509,8 +509,10 @@ impl Host {
     }
 
     /// Adds the toolset's auth; when it has auth but no value for it, why (for a 401's message).
-    /// Refused when the workspace is not trusted to send that secret to its base URL, or when the
-    /// request leaves the base URL's scheme (a key meant for `https://` never goes out in clear).
+    /// Refused when the workspace is not trusted to send that secret to its base URL, when the
+    /// request leaves the base URL's scheme (a key meant for `https://` never goes out in clear),
+    /// or when it is not beneath the base URL at all: a protocol's path need not start with `/`, and
+    /// `.evil.example/x` after `https://api.github.com` names another host than the one trusted.
     /// A request a stand-in answers (chainsmith's mock, on this machine) goes without a key: the
     /// mock needs none, so a mock run sends no secret anywhere and needs no trust to.
     fn add_auth(&self, toolset: &Toolset, prepared: &mut Prepared) -> Result<Option<String>, String> {
@@ -529,6 +531,16 @@ impl Host {
                 "toolset `{}` sends its key only over {base_scheme}://, its base URL's scheme; this request is {}://, so it is not sent",
                 toolset.name,
                 prepared.url.scheme()
+            ));
+        }
+        if let Some(base) = toolset.base_url.as_deref().and_then(|b| reqwest::Url::parse(b).ok())
+            && !http::beneath(&prepared.url, &base)
+        {
+            return Err(format!(
+                "toolset `{}` sends its key only beneath {}; this request goes to {}, so it is not sent",
+                toolset.name,
+                crate::trust::redact_url(base.as_str()),
+                crate::trust::redact_url(prepared.url.origin().ascii_serialization().as_str())
             ));
         }
         http::add_auth(prepared, auth, &value);

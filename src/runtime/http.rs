@@ -350,13 +350,15 @@ pub struct Share {
 impl Share {
     /// Counts `more` bytes; `false` (nothing counted) when that would pass the budget's limit.
     fn grow(&mut self, more: u64) -> bool {
-        let held = self.budget.held.fetch_add(more, Ordering::SeqCst) + more;
-        if held > self.budget.limit {
-            self.budget.held.fetch_sub(more, Ordering::SeqCst);
-            return false;
+        let limit = self.budget.limit;
+        // Compared and added at once: two calls near the limit never both back off.
+        let grown = self.budget.held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
+            held.checked_add(more).filter(|total| *total <= limit)
+        });
+        if grown.is_ok() {
+            self.bytes += more;
         }
-        self.bytes += more;
-        true
+        grown.is_ok()
     }
 
     fn give_back(&mut self) {
@@ -435,10 +437,14 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
         next.secret_body = false;
         next.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
     }
+    let upgrade = request.url.scheme() == "http"
+        && url.scheme() == "https"
+        && url.host_str() == request.url.host_str()
+        && matches!(url.port(), None | Some(443));
     if url.origin() != request.url.origin() {
-        // A body goes only where the program sent it: a bounce would carry it (a container's
-        // definition, a key) to an address no toolset names.
-        if next.secret_body || next.body.is_some() {
+        // A body goes only where the program sent it (or the same host over https): a bounce
+        // would carry it (a container's definition, a key) to an address no toolset names.
+        if next.body.is_some() && !upgrade {
             return None;
         }
         // An API elsewhere cannot turn the run's requests toward this machine or its network:
@@ -455,6 +461,16 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
     next.url = url;
     take_url_credentials(&mut next);
     Some(next)
+}
+
+/// Whether `url` lies beneath `base`: the same host and port (the scheme is judged apart, so a
+/// default port is compared as written: none), and a
+/// path within the base's (`/v3/x` beneath `/v3`, not `/v3x`).
+pub fn beneath(url: &reqwest::Url, base: &reqwest::Url) -> bool {
+    let base_path = base.path().trim_end_matches('/');
+    url.host_str() == base.host_str()
+        && url.port() == base.port()
+        && url.path().strip_prefix(base_path).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 /// Whether `url` names this machine or its private network by address (loopback, private,
@@ -731,5 +747,26 @@ paths:
             followed(&post, &redirect(303, "https://other.example.org/b")).as_deref(),
             Some("https://other.example.org/b")
         );
+        let plain = request("POST", "http://api.example.com/a", Some("{}"));
+        assert!(followed(&plain, &redirect(308, "https://api.example.com/a")).is_some(), "the same host over https");
+    }
+
+    /// A key goes only beneath its base URL: a protocol's path is appended as written, and one not
+    /// starting with `/` could name another host.
+    #[test]
+    fn a_request_is_beneath_its_base_url_only_on_its_host_and_path() {
+        let base: reqwest::Url = "https://api.github.com/v3".parse().unwrap();
+        let under = |url: &str| beneath(&url.parse().unwrap(), &base);
+        assert!(under("https://api.github.com/v3/repos") && under("https://api.github.com:443/v3"));
+        assert!(under("http://api.github.com/v3/repos"), "the scheme is judged apart");
+        for elsewhere in [
+            "https://api.github.com.evil.example/v3/x",
+            "https://evil.example/x",
+            "https://api.github.com:8443/v3/x",
+            "https://api.github.com/v3x",
+            "https://api.github.com/other",
+        ] {
+            assert!(!under(elsewhere), "{elsewhere}");
+        }
     }
 }

@@ -126,11 +126,27 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
 /// so the program can read what the user types but not write to the terminal through it (escape
 /// sequences that retitle the window or rewrite what the user sees); anything else is inherited.
 /// A run started in the background gets no terminal: its program, in a session of its own, is
-/// beyond job control and would read what the user types to the foreground (a password).
+/// beyond job control and would read what the user types to the foreground (a password). Any
+/// other stdin reaches the program for reading only: a file opened for writing too (`0<>file`) is
+/// reopened for reading, and a socket (a connection to a server no toolset names) is not given.
 fn program_stdin() -> Stdio {
     // SAFETY: isatty, tcgetpgrp and getpgrp only read state.
     if unsafe { libc::isatty(0) } != 1 {
-        return Stdio::inherit();
+        // SAFETY: fstat and fcntl(F_GETFL) only read the descriptor's state into the zeroed stat.
+        let (kind, access) = unsafe {
+            let mut stat: libc::stat = std::mem::zeroed();
+            if libc::fstat(0, &mut stat) != 0 {
+                return Stdio::null();
+            }
+            (stat.st_mode & libc::S_IFMT, libc::fcntl(0, libc::F_GETFL) & libc::O_ACCMODE)
+        };
+        return if kind == libc::S_IFSOCK {
+            Stdio::null()
+        } else if access == libc::O_RDONLY {
+            Stdio::inherit()
+        } else {
+            read_only_stdin().unwrap_or_else(Stdio::null)
+        };
     }
     // SAFETY: as above. (A terminal that is not chainsmith's controlling one has no foreground
     // to compare with: it was named on purpose, `< /dev/pts/3`.)
@@ -138,10 +154,13 @@ fn program_stdin() -> Stdio {
     if foreground >= 0 && foreground != unsafe { libc::getpgrp() } {
         return Stdio::null();
     }
-    match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY).open("/proc/self/fd/0") {
-        Ok(terminal) => Stdio::from(terminal),
-        Err(_) => Stdio::inherit(),
-    }
+    read_only_stdin().unwrap_or_else(Stdio::inherit)
+}
+
+/// chainsmith's stdin opened afresh for reading only (and never as a controlling terminal).
+fn read_only_stdin() -> Option<Stdio> {
+    let reopened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOCTTY).open("/proc/self/fd/0");
+    reopened.ok().map(Stdio::from)
 }
 
 /// The state of the terminals a run inherits (its standard streams, when they are terminals),

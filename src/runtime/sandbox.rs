@@ -402,6 +402,18 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         ),
         // Its operations (socket, connect) are not system calls the filter sees.
         (libc::SYS_io_uring_setup, Vec::new()),
+        // A program run by root holds every capability in its user namespace: it could take the
+        // run's `nodev` back, or mount over what Landlock's rules name.
+        (libc::SYS_mount, Vec::new()),
+        (libc::SYS_umount2, Vec::new()),
+        (libc::SYS_mount_setattr, Vec::new()),
+        (libc::SYS_open_tree, Vec::new()),
+        (libc::SYS_move_mount, Vec::new()),
+        (libc::SYS_fsopen, Vec::new()),
+        (libc::SYS_fsmount, Vec::new()),
+        (libc::SYS_fsconfig, Vec::new()),
+        (libc::SYS_fspick, Vec::new()),
+        (libc::SYS_pivot_root, Vec::new()),
     ];
     let rules: Result<Vec<(i64, Vec<SeccompRule>)>, _> = rules
         .into_iter()
@@ -759,9 +771,10 @@ fn mount_own_proc_and_shm(shm_rule: Option<(RawFd, u64)>, scratch: Option<&Scrat
 /// nothing but `EACCES`, which Landlock alone cannot give, having no rule by file type.
 ///
 /// `/dev` is bound onto itself first, so it is a mount of its own even where it is a plain folder
-/// of `/`; then every mount gets `nodev`, and `/dev` and `/dev/pts` get it taken back. Taking it
-/// back fails (`EPERM`) only where the host's own mount had it already, so that is no loss.
-/// Kernels before 5.12 lack `mount_setattr`: there the run goes on without this layer.
+/// of `/`; then every mount gets `nodev`, and everything beneath `/dev` gets it taken back.
+/// Taking it back fails (`EPERM`) only where the host's own mount had it already, so that is no
+/// loss. Where `nodev` cannot be set (kernels before 5.12 lack `mount_setattr`) the run goes on
+/// without this layer. seccomp keeps the program from taking it back.
 ///
 /// # Safety
 /// Runs between fork and exec: system calls on constant strings and stack data alone.
@@ -789,15 +802,18 @@ unsafe fn devices_open_only_in_dev() -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     let everywhere = libc::mount_attr { attr_set: nodev, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    match set_attr(c"/", libc::AT_RECURSIVE, everywhere) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => return Ok(()),
-        other => other?,
+    if set_attr(c"/", libc::AT_RECURSIVE, everywhere).is_err() {
+        // Nothing changed: the run goes on without this layer.
+        return Ok(());
     }
     let back = libc::mount_attr { attr_set: 0, attr_clr: nodev, propagation: 0, userns_fd: 0 };
-    for folder in [c"/dev", c"/dev/pts"] {
-        match set_attr(folder, 0, back) {
-            Err(e) if e.raw_os_error() != Some(libc::EPERM) => return Err(e),
-            _ => {}
+    if set_attr(c"/dev", libc::AT_RECURSIVE, back).is_err() {
+        // A mount beneath `/dev` had `nodev` in the host (so it keeps it: `EPERM`): taken back one
+        // by one, as device nodes may be mounts of their own (containers bind them), each failing
+        // only where it had `nodev` already or is no mount at all.
+        for device in [c"/dev", c"/dev/pts", c"/dev/null", c"/dev/zero", c"/dev/full", c"/dev/random", c"/dev/urandom"]
+        {
+            let _ = set_attr(device, 0, back);
         }
     }
     Ok(())

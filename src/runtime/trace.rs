@@ -227,11 +227,11 @@ impl Secrets {
         }
     }
 
-    /// The most bytes one secret may take in text (its longest escaped form, see
-    /// [`escapes::MAX_ESCAPE_LEN`]): output is held back by one less than this across pieces so no
-    /// secret is cut in two and printed.
+    /// The most bytes one secret may take in text (its longest form escaped twice, see
+    /// [`escapes::MAX_TWICE_ESCAPED_LEN`]): output is held back by one less than this across
+    /// pieces so no secret is cut in two and printed.
     pub fn longest(&self) -> usize {
-        let escaped = self.plain.iter().map(|p| p.len() * escapes::MAX_ESCAPE_LEN).max().unwrap_or(0);
+        let escaped = self.plain.iter().map(|p| p.len() * escapes::MAX_TWICE_ESCAPED_LEN).max().unwrap_or(0);
         self.values.first().map_or(0, String::len).max(escaped)
     }
 
@@ -502,7 +502,11 @@ mod tests {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
         }
-        assert_eq!(secrets.longest(), 14 * "K3y+Secr/et=&x y".len(), "fourteen bytes a byte, as `&#x000000004b;`");
+        assert_eq!(
+            secrets.longest(),
+            14 * 14 * "K3y+Secr/et=&x y".len(),
+            "fourteen bytes a byte, as `&#x000000004b;`, each escaped again"
+        );
     }
 
     /// A key an API echoes inside a longer encoded text (a Basic credential `user:` + key, a JSON

@@ -221,8 +221,9 @@ fn from_jsonc(value: jsonc_parser::ast::Value<'_>) -> Node {
 
 pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
     use saphyr::{LoadableYamlNode, MarkedYaml};
-    let budget = (text.len() as u64).saturating_mul(8).max(MIN_YAML_EXPANSION);
-    if yaml_expanded_size(text) > budget {
+    let (as_written, expanded) = yaml_sizes(text);
+    let budget = as_written.saturating_mul(8).max(MIN_YAML_EXPANSION);
+    if expanded > budget {
         return Err(ParseFailure {
             range: ByteRange::new(0, 0),
             message: format!(
@@ -245,26 +246,35 @@ pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
     }
 }
 
-/// The least a YAML file may expand to through its aliases; past it, eight times its size.
+/// The least a YAML file may expand to through its aliases; past it, eight times its size with
+/// each alias counted as one node.
 const MIN_YAML_EXPANSION: u64 = 64 << 20;
 
-/// About the bytes a YAML document takes once its aliases are copied in, as loading it does:
-/// each scalar's text and a little for each node. Read from the parser's events, which hold no
-/// copies, so a 1 MB file whose aliases nest a 1 MiB string ten thousand times (10 GiB loaded)
-/// costs nothing to size. A file the parser refuses sizes as far as it read: loading it reports
-/// where it failed.
-fn yaml_expanded_size(text: &str) -> u64 {
+/// About the bytes a YAML document takes loaded — each scalar's text and a little for each node —
+/// with each alias counted as one node (as written), and with each copied in (as loading does).
+/// Read from the parser's events, which hold no copies, so a 1 MB file whose aliases nest a 1 MiB
+/// string ten thousand times (10 GiB loaded) costs nothing to size. A file the parser refuses
+/// sizes as far as it read: loading it reports where it failed.
+fn yaml_sizes(text: &str) -> (u64, u64) {
     use saphyr_parser::{Event, Parser};
     const NODE: u64 = 64;
     let mut anchored: HashMap<usize, u64> = HashMap::new();
+    let mut as_written = 0u64;
     // (anchor of the open collection, its size so far); the bottom collects the documents.
     let mut open: Vec<(usize, u64)> = vec![(0, 0)];
     for event in Parser::new_from_str(text) {
         let Ok((event, _)) = event else { break };
         let finished = match event {
-            Event::Scalar(value, _, anchor, _) => Some((anchor, NODE + value.len() as u64)),
-            Event::Alias(anchor) => Some((0, anchored.get(&anchor).copied().unwrap_or(NODE))),
+            Event::Scalar(value, _, anchor, _) => {
+                as_written = as_written.saturating_add(NODE + value.len() as u64);
+                Some((anchor, NODE + value.len() as u64))
+            }
+            Event::Alias(anchor) => {
+                as_written = as_written.saturating_add(NODE);
+                Some((0, anchored.get(&anchor).copied().unwrap_or(NODE)))
+            }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                as_written = as_written.saturating_add(NODE);
                 open.push((anchor, NODE));
                 None
             }
@@ -279,7 +289,7 @@ fn yaml_expanded_size(text: &str) -> u64 {
             parent.1 = parent.1.saturating_add(size);
         }
     }
-    open.iter().fold(0u64, |total, (_, size)| total.saturating_add(*size))
+    (as_written, open.iter().fold(0u64, |total, (_, size)| total.saturating_add(*size)))
 }
 
 /// saphyr reports positions in characters; protocol ranges are bytes.
@@ -375,6 +385,9 @@ mod tests {
         let failure = parse_yaml(&bomb).unwrap_err();
         assert!(failure.message.contains("aliases expand it to more than"), "{failure:?}");
         let shared = "components:\n  x: &ok {type: string}\npaths:\n  /a: {get: {schema: *ok}}\n";
+        // Many small values and no alias: large loaded, but no larger than written.
+        let flat = format!("[{}]", vec!["0"; 1 << 20].join(","));
+        assert!(parse_yaml(&flat).is_ok());
         assert_eq!(parse_yaml(shared).unwrap().pointer("/paths/~1a/get/schema/type").unwrap().to_json(), "string");
     }
 

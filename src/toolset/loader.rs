@@ -229,7 +229,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
 /// for their positions.
 fn list_mcp_servers(config: &Config, config_file: &Path, trust: &Trust, texts: &mut Texts) -> HashMap<String, Loaded> {
     let declared = config.toolsets.iter().any(|ts| matches!(ts.source, ToolsetSource::Mcp(_)));
-    if declared && let Ok(text) = crate::files::read_text(config_file, crate::files::MAX_READ) {
+    if declared && let Ok(text) = crate::files::read_text(config_file, crate::config::MAX_CONFIG) {
         texts.entry(config_file.to_path_buf()).or_insert_with(|| text.into());
     }
     let servers: Vec<(&str, &crate::config::McpConfig, ByteRange)> = config

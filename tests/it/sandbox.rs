@@ -141,7 +141,7 @@ fn a_descriptor_chainsmith_inherits_does_not_reach_the_program() {
     std::fs::write(&target, "ORIGINAL\n").unwrap();
     let file = std::fs::OpenOptions::new().append(true).open(&target).unwrap();
     let program = r#"import os
-for fd in (9, 10):
+for fd in (0, 9, 10):
     try:
         os.write(fd, b"WRITTEN BY THE CHAIN\n")
         print(fd, "written")
@@ -151,7 +151,9 @@ for fd in (9, 10):
     std::fs::write(ws.path().join("p.py"), program).unwrap();
     let raw = file.as_raw_fd();
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
-    command.args(["run", "p.py"]).current_dir(ws.path()).stdin(std::process::Stdio::null());
+    // Its stdin too, opened for writing as well (`0<>file`).
+    let stdin = std::fs::OpenOptions::new().read(true).write(true).open(&target).unwrap();
+    command.args(["run", "p.py"]).current_dir(ws.path()).stdin(stdin);
     // SAFETY: dup2 on descriptors this process holds, between fork and exec.
     unsafe {
         command.pre_exec(move || {
@@ -165,7 +167,12 @@ for fd in (9, 10):
     }
     let out = command.output().unwrap();
     let stdout = text(&out.stdout);
-    assert_eq!(stdout, "9 Bad file descriptor\n10 Bad file descriptor\n", "{}", text(&out.stderr));
+    assert_eq!(
+        stdout,
+        "0 Bad file descriptor\n9 Bad file descriptor\n10 Bad file descriptor\n",
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "ORIGINAL\n");
 }
 
@@ -240,12 +247,19 @@ fn a_device_node_outside_dev_opens_for_nothing() {
 with open("/dev/null", "w") as f:
     f.write("x")
     print("/dev/null writable")
+# Root in the run's user namespace, the program may not take `nodev` back.
+import ctypes, struct
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(struct.pack("QQQQ", 0, 4, 0, 0))
+rc = libc.syscall(442, -100, b"/", 0x8000, attr, 32)
+print("mount_setattr", rc, ctypes.get_errno())
 "#;
     std::fs::write(ws.path().join("p.py"), program).unwrap();
     let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
     let stdout = text(&out.stdout);
     assert!(stdout.contains("planted-zero Permission denied\n"), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("/dev/zero 4\n/dev/urandom 4\n/dev/null writable"), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains(&format!("mount_setattr -1 {}", libc::EPERM)), "{stdout}");
 }
 
 /// The scratch folder holds `[runtime] max_scratch_mb`: past it a write fails (`ENOSPC`) instead
