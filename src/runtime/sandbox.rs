@@ -9,14 +9,16 @@
 //!   interface but a downed loopback, so no connection leaves the program; the program is the init
 //!   of its own PID namespace, so when it ends or is killed the kernel kills every process it
 //!   started, a `setsid` daemon included; it mounts its own `/proc` (only its processes) and
-//!   `/dev/shm` (gone with the run), and a device node opens only beneath `/dev`. An intermediate process outside the namespace waits for it,
-//!   forwards the signals chainsmith sends (`SIGUSR1` asks where the program is), and dies with it;
+//!   `/dev/shm` (gone with the run), and a device node opens only beneath `/dev`. An
+//!   intermediate process outside the namespace waits for it, forwards the signals chainsmith
+//!   sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere but in `/dev` (the null device and random
-//!   sources excepted: another terminal's keystrokes are no one's to read), writes only beneath the
-//!   allowed folders, no TCP connect or bind (a second wall when namespaces are refused);
+//!   sources excepted: another terminal's keystrokes are no one's to read) and the user's
+//!   credential stores, writes only beneath the allowed folders, no TCP connect or bind (a second
+//!   wall when namespaces are refused);
 //! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal)
 //!   nor the terminal requests whose effect outlives the run (line discipline, output stopped,
-//!   exclusive mode, input discarded),
+//!   exclusive mode, input discarded), no mount calls (root's program could undo `nodev`),
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
 //!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
