@@ -487,7 +487,7 @@ const READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/de
 /// container tools, git's and package registries' tokens, password managers, browsers, shell
 /// histories. A program of a workspace the user never trusted could otherwise read them and send
 /// them to a toolset of the workspace's choosing.
-const CREDENTIAL_STORES: [&str; 22] = [
+const CREDENTIAL_STORES: [&str; 33] = [
     ".ssh",
     ".gnupg",
     ".aws",
@@ -510,6 +510,17 @@ const CREDENTIAL_STORES: [&str; 22] = [
     ".zsh_history",
     ".python_history",
     ".psql_history",
+    ".local/share/fish/fish_history",
+    ".pgpass",
+    ".my.cnf",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".gem/credentials",
+    ".cache/huggingface/token",
+    ".kaggle",
+    ".terraformrc",
+    ".Xauthority",
+    ".local/share/jupyter/runtime",
 ];
 
 /// What a run may read and execute: everything beneath `/` but `/dev` and what [`unreadable`]
@@ -528,13 +539,36 @@ fn readable() -> Vec<PathBuf> {
 /// that seals the catalog cache; the trust records).
 fn unreadable() -> Vec<PathBuf> {
     let mut excluded = vec![PathBuf::from("/dev")];
-    let home = std::env::var_os("HOME").map(PathBuf::from).and_then(|h| h.canonicalize().ok());
-    if let Some(home) = home.filter(|h| h.as_path() != std::path::Path::new("/")) {
+    // The home folder the environment names, and the account's own where it names another (or
+    // none): a run's environment need not be the user's.
+    let homes = [std::env::var_os("HOME").map(PathBuf::from), account_home()];
+    for home in homes.into_iter().flatten().filter_map(|h| h.canonicalize().ok()) {
         excluded.extend(CREDENTIAL_STORES.iter().map(|store| home.join(store)));
     }
+    // The user's runtime folder: container registries' logins (`containers/auth.json`), session
+    // cookies.
+    excluded.extend(std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute()));
     excluded.extend(crate::files::user_cache_dir().map(|dir| dir.join("catalog.key")));
     excluded.extend(crate::trust::Store::open().ok().and_then(|store| store.path.parent().map(PathBuf::from)));
     excluded.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect()
+}
+
+/// The home folder of the account chainsmith runs as (from the password database).
+fn account_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: a plain C struct, all integers and pointers, for which zero is a valid value.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buffer = vec![0 as libc::c_char; 16 << 10];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes the entry into `entry`, its strings into `buffer` (of the length
+    // given), and `found` points at `entry` or is null.
+    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut found) };
+    if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points at a NUL-terminated string inside `buffer`, alive here.
+    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 /// Adds to `out` what beneath `folder` lies outside `excluded`: whole entries where they hold
