@@ -17,23 +17,19 @@ use crate::text::LineIndex;
 struct Terminal;
 
 impl RunObserver for Terminal {
-    /// A program's output as it wrote it, but to a terminal without escape sequences other than
-    /// colours ([`crate::text::for_terminal`]); a file or pipe gets it unchanged.
     fn output(&self, stream: Stream, line: &str) {
-        use std::io::IsTerminal;
         let _ = match stream {
-            Stream::Stdout => {
-                let mut out = std::io::stdout().lock();
-                let shown = if out.is_terminal() { crate::text::for_terminal(line) } else { line.into() };
-                out.write_all(shown.as_bytes()).and_then(|()| out.flush())
-            }
-            Stream::Stderr => {
-                let mut err = std::io::stderr().lock();
-                let shown = if err.is_terminal() { crate::text::for_terminal(line) } else { line.into() };
-                err.write_all(shown.as_bytes()).and_then(|()| err.flush())
-            }
+            Stream::Stdout => show(std::io::stdout().lock(), line),
+            Stream::Stderr => show(std::io::stderr().lock(), line),
         };
     }
+}
+
+/// A program's output as it wrote it, but to a terminal without escape sequences other than
+/// colours ([`crate::text::for_terminal`]); a file or pipe gets it unchanged.
+fn show(mut to: impl Write + std::io::IsTerminal, line: &str) -> std::io::Result<()> {
+    let shown = if to.is_terminal() { crate::text::for_terminal(line) } else { line.into() };
+    to.write_all(shown.as_bytes()).and_then(|()| to.flush())
 }
 
 fn print_diagnostics(diagnostics: &[Diagnostic], text: &str) {
