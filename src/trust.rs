@@ -11,10 +11,10 @@
 //! trust and says `"trusted": true`).
 //!
 //! Trust covers more than commands: every setting by which a workspace would loosen the sandbox
-//! (`[runtime] sandbox = "off"`, limits above the defaults, every `[runtime] writable` folder) and
-//! every
-//! secret of the user's environment it would send to an address it names (a toolset's `auth`
-//! `value_env` to its base URL, `[llm] api_key_env` to `[llm] base_url`) is a line of the same
+//! (`[runtime] sandbox = "off"`, limits above the defaults, every `[runtime] writable` folder),
+//! every secret of the user's environment it would send to an address it names (a toolset's `auth`
+//! `value_env` to its base URL, `[llm] api_key_env` to `[llm] base_url`), and every toolset on this
+//! machine or its private network its programs would call ([`is_local`]), is a line of the same
 //! record, shown and trusted the same way. Such a line holds an unquoted `<`, which no local
 //! command line does, so no line can pass for another.
 //!
@@ -166,11 +166,22 @@ impl Command {
         Command::secret("[llm]".into(), &llm.api_key_env, "header Authorization", &llm.base_url)
     }
 
+    /// Programs' requests to `url`'s origin, on this machine or its private network
+    /// ([`is_local`]): a toolset's base URL there, or where a request goes.
+    pub fn reach(from: String, url: &reqwest::Url) -> Command {
+        Command { from, command: format!("{REACH_PREFIX}{}>", url.origin().ascii_serialization()) }
+    }
+
     /// What the line would do, in words: `run `cmd``, `send $KEY to http://… as header X`.
     fn action(&self) -> String {
         let line = &self.command;
         if let Some(rest) = line.strip_prefix(SEND_PREFIX) {
             format!("send {}", rest.replacen('<', "", 1).replacen('>', "", 1))
+        } else if let Some(origin) = line.strip_prefix(REACH_PREFIX) {
+            format!(
+                "let programs call {}, on this machine or its private network, whose services trust what reaches them",
+                origin.trim_end_matches('>')
+            )
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
         } else if let Some(raised) = line.strip_prefix(LIMITS_PREFIX) {
@@ -203,6 +214,7 @@ const SEND_PREFIX: &str = "send ";
 const SANDBOX_PREFIX: &str = "sandbox <";
 const WRITE_PREFIX: &str = "write <";
 const LIMITS_PREFIX: &str = "limits <";
+const REACH_PREFIX: &str = "call <";
 /// What follows a writable folder's `>` when it is the workspace root itself, or a folder inside.
 const WHOLE_WORKSPACE: &str = " the whole workspace";
 const INSIDE: &str = " inside the workspace";
@@ -256,6 +268,55 @@ pub fn redact_url(url: &str) -> String {
     match url[authority_start..authority_end].rfind('@') {
         Some(at) => format!("{}***{}", &url[..authority_start], &url[authority_start + at..]),
         None => url.to_string(),
+    }
+}
+
+/// Whether `url` names this machine or its private network, by address ([`is_local_ip`]) or as
+/// `localhost`: a service there (a container daemon's port, a database's admin API, a cloud's
+/// metadata at 169.254.169.254) trusts what reaches it, so a workspace's programs reach it only
+/// when the workspace is trusted to ([`Command::reach`]). A name that resolves there is the HTTP
+/// client's resolver's to hold back.
+pub fn is_local(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else { return false };
+    match host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
+        Ok(ip) => is_local_ip(ip),
+        Err(_) => is_local_name(host),
+    }
+}
+
+/// `localhost` and the names beneath it, which resolve to this machine (RFC 6761).
+pub fn is_local_name(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
+}
+
+/// Loopback, private (RFC 1918, IPv6 unique local), link-local, shared (100.64.0.0/10, where
+/// carrier NAT and mesh VPNs live), unspecified and `0.0.0.0/8` addresses, also written as IPv6.
+pub fn is_local_ip(ip: std::net::IpAddr) -> bool {
+    use std::net::{IpAddr, Ipv4Addr};
+    let v4 = |ip: Ipv4Addr| {
+        let [a, b, ..] = ip.octets();
+        ip.is_loopback()
+            || ip.is_private()
+            || ip.is_link_local()
+            || ip.is_unspecified()
+            || ip.is_broadcast()
+            || a == 0
+            || (a == 100 && (b & 0xc0) == 64)
+    };
+    match ip {
+        IpAddr::V4(ip) => v4(ip),
+        IpAddr::V6(ip) => {
+            let s = ip.segments();
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || ip.to_ipv4_mapped().is_some_and(v4)
+                // IPv4-compatible (`::127.0.0.1`) and NAT64 (`64:ff9b::10.0.0.1`) forms.
+                || (s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0])
+                    && v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8))
+        }
     }
 }
 
@@ -545,6 +606,54 @@ mod tests {
             env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
             ..Default::default()
         }
+    }
+
+    /// What a workspace's programs reach only with trust: this machine and its private networks,
+    /// however the address is written; the line is keyed on the origin alone.
+    #[test]
+    fn addresses_on_this_machine_and_its_private_networks_are_local() {
+        let url = |text: &str| reqwest::Url::parse(text).unwrap();
+        for local in [
+            "http://127.0.0.1:2375/containers/json",
+            "http://169.254.169.254/latest/meta-data/",
+            "http://10.1.2.3/",
+            "http://172.16.0.1/",
+            "http://192.168.1.1/",
+            "http://100.100.100.100/",
+            "http://0.0.0.0:8000/",
+            "http://2130706433/",
+            "http://0x7f.1/",
+            "http://[::1]:8888/",
+            "http://[fd00::1]/",
+            "http://[fe80::1]/",
+            "http://[::ffff:10.0.0.1]/",
+            "http://[::127.0.0.1]/",
+            "http://[64:ff9b::a9fe:a9fe]/",
+            "http://localhost:6443/",
+            "http://API.localhost./",
+        ] {
+            assert!(is_local(&url(local)), "{local}");
+        }
+        for elsewhere in [
+            "https://api.github.com/",
+            "http://8.8.8.8/",
+            "http://100.128.0.1/",
+            "http://172.32.0.1/",
+            "http://[2606:4700::1111]/",
+            "http://localhost.example.com/",
+        ] {
+            assert!(!is_local(&url(elsewhere)), "{elsewhere}");
+        }
+        let line = Command::reach("toolset `docker` (base URL)".into(), &url("http://127.0.0.1:2375/v1.43/"));
+        assert_eq!(line.command, "call <http://127.0.0.1:2375>");
+        assert_eq!(Command::reach(String::new(), &url("http://[::1]:80/x")).command, "call <http://[::1]>");
+        assert!(
+            Trust::Untrusted.refusal(&line).starts_with(
+                "toolset `docker` (base URL) would let programs call http://127.0.0.1:2375, on this machine or its private network"
+            ),
+            "{}",
+            Trust::Untrusted.refusal(&line)
+        );
     }
 
     /// What a trust line shows of a URL is where the request goes, credentials hidden: a spelling

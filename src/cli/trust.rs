@@ -48,7 +48,10 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
     let commands = loader::commands(&Config::load(&root, None));
     store.trust(&canonical, &commands).map_err(|e| anyhow!(e))?;
     if commands.is_empty() {
-        writeln!(out, "{canonical} names nothing to trust: no command, no loosened sandbox, no secret it sends")?;
+        writeln!(
+            out,
+            "{canonical} names nothing to trust: no command, no loosened sandbox, no secret it sends, no toolset on this machine"
+        )?;
         return Ok(0);
     }
     writeln!(out, "trusted {canonical} with:")?;

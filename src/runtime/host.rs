@@ -172,11 +172,12 @@ pub struct HostSetup {
 impl Host {
     pub fn new(setup: HostSetup) -> Host {
         let answers = AnswerBudget::new(setup.config.runtime.max_response_mb.saturating_mul(2 << 20));
+        let http = http::client(setup.catalog.trust != crate::trust::Trust::Untrusted);
         Host {
             catalog: setup.catalog,
             config: setup.config,
             root: setup.root,
-            http: http::client(),
+            http,
             secrets: setup.secrets,
             replay: setup.replay,
             mcp: setup.mcp,
@@ -555,15 +556,39 @@ impl Host {
         }
     }
 
+    /// Whether a request may go to `url`: anywhere but this machine and its private network
+    /// ([`crate::trust::is_local`]), there only where the workspace is trusted to call
+    /// ([`crate::trust::Command::reach`]) or where chainsmith's own stand-in answers.
+    fn may_reach(&self, url: &reqwest::Url, stand_in: Option<&reqwest::Url>) -> Result<(), String> {
+        if !crate::trust::is_local(url) || stand_in.is_some_and(|s| s.origin() == url.origin()) {
+            return Ok(());
+        }
+        let declared = self.catalog.toolsets.iter().find_map(|t| {
+            t.reach_line().filter(|_| {
+                t.base_url
+                    .as_deref()
+                    .and_then(|b| reqwest::Url::parse(b.trim()).ok())
+                    .is_some_and(|b| b.origin() == url.origin())
+            })
+        });
+        let line = declared.unwrap_or_else(|| crate::trust::Command::reach("a program's request".into(), url));
+        match self.catalog.trust.allows(&line.command) {
+            true => Ok(()),
+            false => Err(self.catalog.trust.refusal(&line)),
+        }
+    }
+
     /// Where a stand-in for `url`'s API answers it (the run's `upstream`), if one does.
     fn stand_in(&self, url: &str) -> Option<String> {
         super::stand_in(&self.upstream, url)
     }
 
     fn send(&self, mut prepared: Prepared, missing_auth: Option<String>) -> Outcome {
-        if let Some(Ok(url)) = self.stand_in(prepared.url.as_str()).map(|u| reqwest::Url::parse(&u)) {
-            prepared.url = url;
+        let stand_in = self.stand_in(prepared.url.as_str()).and_then(|u| reqwest::Url::parse(&u).ok());
+        if let Some(url) = &stand_in {
+            prepared.url = url.clone();
         }
+        let may_reach = |url: &reqwest::Url| self.may_reach(url, stand_in.as_ref());
         let mut share = self.answers.share();
         match http::send(
             &self.http,
@@ -571,6 +596,7 @@ impl Host {
             self.call_timeout(),
             self.config.runtime.max_response_mb.saturating_mul(1 << 20),
             &mut share,
+            &may_reach,
         ) {
             Ok(answer) => {
                 let mut outcome = Outcome::from_http(answer);

@@ -7,7 +7,7 @@
 //! Cookie): a hop to another origin drops every header that carries a secret — the toolset's auth
 //! header, `Authorization`, `Proxy-Authorization`, `Cookie` — and a request with a body is not
 //! resent to another origin at all (the redirect is the answer), nor is any request sent on from
-//! elsewhere to this machine or its private network by address ([`is_local`]). Credentials written into
+//! elsewhere to this machine or its private network by address ([`crate::trust::is_local`]). Credentials written into
 //! a URL (`https://user:pass@host`) become `Authorization: Basic` only when the request has no
 //! `Authorization` of its own, so they never replace a trusted header, and they never appear in
 //! an answer's URL or an error.
@@ -70,13 +70,52 @@ impl Answer {
     }
 }
 
-/// The host's HTTP client; it follows no redirect itself ([`send`] does, minding secrets).
-pub fn client() -> Client {
+/// The host's HTTP client; it follows no redirect itself ([`send`] does, minding secrets). Its
+/// resolver gives a name's addresses on this machine or its private network only when
+/// `private_names` (the workspace is trusted) or the name is `localhost`'s, which [`send`]'s
+/// `may_reach` judges as an address: an untrusted folder's `http://127.0.0.1.nip.io:2375` reaches
+/// no container daemon.
+pub fn client(private_names: bool) -> Client {
     Client::builder()
         .user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(Arc::new(Resolver { private_names }))
         .build()
         .unwrap_or_default()
+}
+
+/// The system's resolver (as reqwest's own, on a blocking thread), holding back what
+/// [`client`] says.
+struct Resolver {
+    private_names: bool,
+}
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let private_names = self.private_names || crate::trust::is_local_name(name.as_str());
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let asked = host.clone();
+            let found = tokio::task::spawn_blocking(move || {
+                use std::net::ToSocketAddrs;
+                (asked.as_str(), 0).to_socket_addrs().map(Iterator::collect::<Vec<_>>)
+            })
+            .await??;
+            let Some(local) = found.iter().find(|a| crate::trust::is_local_ip(a.ip())).copied() else {
+                return Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs);
+            };
+            let kept: Vec<_> =
+                found.into_iter().filter(|a| private_names || !crate::trust::is_local_ip(a.ip())).collect();
+            if kept.is_empty() {
+                return Err(format!(
+                    "{host} resolves to {}, on this machine or its private network, which an untrusted workspace's programs do not reach; once you have read the workspace, trust it (`chainsmith trust`, `--trust`, or \"Trust this workspace\" in the editor)",
+                    local.ip()
+                )
+                .into());
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 pub fn decode_body(body: &[u8]) -> Value {
@@ -374,13 +413,15 @@ impl Drop for Share {
 
 /// Sends `prepared` and follows its redirects (see the module's doc), all within `timeout`; an
 /// answer whose body is longer than `max_body` bytes, or that would pass what `share`'s budget
-/// has left, is an error, read no further. `share` holds the answer's bytes on return.
+/// has left, is an error, read no further. `share` holds the answer's bytes on return. Each hop
+/// goes only where `may_reach` lets it (the first included); its refusal is the error.
 pub fn send(
     client: &Client,
     prepared: &Prepared,
     timeout: Duration,
     max_body: u64,
     share: &mut Share,
+    may_reach: &dyn Fn(&reqwest::Url) -> Result<(), String>,
 ) -> Result<Answer, String> {
     let deadline = std::time::Instant::now() + timeout;
     let mut request = prepared.clone();
@@ -390,6 +431,7 @@ pub fn send(
         if left.is_zero() {
             return Err(format!("the request timed out ({})", request.url));
         }
+        may_reach(&request.url)?;
         // A redirect's own body is dropped before the next hop's is read.
         share.give_back();
         let answer = send_once(client, &request, left, max_body, share)?;
@@ -449,7 +491,7 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
         }
         // An API elsewhere cannot turn the run's requests toward this machine or its network:
         // a local service (a container daemon's port, a cloud's metadata address) trusts them.
-        if is_local(&url) && !is_local(&request.url) {
+        if crate::trust::is_local(&url) && !crate::trust::is_local(&request.url) {
             return None;
         }
         next.headers.retain(|(k, _)| {
@@ -471,31 +513,6 @@ pub fn beneath(url: &reqwest::Url, base: &reqwest::Url) -> bool {
     url.host_str() == base.host_str()
         && url.port() == base.port()
         && url.path().strip_prefix(base_path).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
-/// Whether `url` names this machine or its private network by address (loopback, private,
-/// link-local — where cloud metadata answers — unique local, unspecified) or as `localhost`. A
-/// name that resolves there is not seen here.
-fn is_local(url: &reqwest::Url) -> bool {
-    use std::net::Ipv4Addr;
-    let v4 = |ip: Ipv4Addr| {
-        ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified() || ip.octets()[0] == 0
-    };
-    let Some(host) = url.host_str() else { return false };
-    match host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(ip)) => v4(ip),
-        Ok(std::net::IpAddr::V6(ip)) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || (ip.segments()[0] & 0xfe00) == 0xfc00
-                || (ip.segments()[0] & 0xffc0) == 0xfe80
-                || ip.to_ipv4_mapped().is_some_and(v4)
-        }
-        Err(_) => {
-            let name = host.trim_end_matches('.').to_ascii_lowercase();
-            name == "localhost" || name.ends_with(".localhost")
-        }
-    }
 }
 
 fn send_once(
@@ -749,6 +766,29 @@ paths:
         );
         let plain = request("POST", "http://api.example.com/a", Some("{}"));
         assert!(followed(&plain, &redirect(308, "https://api.example.com/a")).is_some(), "the same host over https");
+    }
+
+    /// A name that resolves to this machine (here its own host name, where it does) gives its
+    /// addresses only to a trusted workspace's client; `localhost` always does, being judged as
+    /// an address by `send`'s `may_reach`.
+    #[test]
+    fn a_name_on_this_machine_resolves_only_for_a_trusted_workspace() {
+        use reqwest::dns::Resolve;
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let resolve = |private_names: bool, name: &str| {
+            let name: reqwest::dns::Name = name.parse().unwrap();
+            runtime.block_on(Resolver { private_names }.resolve(name)).map(|a| a.collect::<Vec<_>>())
+        };
+        assert!(resolve(false, "localhost").is_ok_and(|a| !a.is_empty()));
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+        let found = resolve(true, &host).unwrap_or_default();
+        if found.is_empty() || !found.iter().all(|a| crate::trust::is_local_ip(a.ip())) {
+            eprintln!("skipped the rest: this machine's name `{host}` resolves to no address of its own ({found:?})");
+            return;
+        }
+        let refused = resolve(false, &host).unwrap_err().to_string();
+        assert!(refused.starts_with(&format!("{host} resolves to ")), "{refused}");
+        assert!(refused.contains("on this machine or its private network"), "{refused}");
     }
 
     /// A key goes only beneath its base URL: a protocol's path is appended as written, and one not

@@ -258,12 +258,13 @@ pub fn stand_in(stand_ins: &[(String, String)], url: &str) -> Option<String> {
 
 /// What the analysis can tell will not run: run settings the workspace is not trusted with (on
 /// the program's first line), calls of a toolset whose auth would send a secret the workspace is
-/// not trusted to send, imports of MCP toolsets whose server it is not trusted with, tools
+/// not trusted to send or whose base URL is on this machine or its private network and not
+/// trusted, imports of MCP toolsets whose server it is not trusted with, tools
 /// without a transport (ToolBench tools of a toolset without `base_url`, native tools without one),
 /// HTTP tools of a toolset without a base URL, and command tools the workspace is not trusted
 /// with. `chainsmith run` refuses such a program before starting it. HTTP calls to a base URL a
-/// stand-in answers (`stand_ins`, chainsmith's mock: base URL → the mock's) carry no key, so they
-/// need no trust to send one.
+/// stand-in answers (`stand_ins`, chainsmith's mock: base URL → the mock's) carry no key and go
+/// to the mock, so they need neither trust.
 pub fn unrunnable_calls(
     file: &Path,
     text: &str,
@@ -296,9 +297,14 @@ pub fn unrunnable_calls(
         let Some(toolset) = catalog.toolset(&tool.toolset) else { continue };
         let stood_in = matches!(tool.transport, Transport::Http { .. })
             && toolset.base_url.as_deref().is_some_and(|url| stand_in(stand_ins, url).is_some());
-        if let Some(line) = toolset.secret_line().filter(|line| !stood_in && !catalog.trust.allows(&line.command)) {
-            let why = catalog.trust.refusal(&line);
-            out.push(Diagnostic::error(file, call.name_range, crate::trust::UNTRUSTED, why));
+        let untrusted: Vec<_> = toolset
+            .trust_lines()
+            .into_iter()
+            .filter(|line| !stood_in && !catalog.trust.allows(&line.command))
+            .map(|line| Diagnostic::error(file, call.name_range, crate::trust::UNTRUSTED, catalog.trust.refusal(&line)))
+            .collect();
+        if !untrusted.is_empty() {
+            out.extend(untrusted);
             continue;
         }
         let message = match &tool.transport {

@@ -71,7 +71,7 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
         Transport::Command { argv } => Some(trust::Command::tool(&tool.id(), argv)),
         _ => None,
     }));
-    out.extend(catalog.toolsets.iter().filter_map(Toolset::secret_line));
+    out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
     out
 }
 
@@ -200,13 +200,15 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
         }
     }
     for toolset in &toolsets {
-        let Some(line) = toolset.secret_line().filter(|line| !trust.allows(&line.command)) else { continue };
-        // Where the auth is declared: the toolset's entry in chainsmith.toml, else its protocol file.
+        // Where the base URL and auth are declared: the toolset's entry in chainsmith.toml, else
+        // its protocol file.
         let (file, range) = match config.toolsets.iter().find(|t| t.name == toolset.name) {
             Some(entry) => (config_file.clone(), entry.range),
             None => (toolset.files.first().cloned().unwrap_or_else(|| config_file.clone()), ByteRange::default()),
         };
-        diagnostics.push(Diagnostic::warning(file, range, trust::UNTRUSTED, trust.refusal(&line)));
+        for line in toolset.trust_lines().into_iter().filter(|line| !trust.allows(&line.command)) {
+            diagnostics.push(Diagnostic::warning(&file, range, trust::UNTRUSTED, trust.refusal(&line)));
+        }
     }
     for tool in toolsets.iter().flat_map(|t| &t.tools) {
         if let Transport::Command { argv } = &tool.transport {

@@ -265,6 +265,20 @@ impl Toolset {
         };
         crate::trust::Command::secret(format!("toolset `{}` (auth)", self.name), var, &how, url)
     }
+
+    /// Programs' calls to this toolset's base URL when it lies on this machine or its private
+    /// network ([`crate::trust::is_local`]), as a line trust must allow before the host sends one.
+    pub fn reach_line(&self) -> Option<crate::trust::Command> {
+        let url = reqwest::Url::parse(self.base_url.as_deref()?.trim()).ok()?;
+        crate::trust::is_local(&url)
+            .then(|| crate::trust::Command::reach(format!("toolset `{}` (base URL)", self.name), &url))
+    }
+
+    /// Every line trust must allow before this toolset's HTTP calls go out as declared: its base
+    /// URL's ([`Toolset::reach_line`]) and its secret's ([`Toolset::secret_line`]).
+    pub fn trust_lines(&self) -> Vec<crate::trust::Command> {
+        self.reach_line().into_iter().chain(self.secret_line()).collect()
+    }
 }
 
 /// What one loader produced from one file.

@@ -47,7 +47,8 @@ fn generate_writes_the_program_and_reports_usage_and_shape() {
         }
     });
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
-    let out = chainsmith(ws.path(), &["generate", "print the biography of Sofia Coppola", "-o", "bio.py"], &[]);
+    let out =
+        chainsmith(ws.path(), &["--trust", "generate", "print the biography of Sofia Coppola", "-o", "bio.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let program = std::fs::read_to_string(ws.path().join("bio.py")).unwrap();
@@ -64,7 +65,7 @@ fn generate_writes_the_program_and_reports_usage_and_shape() {
 
     // `fix` on a program that already runs changes nothing and asks no model.
     let before = llm.count();
-    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("nothing to fix"));
     assert_eq!(llm.count(), before);
@@ -79,7 +80,7 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     std::fs::write(ws.path().join("bio.py"), broken).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(ws.path().join("bio.py"), std::fs::Permissions::from_mode(0o750)).unwrap();
-    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let mode = std::fs::metadata(ws.path().join("bio.py")).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o750, "the fixed program keeps its permissions");
@@ -97,7 +98,7 @@ fn fix_writes_back_only_on_success_and_otherwise_prints_a_diff() {
     });
     let ws = workspace(&tmdb.base_url(), false, &format!("{}[generate]\nwidth = 1\ndepth = 2\n", llm_config(&bad)));
     std::fs::write(ws.path().join("bio.py"), broken).unwrap();
-    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(std::fs::read_to_string(ws.path().join("bio.py")).unwrap(), broken);
@@ -120,7 +121,7 @@ fn fix_never_writes_through_a_program_that_is_a_link() {
     let broken = BROKEN;
     std::fs::write(&target, broken).unwrap();
     std::os::unix::fs::symlink(&target, ws.path().join("bio.py")).unwrap();
-    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("bio.py") && stderr.contains("symbolic link"), "{stderr}");
@@ -131,7 +132,7 @@ fn fix_never_writes_through_a_program_that_is_a_link() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("p.py"), broken).unwrap();
     std::os::unix::fs::symlink(outside.path(), ws.path().join("sub")).unwrap();
-    let out = chainsmith(ws.path(), &["fix", "sub/p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "sub/p.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("refusing to write sub/p.py"), "{stderr}");
@@ -162,7 +163,7 @@ fn generation_completes_the_planners_chain_the_model_chooses_unless_asked_not_to
     let llm = planning_model("1");
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
     let task = "print the biography of \"Sofia Coppola\"";
-    let out = chainsmith(ws.path(), &["generate", task, "-o", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "generate", task, "-o", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(std::fs::read_to_string(ws.path().join("bio.py")).unwrap().ends_with(GOOD));
     let bodies = llm.bodies();
@@ -185,7 +186,7 @@ fn generation_completes_the_planners_chain_the_model_chooses_unless_asked_not_to
     assert!(text(&out.stderr).contains("search: 1 attempt"), "{}", text(&out.stderr));
 
     let seen = llm.count();
-    let out = chainsmith(ws.path(), &["generate", task, "--no-plans"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "generate", task, "--no-plans"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let first = &llm.bodies()[seen];
     let first_text = first["messages"][1]["content"].as_str().unwrap();
@@ -211,7 +212,7 @@ fn an_unsolved_chain_gives_way_to_another_of_the_planners() {
         }
     });
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
-    let out = chainsmith(ws.path(), &["generate", "print the biography of \"Sofia Coppola\""], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "generate", "print the biography of \"Sofia Coppola\""], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let bodies = llm.bodies();
     assert_eq!(bodies.len(), 6, "choice, completion, judge, then the same for another chain");
@@ -231,7 +232,7 @@ fn a_model_choosing_no_chain_writes_the_program_itself() {
     let tmdb = TmdbServer::start(&[]);
     let llm = planning_model("0");
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&llm));
-    let out = chainsmith(ws.path(), &["generate", "print the biography of \"Sofia Coppola\""], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "generate", "print the biography of \"Sofia Coppola\""], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let written = llm.bodies()[1]["messages"][1]["content"].as_str().unwrap().to_string();
     assert!(written.starts_with("Task: print the biography"), "{written}");
@@ -248,7 +249,7 @@ fn fix_stops_on_a_model_that_writes_no_program_and_says_why() {
     let chatty = Server::start(|_, _| Answer::text("As an AI model I cannot call APIs."));
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&chatty));
     std::fs::write(ws.path().join("bio.py"), broken).unwrap();
-    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(

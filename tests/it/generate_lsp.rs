@@ -69,7 +69,7 @@ fn execute(client: &mut TestClient, action: &lsp::CodeAction) {
 /// The program's server on a workspace of the TMDB test server with `llm` as the model.
 fn start(tmdb: &TmdbServer, llm: &Server, extra: &str) -> TestClient {
     let config = format!("{}{extra}", llm_config(llm));
-    TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &config)).start()
+    TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &config)).trusted().start()
 }
 
 #[test]
@@ -178,7 +178,7 @@ fn cancel_drops_the_models_request_and_says_cancelled() {
         "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\ntimeout_s = 600\n",
         slow.base_url
     );
-    let mut client = TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &config)).start();
+    let mut client = TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &config)).trusted().start();
     let uri = client.open("bio.py", "# task: print the biography of Sofia Coppola\n");
     let action = generate_action(&mut client, &uri);
     execute(&mut client, &action);

@@ -83,12 +83,14 @@ fn generate_asks_the_model_the_same_from_the_terminal_the_editor_and_eval() {
 
     let terminal_llm = scripted();
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&terminal_llm));
-    let out = chainsmith(ws.path(), &["generate", TASK, "-o", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "generate", TASK, "-o", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 
     let editor_llm = scripted();
-    let mut client =
-        TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &llm_config(&editor_llm))).start();
+    let mut client = TestClient::in_process()
+        .workspace(workspace(&tmdb.base_url(), false, &llm_config(&editor_llm)))
+        .trusted()
+        .start();
     let uri = client.open("bio.py", &format!("\"\"\"{TASK}\"\"\"\n"));
     client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
         applied: true,
@@ -108,7 +110,7 @@ fn generate_asks_the_model_the_same_from_the_terminal_the_editor_and_eval() {
     let tasks = format!(r#"[{{"query": "{TASK}", "solution": ["GET /search/person", "GET /person/{{person_id}}"]}}]"#);
     std::fs::write(ws.path().join("tasks.json"), tasks).unwrap();
     // `--live`: the same test server answers all three, so the runs' outputs are the same too.
-    let out = chainsmith(ws.path(), &["eval", "tasks.json", "--live", "--out", "results.jsonl"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "eval", "tasks.json", "--live", "--out", "results.jsonl"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 
     let terminal = conversation(&terminal_llm);
@@ -137,13 +139,15 @@ fn fix_asks_the_model_the_same_from_the_terminal_and_the_editor() {
     let terminal_llm = scripted();
     let ws = workspace(&tmdb.base_url(), false, &llm_config(&terminal_llm));
     std::fs::write(ws.path().join("bio.py"), &broken).unwrap();
-    let out = chainsmith(ws.path(), &["fix", "bio.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let fixed = std::fs::read_to_string(ws.path().join("bio.py")).unwrap();
 
     let editor_llm = scripted();
-    let mut client =
-        TestClient::in_process().workspace(workspace(&tmdb.base_url(), false, &llm_config(&editor_llm))).start();
+    let mut client = TestClient::in_process()
+        .workspace(workspace(&tmdb.base_url(), false, &llm_config(&editor_llm)))
+        .trusted()
+        .start();
     let uri = client.open("bio.py", &broken);
     client.answer::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
         applied: true,
@@ -194,13 +198,13 @@ fn probe_asks_the_model_the_same_from_the_terminal_and_the_editor() {
     // Probe all, leaving the tool that writes alone: `--all` without `--yes` in the terminal.
     let terminal_llm = vault_llm(std::time::Duration::ZERO);
     let ws = workspace(&terminal_llm);
-    let out = chainsmith(ws.path(), &["probe", "--all"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "probe", "--all"], &[]);
     assert_eq!(out.status.code(), Some(1), "lock_vault stays unprobed: {}", text(&out.stderr));
     let written = std::fs::read_to_string(ws.path().join("vault.toolset.json")).unwrap();
 
     // "Probe all" with "Only read-only tools" in the editor.
     let editor_llm = vault_llm(std::time::Duration::ZERO);
-    let mut client = TestClient::in_process().workspace(workspace(&editor_llm)).start();
+    let mut client = TestClient::in_process().workspace(workspace(&editor_llm)).trusted().start();
     client.answer::<ShowMessageRequest>(Some(lsp::MessageActionItem {
         title: "Only read-only tools".into(),
         properties: Default::default(),

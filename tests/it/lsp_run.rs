@@ -50,7 +50,7 @@ print(person["nmae"])  # chainsmith: ignore
 #[test]
 fn run_chain_from_the_editor() {
     let server = TmdbServer::start(&[]);
-    let mut client = TestClient::in_process().workspace(workspace(&server.base_url(), false, "")).start();
+    let mut client = TestClient::in_process().workspace(workspace(&server.base_url(), false, "")).trusted().start();
     let uri = client.open("p.py", GOOD);
     client.diagnostics(&uri, |_| true);
 
@@ -158,7 +158,7 @@ fn run_chain_from_the_editor() {
 #[test]
 fn a_run_is_cancelled_from_its_progress() {
     let server = TmdbServer::start(&["--slow", "/search/person=30"]);
-    let mut client = TestClient::in_process().workspace(workspace(&server.base_url(), false, "")).start();
+    let mut client = TestClient::in_process().workspace(workspace(&server.base_url(), false, "")).trusted().start();
     let uri = client.open("slow.py", "from chainsmith.tools import tmdb\n\ntmdb.search_person(query=\"x\")\n");
     let answer = client.execute_command("chainsmith.run", vec![json!({"uri": uri})], Some("run-1"));
     assert_eq!(answer, Ok(None));
@@ -200,7 +200,7 @@ fn drift_seen_in_a_run_goes_on_the_protocol_and_its_fix_takes_the_observed_shape
         ["schema"];
     credits["properties"]["cast"] = json!({"type": "string"});
     std::fs::write(&spec_path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
-    let mut client = TestClient::in_process().workspace(ws).start();
+    let mut client = TestClient::in_process().workspace(ws).trusted().start();
     let uri = client.open("p.py", GOOD);
     client.diagnostics(&uri, |_| true);
 

@@ -87,7 +87,7 @@ fn a_trace_is_not_written_through_a_link_out_of_the_workspace() {
     )
     .unwrap();
 
-    let run = ended_within(ws.path(), &["run", "p.py"], Duration::from_secs(120)).expect("run ended");
+    let run = ended_within(ws.path(), &["--trust", "run", "p.py"], Duration::from_secs(120)).expect("run ended");
     let said = text(&run.stdout) + &text(&run.stderr);
     assert!(said.contains("Sofia Coppola"), "the run itself goes on:\n{said}");
     assert!(said.contains("outside"), "the refused trace is reported:\n{said}");
@@ -164,7 +164,7 @@ fn an_endless_answer_is_read_only_to_the_limit() {
     let ws = workspace(&format!("http://127.0.0.1:{port}"), false, "[runtime]\nmax_response_mb = 1\n");
     std::fs::write(ws.path().join("p.py"), "from chainsmith.tools import tmdb\nprint(tmdb.search_person(query='x'))\n")
         .unwrap();
-    let run = ended_within(ws.path(), &["run", "p.py"], Duration::from_secs(60)).expect("the run ended");
+    let run = ended_within(ws.path(), &["--trust", "run", "p.py"], Duration::from_secs(60)).expect("the run ended");
     let said = text(&run.stdout) + &text(&run.stderr);
     assert!(said.contains("larger than 1 MiB ([runtime] max_response_mb)"), "{said}");
     assert_ne!(run.status.code(), Some(0));

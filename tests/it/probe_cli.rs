@@ -41,7 +41,7 @@ fn chain_of_probing_resolves_an_id_needing_http_tool_and_edits_the_native_file_i
     std::fs::create_dir_all(dir.path().join(".chainsmith/probe")).unwrap();
     std::os::unix::fs::symlink(&precious, dir.path().join(".chainsmith/probe/vault.search_vaults.py")).unwrap();
 
-    let out = chainsmith(dir.path(), &["probe", "--all"], &[]);
+    let out = chainsmith(dir.path(), &["--trust", "probe", "--all"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "lock_vault stays unprobed\n{stdout}\n{}", text(&out.stderr));
     assert_eq!(std::fs::read_to_string(&precious).unwrap(), "# mine\n", "a probe program went through the link");

@@ -108,7 +108,7 @@ fn probe_from_a_call_and_probe_all_edit_the_native_toolset_through_the_editor() 
     let toolset_path = dir.path().join("vault.toolset.json");
     let toolset_uri = uri_of(&toolset_path);
 
-    let mut client = TestClient::in_process().workspace(dir).start();
+    let mut client = TestClient::in_process().workspace(dir).trusted().start();
     let program_uri = client.open("use.py", PROGRAM);
     let first = client.diagnostics(&program_uri, |_| true);
     assert!(codes_with(&first, "unknown-key").is_empty(), "the response is unknown yet: {first:#?}");
@@ -216,7 +216,7 @@ fn probe_tool_on_protocol_entries_and_cancellation() {
     let llm = vault_llm(Duration::from_millis(700));
     let dir = tempfile::tempdir().unwrap();
     write_workspace(dir.path(), &tmdb, &llm);
-    let mut client = TestClient::in_process().workspace(dir).start();
+    let mut client = TestClient::in_process().workspace(dir).trusted().start();
 
     // A native entry without `response`: the tool under the cursor.
     let toolset_uri = client.uri("vault.toolset.json");
@@ -276,7 +276,7 @@ fn probe_and_probe_all_take_the_document_entry_points_send() {
     let llm = vault_llm(Duration::ZERO);
     let dir = tempfile::tempdir().unwrap();
     write_workspace(dir.path(), &tmdb, &llm);
-    let mut client = TestClient::in_process().workspace(dir).start();
+    let mut client = TestClient::in_process().workspace(dir).trusted().start();
     let program_uri = client.open("use.py", PROGRAM);
     client.answer_always::<ApplyWorkspaceEdit>(lsp::ApplyWorkspaceEditResponse {
         applied: true,

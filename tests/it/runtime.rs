@@ -140,7 +140,7 @@ fn header_auth_with_a_prefix() {
     assert!(!trace.contains(KEY));
 
     // Without the variable the server refuses, and the message says why.
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("401 Unauthorized: Invalid API key: You must be granted a valid key. (no auth value: the environment variable TMDB_TEST_KEY is not set)"), "{stderr}");
@@ -223,7 +223,7 @@ movie = tmdb.movie(movie_id=500)
 print("not reached")
 "#;
     write(ws.path(), "p.py", program);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
@@ -258,7 +258,7 @@ fn a_slow_tool_and_a_busy_loop_hit_the_wall_time_limit() {
     );
     write(ws.path(), "busy.py", "x = 0\nwhile True:\n    x += 1\n");
     let started = Instant::now();
-    let out = chainsmith(ws.path(), &["run", "slow.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "slow.py"], &[]);
     assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
@@ -271,7 +271,7 @@ fn a_slow_tool_and_a_busy_loop_hit_the_wall_time_limit() {
     assert_eq!(trace["calls"][0]["ok"], false);
     assert!(trace["calls"][0]["error"].as_str().unwrap().contains("interrupted"));
 
-    let out = chainsmith(ws.path(), &["run", "busy.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "busy.py"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("error[run-stopped]: the run took longer than 1 s"), "{stderr}");
@@ -286,7 +286,7 @@ fn the_tool_call_limit_stops_the_run() {
     let ws = workspace(&server.base_url(), false, "[runtime]\nmax_tool_calls = 3\n");
     let program = "from chainsmith.tools import tmdb\n\nfor i in range(10):\n    tmdb.search_person(query=str(i))\n    print(i)\n";
     write(ws.path(), "p.py", program);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert_eq!(stdout, "0\n1\n2\n");
@@ -304,12 +304,12 @@ fn an_operation_id_alias_runs_and_is_traced_under_the_tool() {
     let ws = workspace(&server.base_url(), false, "");
     let program = "from chainsmith.tools import tmdb\n\nfound = tmdb.get_search_person(query=\"Sofia Coppola\")\nprint(found[\"results\"][0][\"id\"])\n";
     write(ws.path(), "p.py", program);
-    let check = chainsmith(ws.path(), &["check", "p.py"], &[]);
+    let check = chainsmith(ws.path(), &["--trust", "check", "p.py"], &[]);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
     // Nothing on the program; the spec's own warning (a property named `""`) is all there is.
     let report = text(&check.stdout);
     assert!(report.lines().all(|l| l.contains("tmdb_oas.json") && l.contains("[empty-property-name]")), "{report}");
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!((out.status.code(), stdout.as_str()), (Some(0), "51329\n"), "{stderr}");
     assert!(stderr.contains("#1 tmdb.search_person(query=\"Sofia Coppola\")  ✓ 200"), "{stderr}");
@@ -335,7 +335,7 @@ fn a_response_outside_its_declared_schema_is_schema_drift_on_the_protocol() {
     std::fs::write(&spec_path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
     write(ws.path(), "p.py", SOFIA);
 
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "drift is a warning, not a failure: {stdout}\n{stderr}");
     let drift: Vec<&str> = stderr.lines().filter(|l| l.contains("schema-drift")).collect();
@@ -442,12 +442,16 @@ fn replay_answers_recorded_calls_and_runs_only_new_ones() {
     let server = TmdbServer::start(&[]);
     let ws = workspace(&server.base_url(), false, "");
     write(ws.path(), "p.py", SOFIA);
-    let out = chainsmith(ws.path(), &["run", "p.py", "--trace-json", "first.json"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py", "--trace-json", "first.json"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     drop(server);
 
     // The server is gone: every call is answered from the trace.
-    let out = chainsmith(ws.path(), &["run", "p.py", "--replay", "first.json", "--trace-json", "second.json"], &[]);
+    let out = chainsmith(
+        ws.path(),
+        &["--trust", "run", "p.py", "--replay", "first.json", "--trace-json", "second.json"],
+        &[],
+    );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("Bradley Cooper directed 0 movies"), "{stdout}");
@@ -457,7 +461,7 @@ fn replay_answers_recorded_calls_and_runs_only_new_ones() {
 
     // A new call is executed for real (and fails: nothing listens any more).
     write(ws.path(), "more.py", &format!("{SOFIA}tmdb.person(person_id=person[\"id\"])\n"));
-    let out = chainsmith(ws.path(), &["run", "more.py", "--replay", "first.json"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "more.py", "--replay", "first.json"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.matches("(replayed)").count(), 2, "{stderr}");
@@ -476,7 +480,7 @@ person = found["results"][0]
 print(person["nmae"])
 "#;
     write(ws.path(), "p.py", program);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("KeyError: 'nmae'"), "the traceback is shown: {stderr}");
@@ -494,7 +498,7 @@ jobs = [c["job"] for c in credits["crew"]]
 print(found["results"][0]["known_for"][0]["titel"])
 "#;
     write(ws.path(), "q.py", program);
-    let out = chainsmith(ws.path(), &["run", "q.py", "--trace-json", "q.json"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "q.py", "--trace-json", "q.json"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let trace = read_json(&ws.path().join("q.json"));
     assert_eq!(trace["error"]["line"], 6);
@@ -506,7 +510,7 @@ print(found["results"][0]["known_for"][0]["titel"])
         server.base_url()
     );
     write(ws.path(), "h.py", &program);
-    let out = chainsmith(ws.path(), &["run", "h.py", "--trace-json", "h.json"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "h.py", "--trace-json", "h.json"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let trace = read_json(&ws.path().join("h.json"));
     assert_eq!(trace["calls"][0]["tool"], "tmdb.movie_top_rated");
@@ -525,7 +529,7 @@ fn tools_that_cannot_run_are_refused_before_starting_and_toolbench_runs_with_a_b
     let program =
         "from chainsmith.tools import rapid\nprint('ran')\nprint(rapid.get_fact_for_cat_facts(animal='cat'))\n";
     write(ws.path(), "p.py", program);
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(!stdout.contains("ran"), "the program did not start: {stdout}");
@@ -538,7 +542,7 @@ fn tools_that_cannot_run_are_refused_before_starting_and_toolbench_runs_with_a_b
         server.port
     );
     std::fs::write(ws.path().join("chainsmith.toml"), toml).unwrap();
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("{'tool': 'Cat Facts', 'api': 'Get Fact', 'input': {'animal': 'cat'}}"), "{stdout}");

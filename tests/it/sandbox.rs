@@ -539,7 +539,7 @@ os.waitpid(pid, 0)
         path = socket_path.display().to_string()
     );
     std::fs::write(ws.path().join("unix.py"), program).unwrap();
-    let out = chainsmith(ws.path(), &["run", "unix.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "unix.py"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     for attempt in ["stream", "datagram", "datagram pair", "vsock", "packet", "netlink"] {
@@ -604,7 +604,7 @@ for pid in children:
     os.waitpid(pid, 0)
 "#;
     std::fs::write(ws.path().join("p.py"), program).unwrap();
-    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "p.py"], &[]);
     let stdout = text(&out.stdout);
     let answered = stdout.matches(&format!("answered {}", (1 << 20) - 9)).count();
     let refused = stdout.matches("MiB of answers held at once over all calls").count();
@@ -634,7 +634,7 @@ print("host said:", sock.makefile("rb").readline().decode().strip())
 print("tool:", tmdb.search_person(query="Sofia Coppola")["results"][0]["name"])
 "#;
     std::fs::write(ws.path().join("flood.py"), program).unwrap();
-    let out = chainsmith(ws.path(), &["run", "flood.py"], &[]);
+    let out = chainsmith(ws.path(), &["--trust", "run", "flood.py"], &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("sending stopped: BrokenPipeError"), "{stdout}");

@@ -131,6 +131,73 @@ fn a_toolsets_secret_goes_nowhere_before_trust_and_trust_is_bound_to_its_destina
     assert!(elsewhere.received().is_empty(), "{:?}", elsewhere.received());
 }
 
+/// A toolset on this machine or its private network (a container daemon's port, a cloud's metadata
+/// address) is called only once the workspace is trusted to: by address however the program
+/// builds the URL, through a name that resolves there, and never on through a redirect to another
+/// local origin the workspace was not trusted with.
+#[test]
+fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
+    let other = Recorder::start(|_| ok_json(r#"{"from": "elsewhere"}"#));
+    let to = format!("{}/collect", other.url());
+    let server = Recorder::start(move |path| if path == "/echo" { redirect(&to) } else { ok_json("{}") });
+    let toml = |base: &str| format!("[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"{base}\"\n");
+    let ws = Workspace::new(&toml(&server.url()), CALL);
+    let expected = format!("toolset `api` (base URL) would let programs call {}, on this machine", server.url());
+    let untrusted = ws.untrusted();
+    assert!(untrusted.iter().any(|m| m.starts_with(&expected)), "{untrusted:?}");
+
+    // A call the analysis sees is refused before the program starts, one it cannot see by the host.
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains(&expected), "{}", text(&out.stderr));
+    let built = format!(
+        "import requests\nprint('started')\nprint(requests.get('http://127.0.0.1:%d/echo' % {}).text)\n",
+        server.port
+    );
+    std::fs::write(ws.root().join("q.py"), built).unwrap();
+    let out = ws.chainsmith(&["run", "q.py"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("started") && stderr.contains("would let programs call"), "{stdout}{stderr}");
+    assert!(server.received().is_empty(), "{:?}", server.received());
+
+    // Through a name that resolves here (this machine's own name, where it does).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    let local_name = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 0))
+        .map(|found| found.collect::<Vec<_>>())
+        .is_ok_and(|found| !found.is_empty() && found.iter().all(|a| a.ip().is_loopback()));
+    if local_name {
+        let named = format!("http://{host}:{}", server.port);
+        std::fs::write(ws.root().join("chainsmith.toml"), toml(&named)).unwrap();
+        let out = ws.chainsmith(&["run", "p.py"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&format!("{host} resolves to 127.")), "{stderr}");
+        assert!(stderr.contains("on this machine or its private network"), "{stderr}");
+        assert!(server.received().is_empty(), "{:?}", server.received());
+        // Trusted for the session, the name is called (its redirect to 127.0.0.1 is the answer:
+        // from a name, not followed toward an address here).
+        let out = ws.chainsmith(&["--trust", "run", "p.py"]);
+        assert_eq!(server.received().len(), 1, "{}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("307"), "{}", text(&out.stderr));
+        assert!(other.received().is_empty(), "{:?}", other.received());
+    } else {
+        eprintln!("skipped the name's part: this machine's name `{host}` resolves to no loopback address alone");
+    }
+
+    // Trusted with its own address, the toolset is called; a redirect to another origin on this
+    // machine is not followed.
+    std::fs::write(ws.root().join("chainsmith.toml"), toml(&server.url())).unwrap();
+    let trusted = ws.chainsmith(&["trust"]);
+    assert!(text(&trusted.stdout).contains("toolset `api` (base URL): call <"), "{}", text(&trusted.stdout));
+    let (before, elsewhere_before) = (server.received().len(), other.received().len());
+    let out = ws.chainsmith(&["run", "p.py"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(server.received().len(), before + 1, "{stderr}");
+    assert_eq!(other.received().len(), elsewhere_before, "{stderr}");
+    assert!(stderr.contains(&format!("would let programs call {}", other.url())), "{stderr}");
+}
+
 #[test]
 fn no_secret_header_follows_a_redirect_to_another_origin() {
     let other = Recorder::start(|_| ok_json(r#"{"from": "elsewhere"}"#));

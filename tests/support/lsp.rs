@@ -513,6 +513,14 @@ impl Builder {
         self
     }
 
+    /// The editor trusts the workspace (the `trusted` setting of an editor with its own workspace
+    /// trust), so its toolsets on this machine, such as a test's server, are called.
+    pub fn trusted(mut self) -> Builder {
+        let options = self.initialization_options.get_or_insert_with(|| json!({}));
+        options["trusted"] = json!(true);
+        self
+    }
+
     /// What `workspace/configuration` answers (for every item); `null` by default.
     pub fn configuration(mut self, settings: Value) -> Builder {
         self.configuration = settings;
