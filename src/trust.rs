@@ -291,8 +291,48 @@ pub fn is_local_name(name: &str) -> bool {
 }
 
 /// Loopback, private (RFC 1918, IPv6 unique local), link-local, shared (100.64.0.0/10, where
-/// carrier NAT and mesh VPNs live), unspecified and `0.0.0.0/8` addresses, also written as IPv6.
+/// carrier NAT and mesh VPNs live), unspecified and `0.0.0.0/8` addresses, also written as IPv6,
+/// and every address of this machine's own interfaces: a service listening on all of them (a
+/// database, a container daemon on `0.0.0.0`) answers at the machine's public address too.
 pub fn is_local_ip(ip: std::net::IpAddr) -> bool {
+    in_local_range(ip) || own_addresses().contains(&ip)
+}
+
+/// The addresses of this machine's interfaces, as the kernel lists them now.
+fn own_addresses() -> Vec<std::net::IpAddr> {
+    let mut found = Vec::new();
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list this function frees below; each entry's
+    // address, when present, points at a sockaddr of the family it names.
+    unsafe {
+        if libc::getifaddrs(&mut list) != 0 {
+            return found;
+        }
+        let mut entry = list;
+        while !entry.is_null() {
+            let address = (*entry).ifa_addr;
+            if !address.is_null() {
+                match i32::from((*address).sa_family) {
+                    libc::AF_INET => {
+                        let v4 = &*(address as *const libc::sockaddr_in);
+                        found.push(std::net::Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr)).into());
+                    }
+                    libc::AF_INET6 => {
+                        let v6 = &*(address as *const libc::sockaddr_in6);
+                        found.push(std::net::Ipv6Addr::from(v6.sin6_addr.s6_addr).into());
+                    }
+                    _ => {}
+                }
+            }
+            entry = (*entry).ifa_next;
+        }
+        libc::freeifaddrs(list);
+    }
+    found
+}
+
+/// The address classes of [`is_local_ip`].
+fn in_local_range(ip: std::net::IpAddr) -> bool {
     use std::net::{IpAddr, Ipv4Addr};
     let v4 = |ip: Ipv4Addr| {
         let [a, b, ..] = ip.octets();
@@ -643,6 +683,11 @@ mod tests {
             "http://localhost.example.com/",
         ] {
             assert!(!is_local(&url(elsewhere)), "{elsewhere}");
+        }
+        let own = own_addresses();
+        assert!(own.contains(&std::net::Ipv4Addr::LOCALHOST.into()), "{own:?}");
+        for ip in own {
+            assert!(is_local_ip(ip), "this machine's own {ip}");
         }
         let line = Command::reach("toolset `docker` (base URL)".into(), &url("http://127.0.0.1:2375/v1.43/"));
         assert_eq!(line.command, "call <http://127.0.0.1:2375>");
