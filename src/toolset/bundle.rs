@@ -31,13 +31,19 @@ pub type Reader<'r> = dyn Fn(&Path) -> Result<String, String> + 'r;
 
 /// The document with its references to other files bundled in, and the problems met; the
 /// document itself (no copy) when it refers to no other file.
-pub fn bundle(doc: &Node, file: &Path, read: &Reader<'_>) -> (Option<Node>, Vec<Diagnostic>) {
+pub fn bundle(
+    doc: &Node,
+    file: &Path,
+    read: &Reader<'_>,
+    aliases: &doc::AliasBudget,
+) -> (Option<Node>, Vec<Diagnostic>) {
     if !refers_to_files(doc) {
         return (None, Vec::new());
     }
     let mut bundler = Bundler {
         main: normalize(file),
         read,
+        aliases,
         docs: HashMap::new(),
         names: HashMap::new(),
         copies: Vec::new(),
@@ -78,6 +84,8 @@ fn refers_to_files(node: &Node) -> bool {
 struct Bundler<'r> {
     main: PathBuf,
     read: &'r Reader<'r>,
+    /// What the YAML files read may expand to, shared with the files loaded beside them.
+    aliases: &'r doc::AliasBudget,
     /// Every file read, parsed (or why not).
     docs: HashMap<PathBuf, Result<Node, String>>,
     /// (file, pointer) → its copy's number.
@@ -172,8 +180,8 @@ impl Bundler<'_> {
                 self.error(at, format!("`$ref` `{reference}`: more than {MAX_FILES} files are referenced; not read"));
                 return keep;
             }
-            let parsed =
-                (self.read)(&path).and_then(|text| doc::parse(&text, Syntax::of_path(&path)).map_err(|f| f.message));
+            let parsed = (self.read)(&path)
+                .and_then(|text| doc::parse_within(&text, Syntax::of_path(&path), self.aliases).map_err(|f| f.message));
             self.docs.insert(path.clone(), parsed);
         }
         let found = match &self.docs[&path] {
@@ -238,7 +246,7 @@ mod tests {
             Syntax::Yaml,
         )
         .unwrap();
-        let (bundled, problems) = bundle(&doc, Path::new("x.yaml"), &|_| Err("not read".into()));
+        let (bundled, problems) = bundle(&doc, Path::new("x.yaml"), &|_| Err("not read".into()), &Default::default());
         assert!(bundled.is_none() && problems.is_empty());
     }
 }

@@ -151,9 +151,55 @@ impl Syntax {
 }
 
 pub fn parse(text: &str, syntax: Syntax) -> Result<Node, ParseFailure> {
+    parse_within(text, syntax, &AliasBudget::default())
+}
+
+/// [`parse`], a YAML document's aliases drawing on `aliases`, which the files loaded together share.
+pub fn parse_within(text: &str, syntax: Syntax, aliases: &AliasBudget) -> Result<Node, ParseFailure> {
     match syntax {
         Syntax::Json => parse_json(text),
-        Syntax::Yaml => parse_yaml(text),
+        Syntax::Yaml => parse_yaml(text, aliases),
+    }
+}
+
+/// What YAML documents loaded together (a workspace's protocol files and the files they refer to)
+/// may take through their aliases beyond eight times their own size: shared, so that many small
+/// files cannot each expand to the whole of it (16 planted files of 1 MB once loaded as 1.2 GB).
+#[derive(Debug)]
+pub struct AliasBudget {
+    left: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// What was taken through this share of it.
+    taken: std::sync::atomic::AtomicU64,
+}
+
+impl Default for AliasBudget {
+    fn default() -> AliasBudget {
+        AliasBudget {
+            left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(ALIAS_EXPANSION)),
+            taken: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+}
+
+impl AliasBudget {
+    /// A share of the same budget that counts what is taken through it (one file's load).
+    pub fn share(&self) -> AliasBudget {
+        AliasBudget { left: self.left.clone(), taken: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// What was taken through this share.
+    pub fn taken(&self) -> u64 {
+        self.taken.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Takes `bytes` from what is left, or nothing when less is left.
+    fn take(&self, bytes: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        let took = self.left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(bytes)).is_ok();
+        if took {
+            self.taken.fetch_add(bytes, Ordering::AcqRel);
+        }
+        took
     }
 }
 
@@ -219,16 +265,17 @@ fn from_jsonc(value: jsonc_parser::ast::Value<'_>) -> Node {
     Node { kind, range: ByteRange::new(range.start, range.end) }
 }
 
-pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
+pub fn parse_yaml(text: &str, aliases: &AliasBudget) -> Result<Node, ParseFailure> {
     use saphyr::{LoadableYamlNode, MarkedYaml};
     let (as_written, expanded) = yaml_sizes(text);
-    let budget = as_written.saturating_mul(8).max(MIN_YAML_EXPANSION);
-    if expanded > budget {
+    let beyond = expanded.saturating_sub(as_written.saturating_mul(8));
+    if beyond > 0 && !aliases.take(beyond) {
         return Err(ParseFailure {
             range: ByteRange::new(0, 0),
             message: format!(
-                "invalid YAML: its aliases expand it to more than {} MiB, which chainsmith does not load",
-                budget >> 20
+                "invalid YAML: its aliases expand it to {} MiB, past what chainsmith loads (eight times its size, and {} MiB more over all the files loaded together)",
+                expanded.div_ceil(1 << 20),
+                ALIAS_EXPANSION >> 20
             ),
         });
     }
@@ -246,9 +293,9 @@ pub fn parse_yaml(text: &str) -> Result<Node, ParseFailure> {
     }
 }
 
-/// The least a YAML file may expand to through its aliases; past it, eight times its size with
-/// each alias counted as one node.
-const MIN_YAML_EXPANSION: u64 = 64 << 20;
+/// What YAML files loaded together may expand to through their aliases beyond eight times their
+/// size (each alias counted as one node), over all of them ([`AliasBudget`]).
+const ALIAS_EXPANSION: u64 = 64 << 20;
 
 /// About the bytes a YAML document takes loaded — each scalar's text and a little for each node —
 /// with each alias counted as one node (as written), and with each copied in (as loading does).
@@ -382,13 +429,27 @@ mod tests {
             let copies = vec![format!("*l{}", level - 1); 10].join(", ");
             bomb.push_str(&format!("l{level}: &l{level} [{copies}]\n"));
         }
-        let failure = parse_yaml(&bomb).unwrap_err();
-        assert!(failure.message.contains("aliases expand it to more than"), "{failure:?}");
+        let failure = parse_yaml(&bomb, &AliasBudget::default()).unwrap_err();
+        assert!(failure.message.starts_with("invalid YAML: its aliases expand it to 1111"), "{failure:?}");
         let shared = "components:\n  x: &ok {type: string}\npaths:\n  /a: {get: {schema: *ok}}\n";
         // Many small values and no alias: large loaded, but no larger than written.
         let flat = format!("[{}]", vec!["0"; 1 << 20].join(","));
-        assert!(parse_yaml(&flat).is_ok());
-        assert_eq!(parse_yaml(shared).unwrap().pointer("/paths/~1a/get/schema/type").unwrap().to_json(), "string");
+        assert!(parse_yaml(&flat, &AliasBudget::default()).is_ok());
+        let loaded = parse_yaml(shared, &AliasBudget::default()).unwrap();
+        assert_eq!(loaded.pointer("/paths/~1a/get/schema/type").unwrap().to_json(), "string");
+    }
+
+    /// Files loaded together share what their aliases may add: a file that copies a 1 MiB string
+    /// 26 times (about 19 MiB beyond eight times its size) loads, and so do a second and a third,
+    /// but not a fourth, whose share would pass the 64 MiB they have together.
+    #[test]
+    fn yaml_files_loaded_together_share_their_alias_budget() {
+        let mut file = format!("s: &s \"{}\"\n", "A".repeat(1 << 20));
+        file.push_str(&format!("copies: [{}]\n", vec!["*s"; 26].join(", ")));
+        let together = AliasBudget::default();
+        let loads: Vec<bool> = (0..4).map(|_| parse_yaml(&file, &together).is_ok()).collect();
+        assert_eq!(loads, [true, true, true, false]);
+        assert!(parse_yaml(&file, &AliasBudget::default()).is_ok(), "alone, the fourth loads");
     }
 
     #[test]
@@ -401,7 +462,7 @@ mod tests {
     #[test]
     fn yaml_keeps_byte_ranges_past_non_ascii() {
         let text = "title: héllo\npaths:\n  /x:\n    get:\n      summary: s\n";
-        let doc = parse_yaml(text).unwrap();
+        let doc = parse_yaml(text, &AliasBudget::default()).unwrap();
         let get = doc.pointer("/paths/~1x/get").unwrap();
         assert!(text[get.range.start..].starts_with("summary"), "{:?}", &text[get.range.start..]);
         let r = doc.pointer("/paths").unwrap().key_range("/x").unwrap();
@@ -411,7 +472,7 @@ mod tests {
 
     #[test]
     fn yaml_error_is_located() {
-        let err = parse_yaml("a: [1, 2\nb: c\n").unwrap_err();
+        let err = parse_yaml("a: [1, 2\nb: c\n", &AliasBudget::default()).unwrap_err();
         assert!(err.message.starts_with("invalid YAML"), "{err:?}");
     }
 }

@@ -83,6 +83,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut texts: Texts = HashMap::new();
     let mut toolsets = Vec::new();
     let cache = super::cache::Cache::open(&config.root);
+    let aliases = &doc::AliasBudget::default();
     let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
         let load = |job: &FileJob<'_>| load_file(job, &unsaved, cache.as_ref());
         match loading_pool() {
@@ -93,7 +94,14 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     if config.toolsets.is_empty() {
         let jobs: Vec<FileJob<'_>> = discover(&config.root.join(PROTOCOLS_DIR))
             .into_iter()
-            .map(|file| FileJob { file, toolset: None, kind: None, max_bytes: crate::files::MAX_READ, named_in: None })
+            .map(|file| FileJob {
+                file,
+                toolset: None,
+                kind: None,
+                max_bytes: crate::files::MAX_READ,
+                named_in: None,
+                aliases,
+            })
             .collect();
         for (job, load) in jobs.iter().zip(load_files(&jobs)) {
             if let Some((kind, name, loaded)) = load.take_into(&mut texts, &mut diagnostics, &job.file) {
@@ -116,6 +124,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                     kind,
                     max_bytes: ts.max_bytes,
                     named_in,
+                    aliases,
                 })
             })
             .collect();
@@ -272,10 +281,11 @@ fn load_doc(
     file: &Path,
     toolset: &str,
     read: &super::bundle::Reader<'_>,
+    aliases: &doc::AliasBudget,
 ) -> Loaded {
     match kind {
         SourceKind::OpenApi => {
-            let (bundled, mut problems) = super::bundle::bundle(doc, file, read);
+            let (bundled, mut problems) = super::bundle::bundle(doc, file, read, aliases);
             let mut loaded = openapi::load(bundled.as_ref().unwrap_or(doc), text, file, toolset);
             loaded.diagnostics.append(&mut problems);
             loaded
@@ -315,6 +325,8 @@ struct FileJob<'c> {
     max_bytes: u64,
     /// The configuration entry naming it, where a file that cannot be read is reported.
     named_in: Option<(&'c Path, ByteRange)>,
+    /// What its YAML aliases may expand to, shared by every file of the load.
+    aliases: &'c doc::AliasBudget,
 }
 
 /// What loading one file gave: its text, its read and parse problems, and its load (kind,
@@ -376,7 +388,8 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         out.loaded = Some((hit.kind, hit.name, hit.loaded));
         return out;
     }
-    let doc = match doc::parse(&text, Syntax::of_path(file)) {
+    let aliases = job.aliases.share();
+    let doc = match doc::parse_within(&text, Syntax::of_path(file), &aliases) {
         Ok(doc) => doc,
         Err(failure) => {
             out.diagnostics.push(Diagnostic::error(file, failure.range, "invalid-protocol", failure.message));
@@ -409,8 +422,13 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         pulled_in.borrow_mut().push((path.to_path_buf(), super::cache::pulled_in(&read)));
         read
     };
-    let loaded = load_doc(kind, &doc, &text, file, &name, &recording);
-    if !from_editor && let Some(cache) = cache {
+    let loaded = load_doc(kind, &doc, &text, file, &name, &recording, &aliases);
+    // A load that took from the alias budget is not kept: read back, it would take nothing, and a
+    // folder's planted files would each load once more with every reload.
+    if !from_editor
+        && aliases.taken() == 0
+        && let Some(cache) = cache
+    {
         cache.put(&id, kind, &name, &loaded, pulled_in.into_inner());
     }
     out.loaded = Some((kind, name, loaded));
@@ -558,6 +576,30 @@ Owner:
   properties:
     login: {type: string}
 "##;
+
+    /// A workspace's protocol files, and the files they refer to, share one alias budget: of a
+    /// folder of planted YAML files that each expand well past eight times their size, as many
+    /// load as the budget holds, the rest being errors on their files (which of them depends on
+    /// the order they are read in; how many does not).
+    #[test]
+    fn the_files_of_one_load_share_what_their_yaml_aliases_may_expand_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut planted = format!("s: &s \"{}\"\ncopies: [{}]\n", "A".repeat(1 << 20), vec!["*s"; 26].join(", "));
+        std::fs::create_dir_all(dir.path().join("protocols")).unwrap();
+        for n in 0..5 {
+            planted.push_str(&format!("n{n}: {n}\n"));
+            std::fs::write(dir.path().join(format!("protocols/p{n}.yaml")), &planted).unwrap();
+        }
+        // Loaded again, as every reload does: what loaded is not read back from the catalog cache
+        // for free, which would let one more file load each time.
+        for _ in 0..2 {
+            let catalog = super::load(&Config::load(dir.path(), None));
+            let refused: Vec<_> =
+                catalog.diagnostics.iter().filter(|d| d.message.contains("its aliases expand it to")).collect();
+            assert_eq!(refused.len(), 2, "{:?}", catalog.diagnostics);
+            assert!(refused.iter().all(|d| d.code == "invalid-protocol" && d.file.starts_with(dir.path())));
+        }
+    }
 
     #[test]
     fn other_files_are_bundled_and_problems_located_in_the_main_file() {
