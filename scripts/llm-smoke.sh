@@ -24,7 +24,7 @@ printf '\n[generate]\nmax_llm_calls = 2\n' >>"$ws/chainsmith.toml"
 
 scripts/local-llm.sh start
 started=$(date +%s)
-"$bin" eval tests/fixtures/datasets/restbench/tmdb.json --root "$ws" --tasks 0..1 --out "$ws/result.jsonl"
+"$bin" --trust eval tests/fixtures/datasets/restbench/tmdb.json --root "$ws" --tasks 0..1 --out "$ws/result.jsonl"
 echo "llm-smoke: chainsmith eval took $(($(date +%s) - started)) s"
 
 python3 - "$ws/result.jsonl" <<'PY'

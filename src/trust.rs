@@ -172,6 +172,16 @@ impl Command {
         Command { from, command: format!("{REACH_PREFIX}{}>", url.origin().ascii_serialization()) }
     }
 
+    /// The model's server the workspace chose (`[llm] base_url` other than the default) on this
+    /// machine or its private network: chainsmith would post the conversation to a service there.
+    pub fn llm_reach(llm: &LlmConfig) -> Option<Command> {
+        if llm.base_url == LlmConfig::default().base_url {
+            return None;
+        }
+        let url = reqwest::Url::parse(llm.base_url.trim()).ok()?;
+        is_local(&url).then(|| Command::reach("[llm] base_url".into(), &url))
+    }
+
     /// What the line would do, in words: `run `cmd``, `send $KEY to http://… as header X`.
     fn action(&self) -> String {
         let line = &self.command;
@@ -179,7 +189,7 @@ impl Command {
             format!("send {}", rest.replacen('<', "", 1).replacen('>', "", 1))
         } else if let Some(origin) = line.strip_prefix(REACH_PREFIX) {
             format!(
-                "let programs call {}, on this machine or its private network, whose services trust what reaches them",
+                "call {}, on this machine or its private network, whose services trust what reaches them",
                 origin.trim_end_matches('>')
             )
         } else if line.starts_with(SANDBOX_PREFIX) {
@@ -284,6 +294,24 @@ pub fn is_local(url: &reqwest::Url) -> bool {
     }
 }
 
+/// `url`'s host when it is a name (not an address), lower-cased and without a trailing dot, as a
+/// resolver is asked for it.
+pub fn host_name(url: &reqwest::Url) -> Option<String> {
+    let host = url.host_str()?;
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if bare.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    Some(host.trim_end_matches('.').to_ascii_lowercase())
+}
+
+/// Whether the name `host` resolves, now, to an address on this machine or its private network
+/// (the system's resolver, as the host's HTTP client asks it).
+pub fn resolves_here(host: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    (host, 0).to_socket_addrs().is_ok_and(|mut found| found.any(|a| is_local_ip(a.ip())))
+}
+
 /// `localhost` and the names beneath it, which resolve to this machine (RFC 6761).
 pub fn is_local_name(name: &str) -> bool {
     let name = name.trim_end_matches('.').to_ascii_lowercase();
@@ -295,7 +323,23 @@ pub fn is_local_name(name: &str) -> bool {
 /// and every address of this machine's own interfaces: a service listening on all of them (a
 /// database, a container daemon on `0.0.0.0`) answers at the machine's public address too.
 pub fn is_local_ip(ip: std::net::IpAddr) -> bool {
-    in_local_range(ip) || own_addresses().contains(&ip)
+    let own = own_addresses();
+    in_local_range(ip) || own.contains(&ip) || embedded_v4(ip).is_some_and(|v4| own.contains(&v4.into()))
+}
+
+/// The IPv4 address an IPv6 one carries: mapped (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`) or
+/// NAT64 (`64:ff9b::a.b.c.d`), each of which reaches that IPv4 address.
+fn embedded_v4(ip: std::net::IpAddr) -> Option<std::net::Ipv4Addr> {
+    let std::net::IpAddr::V6(ip) = ip else { return None };
+    let s = ip.segments();
+    let tail = || std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    if let Some(mapped) = ip.to_ipv4_mapped() {
+        Some(mapped)
+    } else if s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        Some(tail())
+    } else {
+        None
+    }
 }
 
 /// The addresses of this machine's interfaces, as the kernel lists them now.
@@ -352,10 +396,7 @@ fn in_local_range(ip: std::net::IpAddr) -> bool {
                 || ip.is_unspecified()
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
-                || ip.to_ipv4_mapped().is_some_and(v4)
-                // IPv4-compatible (`::127.0.0.1`) and NAT64 (`64:ff9b::10.0.0.1`) forms.
-                || (s[..6] == [0; 6] || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0])
-                    && v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8))
+                || embedded_v4(ip.into()).is_some_and(v4)
         }
     }
 }
@@ -374,6 +415,7 @@ pub fn config_commands(config: &Config) -> Vec<Command> {
         })
         .collect();
     out.extend(Command::runtime(&config.runtime, &config.root));
+    out.extend(Command::llm_reach(&config.llm));
     out.extend(Command::llm(&config.llm));
     out
 }
@@ -485,6 +527,24 @@ impl Trust {
                 tracing::warn!("workspace trust cannot be read, so nothing is trusted: {e}");
                 Trust::Untrusted
             }
+        }
+    }
+
+    /// The host names a workspace's programs may reach on this machine or its private network
+    /// by resolving there: `None` for every name (trusted for the session), else the names of the
+    /// `call <…>` lines recorded (`chainsmith trust` looks names up); none for an untrusted workspace.
+    pub fn local_names(&self) -> Option<BTreeSet<String>> {
+        match self {
+            Trust::Untrusted => Some(BTreeSet::new()),
+            Trust::Session => None,
+            Trust::Recorded(lines) => Some(
+                lines
+                    .iter()
+                    .filter_map(|line| line.strip_prefix(REACH_PREFIX)?.strip_suffix('>'))
+                    .filter_map(|origin| reqwest::Url::parse(origin).ok())
+                    .filter_map(|url| host_name(&url))
+                    .collect(),
+            ),
         }
     }
 
@@ -688,13 +748,18 @@ mod tests {
         assert!(own.contains(&std::net::Ipv4Addr::LOCALHOST.into()), "{own:?}");
         for ip in own {
             assert!(is_local_ip(ip), "this machine's own {ip}");
+            if let std::net::IpAddr::V4(v4) = ip {
+                // However written: a service on all interfaces answers each form.
+                assert!(is_local(&url(&format!("http://[::ffff:{v4}]:8000/"))), "mapped {v4}");
+                assert!(is_local(&url(&format!("http://[64:ff9b::{v4}]/"))), "NAT64 {v4}");
+            }
         }
         let line = Command::reach("toolset `docker` (base URL)".into(), &url("http://127.0.0.1:2375/v1.43/"));
         assert_eq!(line.command, "call <http://127.0.0.1:2375>");
         assert_eq!(Command::reach(String::new(), &url("http://[::1]:80/x")).command, "call <http://[::1]>");
         assert!(
             Trust::Untrusted.refusal(&line).starts_with(
-                "toolset `docker` (base URL) would let programs call http://127.0.0.1:2375, on this machine or its private network"
+                "toolset `docker` (base URL) would call http://127.0.0.1:2375, on this machine or its private network"
             ),
             "{}",
             Trust::Untrusted.refusal(&line)

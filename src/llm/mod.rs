@@ -222,19 +222,29 @@ impl std::fmt::Debug for Client {
 
 impl Client {
     /// A client of `config`'s server. The key goes only where `trust` allows: a workspace that
-    /// chose the server or the key's variable must be trusted with that first.
+    /// chose the server or the key's variable must be trusted with that first, and so must one
+    /// that chose a server on this machine or its private network, key or not.
     pub fn new(config: &LlmConfig, trust: &crate::trust::Trust) -> Result<Self, LlmError> {
         let base = config.base_url.trim_end_matches('/');
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             let shown = crate::trust::redact_url(base);
             return Err(LlmError::Config(format!("[llm] base_url `{shown}` must start with http:// or https://")));
         }
-        if let Some(line) = crate::trust::Command::llm(config).filter(|line| !trust.allows(&line.command)) {
+        let lines = crate::trust::Command::llm(config).into_iter().chain(crate::trust::Command::llm_reach(config));
+        if let Some(line) = lines.into_iter().find(|line| !trust.allows(&line.command)) {
             return Err(LlmError::Config(trust.refusal(&line)));
         }
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty());
+        // A redirect is followed within the server's origin only: reqwest would resend the
+        // conversation (and every header but Authorization) to wherever it points, this machine's
+        // other services included.
+        let same_origin = reqwest::redirect::Policy::custom(|attempt| {
+            let within = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
+            if within && attempt.previous().len() < 10 { attempt.follow() } else { attempt.stop() }
+        });
         let http = reqwest::Client::builder()
             .timeout(crate::config::timeout(config.timeout_s))
+            .redirect(same_origin)
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {

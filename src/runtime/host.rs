@@ -139,6 +139,8 @@ pub struct Host {
     config: Arc<Config>,
     root: PathBuf,
     http: reqwest::blocking::Client,
+    /// The names that may resolve to this machine or its private network (`None`: every name).
+    local_names: Option<std::collections::BTreeSet<String>>,
     secrets: Secrets,
     replay: Option<Replay>,
     mcp: Arc<McpPool>,
@@ -172,12 +174,14 @@ pub struct HostSetup {
 impl Host {
     pub fn new(setup: HostSetup) -> Host {
         let answers = AnswerBudget::new(setup.config.runtime.max_response_mb.saturating_mul(2 << 20));
-        let http = http::client(setup.catalog.trust != crate::trust::Trust::Untrusted);
+        let local_names = setup.catalog.trust.local_names();
+        let http = http::client(local_names.clone());
         Host {
             catalog: setup.catalog,
             config: setup.config,
             root: setup.root,
             http,
+            local_names,
             secrets: setup.secrets,
             replay: setup.replay,
             mcp: setup.mcp,
@@ -560,7 +564,14 @@ impl Host {
     /// ([`crate::trust::is_local`]), there only where the workspace is trusted to call
     /// ([`crate::trust::Command::reach`]) or where chainsmith's own stand-in answers.
     fn may_reach(&self, url: &reqwest::Url, stand_in: Option<&reqwest::Url>) -> Result<(), String> {
-        if !crate::trust::is_local(url) || stand_in.is_some_and(|s| s.origin() == url.origin()) {
+        if stand_in.is_some_and(|s| s.origin() == url.origin()) {
+            return Ok(());
+        }
+        // A name the record lets resolve here is held to the origins trusted with it, as an
+        // address is (its other ports are other services).
+        let named_here = crate::trust::host_name(url)
+            .is_some_and(|name| self.local_names.as_ref().is_some_and(|names| names.contains(&name)));
+        if !crate::trust::is_local(url) && !named_here {
             return Ok(());
         }
         let declared = self.catalog.toolsets.iter().find_map(|t| {

@@ -71,15 +71,16 @@ impl Answer {
 }
 
 /// The host's HTTP client; it follows no redirect itself ([`send`] does, minding secrets). Its
-/// resolver gives a name's addresses on this machine or its private network only when
-/// `private_names` (the workspace is trusted) or the name is `localhost`'s, which [`send`]'s
-/// `may_reach` judges as an address: an untrusted folder's `http://127.0.0.1.nip.io:2375` reaches
-/// no container daemon.
-pub fn client(private_names: bool) -> Client {
+/// resolver gives a name's addresses on this machine or its private network only for the names
+/// of `local_names` (`None`: every name, a workspace trusted for the session;
+/// [`crate::trust::Trust::local_names`]) and `localhost`'s, which [`send`]'s `may_reach` judges
+/// as an address: an untrusted folder's `http://127.0.0.1.nip.io:2375` reaches no container
+/// daemon.
+pub fn client(local_names: Option<std::collections::BTreeSet<String>>) -> Client {
     Client::builder()
         .user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())
-        .dns_resolver(Arc::new(Resolver { private_names }))
+        .dns_resolver(Arc::new(Resolver { local_names }))
         .build()
         .unwrap_or_default()
 }
@@ -87,13 +88,14 @@ pub fn client(private_names: bool) -> Client {
 /// The system's resolver (as reqwest's own, on a blocking thread), holding back what
 /// [`client`] says.
 struct Resolver {
-    private_names: bool,
+    local_names: Option<std::collections::BTreeSet<String>>,
 }
 
 impl reqwest::dns::Resolve for Resolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let private_names = self.private_names || crate::trust::is_local_name(name.as_str());
-        let host = name.as_str().to_string();
+        let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+        let private_names =
+            crate::trust::is_local_name(&host) || self.local_names.as_ref().is_none_or(|names| names.contains(&host));
         Box::pin(async move {
             let asked = host.clone();
             let found = tokio::task::spawn_blocking(move || {
@@ -776,8 +778,9 @@ paths:
         use reqwest::dns::Resolve;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let resolve = |private_names: bool, name: &str| {
+            let local_names = (!private_names).then(Default::default);
             let name: reqwest::dns::Name = name.parse().unwrap();
-            runtime.block_on(Resolver { private_names }.resolve(name)).map(|a| a.collect::<Vec<_>>())
+            runtime.block_on(Resolver { local_names }.resolve(name)).map(|a| a.collect::<Vec<_>>())
         };
         assert!(resolve(false, "localhost").is_ok_and(|a| !a.is_empty()));
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();

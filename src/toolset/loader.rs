@@ -72,8 +72,32 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
         _ => None,
     }));
     out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
+    // A toolset whose base URL names a host resolving to this machine or its private network is
+    // a line too. Names are looked up here only, when the user trusts the workspace, each once
+    // and a bounded number of them (a folder of thousands of toolsets asks no thousand lookups).
+    let mut looked_up: HashMap<String, bool> = HashMap::new();
+    for toolset in &catalog.toolsets {
+        let Some(url) = toolset.base_url.as_deref().and_then(|b| reqwest::Url::parse(b.trim()).ok()) else { continue };
+        let Some(name) = trust::host_name(&url).filter(|name| !trust::is_local_name(name)) else { continue };
+        let here = match looked_up.get(&name) {
+            Some(here) => *here,
+            None if looked_up.len() < MAX_NAMES_LOOKED_UP => {
+                let here = trust::resolves_here(&name);
+                looked_up.insert(name, here);
+                here
+            }
+            None => false,
+        };
+        if here {
+            out.push(trust::Command::reach(format!("toolset `{}` (base URL)", toolset.name), &url));
+        }
+    }
     out
 }
+
+/// The most host names `chainsmith trust` looks up to find the toolsets that resolve to this
+/// machine; a name past them resolves only to public addresses for the workspace's programs.
+const MAX_NAMES_LOOKED_UP: usize = 64;
 
 /// [`load_with_texts`] under a given trust: MCP servers start only when it allows their command
 /// lines; what it does not allow is a `workspace-untrusted` warning where it is declared.
@@ -202,6 +226,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let loosenings = trust::Command::runtime(&config.runtime, &config.root)
         .into_iter()
         .map(|line| (line, config.runtime_range))
+        .chain(trust::Command::llm_reach(&config.llm).map(|line| (line, config.llm_range)))
         .chain(trust::Command::llm(&config.llm).map(|line| (line, config.llm_range)));
     for (line, range) in loosenings {
         if !trust.allows(&line.command) {

@@ -31,7 +31,8 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     // A base URL nothing answers: every call must reach the mock instead.
     let ws = workspace("http://127.0.0.1:9/3", false, &llm_config);
     std::fs::write(ws.path().join("tasks.json"), TASKS).unwrap();
-    let out = chainsmith(ws.path(), &["eval", "tasks.json", "--out", "results.jsonl", "--format", "json"], &[]);
+    let out =
+        chainsmith(ws.path(), &["--trust", "eval", "tasks.json", "--out", "results.jsonl", "--format", "json"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -54,7 +55,7 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
 
     // Run again: both tasks are in the results file, so no model is asked.
     let asked = llm.count();
-    let again = chainsmith(ws.path(), &["eval", "tasks.json", "--out", "results.jsonl"], &[]);
+    let again = chainsmith(ws.path(), &["--trust", "eval", "tasks.json", "--out", "results.jsonl"], &[]);
     assert_eq!(again.status.code(), Some(0), "{}", text(&again.stderr));
     assert_eq!(llm.count(), asked);
     assert!(text(&again.stdout).contains("| full | 2 | 100.0 | 100.0 | 50.00 | 50.00 |"), "{}", text(&again.stdout));
@@ -116,7 +117,7 @@ fn eval_runs_chains_that_write_when_the_mock_answers_them() {
         r#"[{"query": "make a playlist called Road trip", "solution": ["POST /playlists"]}]"#,
     )
     .unwrap();
-    let out = chainsmith(dir.path(), &["eval", "tasks.json", "--out", "r.jsonl", "--format", "json"], &[]);
+    let out = chainsmith(dir.path(), &["--trust", "eval", "tasks.json", "--out", "r.jsonl", "--format", "json"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let task = &report["tasks"][0];

@@ -254,3 +254,19 @@ async fn reused_prompt_tokens_are_read_from_the_reply() {
     assert_eq!(chainsmith::llm::parse_reply(llama, &[]).unwrap().usage.reused_tokens, 512);
     assert!(reply.usage.to_string().contains("900 prompt, 640 reused"), "{}", reply.usage);
 }
+
+/// A redirect from the model's server is followed within its origin only: reqwest's own policy
+/// would resend the conversation to wherever it points, another service on this machine included.
+#[tokio::test]
+async fn the_conversation_does_not_follow_a_redirect_to_another_origin() {
+    use crate::support::recorder::{Recorder, redirect};
+    let elsewhere = Recorder::start(|_| crate::support::recorder::ok_json("{}"));
+    let to = format!("{}/v1.43/containers/create", elsewhere.url());
+    let model = Recorder::start(move |_| redirect(&to));
+    let mut c = client(&format!("{}/v1", model.url()), "CHAINSMITH_TEST_UNSET");
+    c.max_retries = 0;
+    let failed = c.chat(&[Message::system("s"), Message::user("task")], &Options::default()).await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert!(!model.received().is_empty());
+    assert!(elsewhere.received().is_empty(), "{:?}", elsewhere.received());
+}

@@ -142,7 +142,7 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
     let server = Recorder::start(move |path| if path == "/echo" { redirect(&to) } else { ok_json("{}") });
     let toml = |base: &str| format!("[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"{base}\"\n");
     let ws = Workspace::new(&toml(&server.url()), CALL);
-    let expected = format!("toolset `api` (base URL) would let programs call {}, on this machine", server.url());
+    let expected = format!("toolset `api` (base URL) would call {}, on this machine", server.url());
     let untrusted = ws.untrusted();
     assert!(untrusted.iter().any(|m| m.starts_with(&expected)), "{untrusted:?}");
 
@@ -158,7 +158,7 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
     let out = ws.chainsmith(&["run", "q.py"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
-    assert!(stdout.contains("started") && stderr.contains("would let programs call"), "{stdout}{stderr}");
+    assert!(stdout.contains("started") && stderr.contains("would call"), "{stdout}{stderr}");
     assert!(server.received().is_empty(), "{:?}", server.received());
 
     // Through a name that resolves here (this machine's own name, where it does).
@@ -195,7 +195,28 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
     let stderr = text(&out.stderr);
     assert_eq!(server.received().len(), before + 1, "{stderr}");
     assert_eq!(other.received().len(), elsewhere_before, "{stderr}");
-    assert!(stderr.contains(&format!("would let programs call {}", other.url())), "{stderr}");
+    assert!(stderr.contains(&format!("would call {}", other.url())), "{stderr}");
+
+    // Trusted with something else, a workspace still resolves no name here: `chainsmith trust`
+    // looks the name up and records its origin, and a name so trusted is held to that origin.
+    if local_name {
+        let named = format!("http://{host}:{}", server.port);
+        std::fs::write(ws.root().join("chainsmith.toml"), toml(&named)).unwrap();
+        let before = server.received().len();
+        let out = ws.chainsmith(&["run", "p.py"]);
+        assert!(text(&out.stderr).contains(&format!("{host} resolves to 127.")), "{}", text(&out.stderr));
+        assert_eq!(server.received().len(), before);
+        let trusted = ws.chainsmith(&["trust"]);
+        assert!(text(&trusted.stdout).contains(&format!("call <{named}>")), "{}", text(&trusted.stdout));
+        let out = ws.chainsmith(&["run", "p.py"]);
+        assert_eq!(server.received().len(), before + 1, "{}", text(&out.stderr));
+        let other_port = format!("http://{host}:{}", other.port);
+        std::fs::write(ws.root().join("chainsmith.toml"), toml(&other_port)).unwrap();
+        let out = ws.chainsmith(&["run", "p.py"]);
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(&format!("would call {other_port}")), "{stderr}");
+        assert_eq!(other.received().len(), elsewhere_before, "{stderr}");
+    }
 }
 
 #[test]
@@ -387,6 +408,18 @@ fn the_llms_key_goes_to_an_address_the_workspace_chose_only_once_trusted() {
     let expected = format!("[llm] would send $CHAINSMITH_TEST_LLM_KEY to {}/v1 as header Authorization", llm.url());
     let untrusted = ws.untrusted();
     assert!(untrusted.iter().any(|m| m.starts_with(&expected)), "{untrusted:?}");
+    let out = ws.chainsmith(&["generate", "say hello"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains(&expected), "{}", text(&out.stderr));
+    assert!(llm.received().is_empty(), "{:?}", llm.received());
+
+    // Without a key, a server the workspace chose on this machine is still one of its services:
+    // the conversation is not posted there before trust.
+    let toml =
+        format!("[llm]\nbase_url = \"{}/v1\"\nmodel = \"m\"\napi_key_env = \"CHAINSMITH_TEST_UNSET\"\n", llm.url());
+    let ws = Workspace::new(&toml, "print('ran')\n");
+    let expected = format!("[llm] base_url would call {}, on this machine", llm.url());
+    assert!(ws.untrusted().iter().any(|m| m.starts_with(&expected)), "{:?}", ws.untrusted());
     let out = ws.chainsmith(&["generate", "say hello"]);
     assert_ne!(out.status.code(), Some(0));
     assert!(text(&out.stderr).contains(&expected), "{}", text(&out.stderr));
