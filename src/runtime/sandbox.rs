@@ -487,7 +487,7 @@ const READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/de
 /// container tools, git's and package registries' tokens, password managers, browsers, shell
 /// histories. A program of a workspace the user never trusted could otherwise read them and send
 /// them to a toolset of the workspace's choosing.
-const CREDENTIAL_STORES: [&str; 33] = [
+const CREDENTIAL_STORES: [&str; 54] = [
     ".ssh",
     ".gnupg",
     ".aws",
@@ -521,6 +521,28 @@ const CREDENTIAL_STORES: [&str; 33] = [
     ".terraformrc",
     ".Xauthority",
     ".local/share/jupyter/runtime",
+    // Round 6's: cloud, data-platform and deploy tools' logins, and key files.
+    ".local/share/containers",
+    ".local/share/password-store",
+    ".s3cfg",
+    ".boto",
+    ".databrickscfg",
+    ".pulumi",
+    ".huggingface",
+    ".snowsql",
+    ".dbt",
+    ".mc",
+    ".fly",
+    ".vercel",
+    ".netlify",
+    ".cloudflared",
+    ".ngrok2",
+    ".sbt",
+    ".ivy2",
+    ".composer",
+    ".age",
+    ".oci",
+    ".env",
 ];
 
 /// What a run may read and execute: everything beneath `/` but `/dev` and what [`unreadable`]

@@ -188,6 +188,8 @@ fn a_program_reads_no_credential_of_the_users() {
         (".aws/credentials", "aws_secret_access_key=x"),
         (".config/gh/hosts.yml", "oauth_token: x"),
         (".cache/chainsmith/catalog.key", "sealing key"),
+        (".databrickscfg", "token = dapi-x"),
+        (".local/share/containers/auth.json", "{\"auths\": {}}"),
         (".local/lib/site.txt", "a user-site package"),
         ("notes.txt", "the user's notes"),
     ] {
@@ -199,7 +201,8 @@ fn a_program_reads_no_credential_of_the_users() {
     let program = r#"import os
 home = os.path.expanduser("~")
 for name in [".ssh/id_ed25519", "keys/id_ed25519", ".aws/credentials", ".config/gh/hosts.yml",
-             ".cache/chainsmith/catalog.key", ".local/lib/site.txt", "notes.txt"]:
+             ".cache/chainsmith/catalog.key", ".databrickscfg", ".local/share/containers/auth.json",
+             ".local/lib/site.txt", "notes.txt"]:
     try:
         open(os.path.join(home, name)).read()
         print(name, "read")
@@ -218,6 +221,7 @@ for name in [".ssh/id_ed25519", "keys/id_ed25519", ".aws/credentials", ".config/
         stdout,
         ".ssh/id_ed25519 Permission denied\nkeys/id_ed25519 Permission denied\n.aws/credentials Permission denied\n\
          .config/gh/hosts.yml Permission denied\n.cache/chainsmith/catalog.key Permission denied\n\
+         .databrickscfg Permission denied\n.local/share/containers/auth.json Permission denied\n\
          .local/lib/site.txt read\nnotes.txt read\n",
         "{}",
         text(&out.stderr)
