@@ -323,8 +323,10 @@ pub fn is_local_name(name: &str) -> bool {
 /// and every address of this machine's own interfaces: a service listening on all of them (a
 /// database, a container daemon on `0.0.0.0`) answers at the machine's public address too.
 pub fn is_local_ip(ip: std::net::IpAddr) -> bool {
-    let own = own_addresses();
-    in_local_range(ip) || own.contains(&ip) || embedded_v4(ip).is_some_and(|v4| own.contains(&v4.into()))
+    in_local_range(ip) || {
+        let own = own_addresses();
+        own.contains(&ip) || embedded_v4(ip).is_some_and(|v4| own.contains(&v4.into()))
+    }
 }
 
 /// The IPv4 address an IPv6 one carries: mapped (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`) or
@@ -398,6 +400,87 @@ fn in_local_range(ip: std::net::IpAddr) -> bool {
                 || (s[0] & 0xffc0) == 0xfe80
                 || embedded_v4(ip.into()).is_some_and(v4)
         }
+    }
+}
+
+/// The system's resolver (as reqwest's own, on a blocking thread), holding back the addresses on
+/// this machine or its private network a name resolves to, unless the workspace may reach that
+/// name there ([`Trust::local_names`]): an untrusted folder's
+/// `http://127.0.0.1.nip.io:2375` reaches no container daemon. `localhost`'s names are judged as
+/// addresses are (by `runtime::http::send`'s `may_reach`), and the proxies the environment names are the
+/// user's own; behind a proxy, the proxy resolves the names, and the host asks the system itself
+/// (`Host::may_reach`).
+pub struct Resolver {
+    /// `None`: every name.
+    local_names: Option<std::collections::BTreeSet<String>>,
+    proxies: std::collections::BTreeSet<String>,
+    /// Whether the workspace's trust is recorded (so a name resolving here now did not then).
+    recorded: bool,
+}
+
+impl Resolver {
+    pub fn for_trust(trust: &Trust) -> Resolver {
+        Resolver {
+            local_names: trust.local_names(),
+            proxies: proxy_hosts(),
+            recorded: matches!(trust, Trust::Recorded(_)),
+        }
+    }
+}
+
+/// The host names of the proxies the environment names (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`
+/// …), which reqwest sends through.
+pub fn proxy_hosts() -> std::collections::BTreeSet<String> {
+    ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+        .iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .filter(|value| !value.trim().is_empty())
+        .filter_map(|value| {
+            let value = value.trim();
+            let url = if value.contains("://") { value.to_string() } else { format!("http://{value}") };
+            reqwest::Url::parse(&url).ok().and_then(|url| host_name(&url))
+        })
+        .collect()
+}
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+        let private_names = is_local_name(&host)
+            || self.proxies.contains(&host)
+            || self.local_names.as_ref().is_none_or(|names| names.contains(&host));
+        let recorded = self.recorded;
+        Box::pin(async move {
+            let asked = host.clone();
+            let found = tokio::task::spawn_blocking(move || {
+                use std::net::ToSocketAddrs;
+                (asked.as_str(), 0).to_socket_addrs().map(Iterator::collect::<Vec<_>>)
+            })
+            .await??;
+            let Some(local) = found.iter().find(|a| is_local_ip(a.ip())).copied() else {
+                return Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs);
+            };
+            let kept: Vec<_> = found.into_iter().filter(|a| private_names || !is_local_ip(a.ip())).collect();
+            if kept.is_empty() {
+                return Err(local_name_refusal(&host, local.ip(), recorded).into());
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Why a request to the name `host`, which resolves to `ip` on this machine or its private
+/// network, is not sent; `recorded`: the workspace's trust is recorded, from before the name
+/// resolved here (or past the names `chainsmith trust` looks up).
+pub fn local_name_refusal(host: &str, ip: std::net::IpAddr, recorded: bool) -> String {
+    if recorded {
+        format!(
+            "{host} resolves to {ip}, on this machine or its private network, which it did not when the workspace was trusted, so it is not called; if that is meant, trust the workspace again (`chainsmith trust` looks its names up)"
+        )
+    } else {
+        format!(
+            "{host} resolves to {ip}, on this machine or its private network, which an untrusted workspace's programs do not reach; once you have read the workspace, trust it (`chainsmith trust`, `--trust`, or \"Trust this workspace\" in the editor)"
+        )
     }
 }
 

@@ -50,7 +50,7 @@ pub fn trust(root: Option<&Path>, list: bool, revoke: bool) -> Result<u8> {
     if commands.is_empty() {
         writeln!(
             out,
-            "{canonical} names nothing to trust: no command, no loosened sandbox, no secret it sends, no toolset on this machine"
+            "{canonical} names nothing to trust: no command, no loosened sandbox, no secret it sends, no toolset or model server on this machine or its private network"
         )?;
         return Ok(0);
     }

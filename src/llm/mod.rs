@@ -245,6 +245,7 @@ impl Client {
         let http = reqwest::Client::builder()
             .timeout(crate::config::timeout(config.timeout_s))
             .redirect(same_origin)
+            .dns_resolver(std::sync::Arc::new(crate::trust::Resolver::for_trust(trust)))
             .build()
             .map_err(|e| LlmError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {

@@ -141,6 +141,8 @@ pub struct Host {
     http: reqwest::blocking::Client,
     /// The names that may resolve to this machine or its private network (`None`: every name).
     local_names: Option<std::collections::BTreeSet<String>>,
+    /// Whether requests go through a proxy the environment names, which resolves their names.
+    proxied: bool,
     secrets: Secrets,
     replay: Option<Replay>,
     mcp: Arc<McpPool>,
@@ -175,13 +177,15 @@ impl Host {
     pub fn new(setup: HostSetup) -> Host {
         let answers = AnswerBudget::new(setup.config.runtime.max_response_mb.saturating_mul(2 << 20));
         let local_names = setup.catalog.trust.local_names();
-        let http = http::client(local_names.clone());
+        let http = http::client(&setup.catalog.trust);
+        let proxied = !crate::trust::proxy_hosts().is_empty();
         Host {
             catalog: setup.catalog,
             config: setup.config,
             root: setup.root,
             http,
             local_names,
+            proxied,
             secrets: setup.secrets,
             replay: setup.replay,
             mcp: setup.mcp,
@@ -569,23 +573,40 @@ impl Host {
         }
         // A name the record lets resolve here is held to the origins trusted with it, as an
         // address is (its other ports are other services).
-        let named_here = crate::trust::host_name(url)
-            .is_some_and(|name| self.local_names.as_ref().is_some_and(|names| names.contains(&name)));
+        let name = crate::trust::host_name(url);
+        let named_here =
+            name.as_ref().is_some_and(|name| self.local_names.as_ref().is_some_and(|names| names.contains(name)));
+        // Behind a proxy the proxy resolves the name, past the client's resolver: asked here.
+        if self.proxied
+            && !named_here
+            && let (Some(name), Some(_)) = (&name, &self.local_names)
+            && !crate::trust::is_local_name(name)
+        {
+            use std::net::ToSocketAddrs;
+            let found = (name.as_str(), 0).to_socket_addrs().map(|f| f.map(|a| a.ip()).collect::<Vec<_>>());
+            if let Some(ip) = found.unwrap_or_default().into_iter().find(|ip| crate::trust::is_local_ip(*ip)) {
+                let recorded = matches!(self.catalog.trust, crate::trust::Trust::Recorded(_));
+                return Err(crate::trust::local_name_refusal(name, ip, recorded));
+            }
+        }
         if !crate::trust::is_local(url) && !named_here {
             return Ok(());
         }
+        // The toolset whose base URL is this origin: its line is what trust records for it.
         let declared = self.catalog.toolsets.iter().find_map(|t| {
-            t.reach_line().filter(|_| {
-                t.base_url
-                    .as_deref()
-                    .and_then(|b| reqwest::Url::parse(b.trim()).ok())
-                    .is_some_and(|b| b.origin() == url.origin())
-            })
+            let base = reqwest::Url::parse(t.base_url.as_deref()?.trim()).ok()?;
+            (base.origin() == url.origin())
+                .then(|| crate::trust::Command::reach(format!("toolset `{}` (base URL)", t.name), url))
         });
-        let line = declared.unwrap_or_else(|| crate::trust::Command::reach("a program's request".into(), url));
-        match self.catalog.trust.allows(&line.command) {
-            true => Ok(()),
-            false => Err(self.catalog.trust.refusal(&line)),
+        match declared {
+            Some(line) if self.catalog.trust.allows(&line.command) => Ok(()),
+            Some(line) => Err(self.catalog.trust.refusal(&line)),
+            // No toolset's base URL: `chainsmith trust` has no line to record for it.
+            None if self.catalog.trust == crate::trust::Trust::Session => Ok(()),
+            None => Err(format!(
+                "{} is on this machine or its private network and no toolset's base URL names it (a redirect, or a path that leaves its base URL), so the request is not sent; a toolset declaring it can be trusted, or `--trust` allows it for one run",
+                url.origin().ascii_serialization()
+            )),
         }
     }
 

@@ -70,54 +70,15 @@ impl Answer {
     }
 }
 
-/// The host's HTTP client; it follows no redirect itself ([`send`] does, minding secrets). Its
-/// resolver gives a name's addresses on this machine or its private network only for the names
-/// of `local_names` (`None`: every name, a workspace trusted for the session;
-/// [`crate::trust::Trust::local_names`]) and `localhost`'s, which [`send`]'s `may_reach` judges
-/// as an address: an untrusted folder's `http://127.0.0.1.nip.io:2375` reaches no container
-/// daemon.
-pub fn client(local_names: Option<std::collections::BTreeSet<String>>) -> Client {
+/// The host's HTTP client; it follows no redirect itself ([`send`] does, minding secrets), and
+/// resolves names through [`crate::trust::Resolver::for_trust`].
+pub fn client(trust: &crate::trust::Trust) -> Client {
     Client::builder()
         .user_agent(concat!("chainsmith/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())
-        .dns_resolver(Arc::new(Resolver { local_names }))
+        .dns_resolver(Arc::new(crate::trust::Resolver::for_trust(trust)))
         .build()
         .unwrap_or_default()
-}
-
-/// The system's resolver (as reqwest's own, on a blocking thread), holding back what
-/// [`client`] says.
-struct Resolver {
-    local_names: Option<std::collections::BTreeSet<String>>,
-}
-
-impl reqwest::dns::Resolve for Resolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
-        let private_names =
-            crate::trust::is_local_name(&host) || self.local_names.as_ref().is_none_or(|names| names.contains(&host));
-        Box::pin(async move {
-            let asked = host.clone();
-            let found = tokio::task::spawn_blocking(move || {
-                use std::net::ToSocketAddrs;
-                (asked.as_str(), 0).to_socket_addrs().map(Iterator::collect::<Vec<_>>)
-            })
-            .await??;
-            let Some(local) = found.iter().find(|a| crate::trust::is_local_ip(a.ip())).copied() else {
-                return Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs);
-            };
-            let kept: Vec<_> =
-                found.into_iter().filter(|a| private_names || !crate::trust::is_local_ip(a.ip())).collect();
-            if kept.is_empty() {
-                return Err(format!(
-                    "{host} resolves to {}, on this machine or its private network, which an untrusted workspace's programs do not reach; once you have read the workspace, trust it (`chainsmith trust`, `--trust`, or \"Trust this workspace\" in the editor)",
-                    local.ip()
-                )
-                .into());
-            }
-            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
-        })
-    }
 }
 
 pub fn decode_body(body: &[u8]) -> Value {
@@ -493,7 +454,12 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
         }
         // An API elsewhere cannot turn the run's requests toward this machine or its network:
         // a local service (a container daemon's port, a cloud's metadata address) trusts them.
-        if crate::trust::is_local(&url) && !crate::trust::is_local(&request.url) {
+        // A name counts by what it resolves to: a workspace trusted for the session resolves
+        // every name, and the API is not the workspace.
+        let here = |url: &reqwest::Url| {
+            crate::trust::is_local(url) || crate::trust::host_name(url).is_some_and(|n| crate::trust::resolves_here(&n))
+        };
+        if !here(&request.url) && here(&url) {
             return None;
         }
         next.headers.retain(|(k, _)| {
@@ -757,6 +723,11 @@ paths:
         ] {
             assert_eq!(followed(&get, &redirect(307, local)), None, "{local}");
         }
+        // A name counts by what it resolves to (here this machine's own name, where it does).
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+        if crate::trust::resolves_here(&host) {
+            assert_eq!(followed(&get, &redirect(307, &format!("http://{host}:2375/"))), None, "{host}");
+        }
         let local_get = request("GET", "http://127.0.0.1:8000/a", None);
         assert!(followed(&local_get, &redirect(307, "http://127.0.0.1:9000/b")).is_some(), "local to local");
         let post = request("POST", "https://api.example.com/a", Some("{\"Image\": \"alpine\"}"));
@@ -778,9 +749,9 @@ paths:
         use reqwest::dns::Resolve;
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let resolve = |private_names: bool, name: &str| {
-            let local_names = (!private_names).then(Default::default);
+            let trust = if private_names { crate::trust::Trust::Session } else { crate::trust::Trust::Untrusted };
             let name: reqwest::dns::Name = name.parse().unwrap();
-            runtime.block_on(Resolver { local_names }.resolve(name)).map(|a| a.collect::<Vec<_>>())
+            runtime.block_on(crate::trust::Resolver::for_trust(&trust).resolve(name)).map(|a| a.collect::<Vec<_>>())
         };
         assert!(resolve(false, "localhost").is_ok_and(|a| !a.is_empty()));
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();

@@ -168,38 +168,36 @@ pub fn parse_within(text: &str, syntax: Syntax, aliases: &AliasBudget) -> Result
 #[derive(Debug)]
 pub struct AliasBudget {
     left: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    /// What was taken through this share of it.
-    taken: std::sync::atomic::AtomicU64,
+    /// Whether anything was asked of it through this share (taken or refused).
+    asked: std::sync::atomic::AtomicBool,
 }
 
 impl Default for AliasBudget {
     fn default() -> AliasBudget {
         AliasBudget {
             left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(ALIAS_EXPANSION)),
-            taken: std::sync::atomic::AtomicU64::new(0),
+            asked: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
 
 impl AliasBudget {
-    /// A share of the same budget that counts what is taken through it (one file's load).
+    /// A share of the same budget that tells whether it was drawn on (one file's load).
     pub fn share(&self) -> AliasBudget {
-        AliasBudget { left: self.left.clone(), taken: std::sync::atomic::AtomicU64::new(0) }
+        AliasBudget { left: self.left.clone(), asked: std::sync::atomic::AtomicBool::new(false) }
     }
 
-    /// What was taken through this share.
-    pub fn taken(&self) -> u64 {
-        self.taken.load(std::sync::atomic::Ordering::Acquire)
+    /// Whether a document read through this share was sized against the budget: it took from
+    /// it or was refused, either of which depends on the files loaded beside it.
+    pub fn asked(&self) -> bool {
+        self.asked.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Takes `bytes` from what is left, or nothing when less is left.
     fn take(&self, bytes: u64) -> bool {
         use std::sync::atomic::Ordering;
-        let took = self.left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(bytes)).is_ok();
-        if took {
-            self.taken.fetch_add(bytes, Ordering::AcqRel);
-        }
-        took
+        self.asked.store(true, Ordering::Release);
+        self.left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(bytes)).is_ok()
     }
 }
 

@@ -72,28 +72,63 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
         _ => None,
     }));
     out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
-    // A toolset whose base URL names a host resolving to this machine or its private network is
-    // a line too. Names are looked up here only, when the user trusts the workspace, each once
-    // and a bounded number of them (a folder of thousands of toolsets asks no thousand lookups).
-    let mut looked_up: HashMap<String, bool> = HashMap::new();
-    for toolset in &catalog.toolsets {
-        let Some(url) = toolset.base_url.as_deref().and_then(|b| reqwest::Url::parse(b.trim()).ok()) else { continue };
-        let Some(name) = trust::host_name(&url).filter(|name| !trust::is_local_name(name)) else { continue };
-        let here = match looked_up.get(&name) {
-            Some(here) => *here,
-            None if looked_up.len() < MAX_NAMES_LOOKED_UP => {
-                let here = trust::resolves_here(&name);
-                looked_up.insert(name, here);
-                here
-            }
-            None => false,
-        };
-        if here {
-            out.push(trust::Command::reach(format!("toolset `{}` (base URL)", toolset.name), &url));
-        }
+    // A toolset (or model server) whose base URL names a host resolving to this machine or its
+    // private network is a line too. Names are looked up here only, when the user trusts the
+    // workspace, each once, at once, and a bounded number of them (a folder of thousands of
+    // toolsets asks no thousand lookups).
+    let mut bases: Vec<(String, &str)> = catalog
+        .toolsets
+        .iter()
+        .filter_map(|t| Some((format!("toolset `{}` (base URL)", t.name), t.base_url.as_deref()?)))
+        .collect();
+    if config.llm.base_url != crate::config::LlmConfig::default().base_url {
+        bases.push(("[llm] base_url".into(), config.llm.base_url.as_str()));
     }
+    let named: Vec<(String, reqwest::Url, String)> = bases
+        .into_iter()
+        .filter_map(|(from, base)| {
+            let url = reqwest::Url::parse(base.trim()).ok()?;
+            let name = trust::host_name(&url).filter(|name| !trust::is_local_name(name))?;
+            Some((from, url, name))
+        })
+        .collect();
+    let mut names: Vec<&str> = named.iter().map(|(_, _, name)| name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names.truncate(MAX_NAMES_LOOKED_UP);
+    let here = names_resolving_here(&names);
+    out.extend(
+        named
+            .iter()
+            .filter(|(_, _, name)| here.contains(name.as_str()))
+            .map(|(from, url, _)| trust::Command::reach(from.clone(), url)),
+    );
     out
 }
+
+/// Which of `names` resolve to this machine or its private network, looked up at once; a name
+/// whose lookup takes longer than [`LOOKUP_DEADLINE`] counts as not (its lookup is left to end).
+fn names_resolving_here<'n>(names: &[&'n str]) -> std::collections::HashSet<&'n str> {
+    let (found, answers) = std::sync::mpsc::channel();
+    for (index, name) in names.iter().enumerate() {
+        let (found, name) = (found.clone(), name.to_string());
+        std::thread::spawn(move || found.send((index, trust::resolves_here(&name))));
+    }
+    drop(found);
+    let deadline = std::time::Instant::now() + LOOKUP_DEADLINE;
+    let mut here = std::collections::HashSet::new();
+    while let Ok((index, resolves_here)) =
+        answers.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        if resolves_here {
+            here.insert(names[index]);
+        }
+    }
+    here
+}
+
+/// How long `chainsmith trust` waits for its name lookups.
+const LOOKUP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The most host names `chainsmith trust` looks up to find the toolsets that resolve to this
 /// machine; a name past them resolves only to public addresses for the workspace's programs.
@@ -448,10 +483,11 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         read
     };
     let loaded = load_doc(kind, &doc, &text, file, &name, &recording, &aliases);
-    // A load that took from the alias budget is not kept: read back, it would take nothing, and a
-    // folder's planted files would each load once more with every reload.
+    // A load that drew on the alias budget is not kept: read back, it would take nothing (a
+    // folder's planted files would each load once more with every reload), and a file it pulled
+    // in that the budget refused would stay refused once there is room.
     if !from_editor
-        && aliases.taken() == 0
+        && !aliases.asked()
         && let Some(cache) = cache
     {
         cache.put(&id, kind, &name, &loaded, pulled_in.into_inner());

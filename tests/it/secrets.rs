@@ -162,10 +162,8 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
     assert!(server.received().is_empty(), "{:?}", server.received());
 
     // Through a name that resolves here (this machine's own name, where it does).
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
-    let local_name = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 0))
-        .map(|found| found.collect::<Vec<_>>())
-        .is_ok_and(|found| !found.is_empty() && found.iter().all(|a| a.ip().is_loopback()));
+    let host = this_machines_name().unwrap_or_default();
+    let local_name = !host.is_empty();
     if local_name {
         let named = format!("http://{host}:{}", server.port);
         std::fs::write(ws.root().join("chainsmith.toml"), toml(&named)).unwrap();
@@ -175,14 +173,12 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
         assert!(stderr.contains(&format!("{host} resolves to 127.")), "{stderr}");
         assert!(stderr.contains("on this machine or its private network"), "{stderr}");
         assert!(server.received().is_empty(), "{:?}", server.received());
-        // Trusted for the session, the name is called (its redirect to 127.0.0.1 is the answer:
-        // from a name, not followed toward an address here).
+        // Trusted for the session, the name is called, and so is where it redirects on this
+        // machine: the user trusted all of it.
         let out = ws.chainsmith(&["--trust", "run", "p.py"]);
         assert_eq!(server.received().len(), 1, "{}", text(&out.stderr));
-        assert!(text(&out.stderr).contains("307"), "{}", text(&out.stderr));
-        assert!(other.received().is_empty(), "{:?}", other.received());
-    } else {
-        eprintln!("skipped the name's part: this machine's name `{host}` resolves to no loopback address alone");
+        assert!(text(&out.stdout).contains("elsewhere"), "{}", text(&out.stderr));
+        assert_eq!(other.received().len(), 1, "{:?}", other.received());
     }
 
     // Trusted with its own address, the toolset is called; a redirect to another origin on this
@@ -195,7 +191,9 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
     let stderr = text(&out.stderr);
     assert_eq!(server.received().len(), before + 1, "{stderr}");
     assert_eq!(other.received().len(), elsewhere_before, "{stderr}");
-    assert!(stderr.contains(&format!("would call {}", other.url())), "{stderr}");
+    let undeclared =
+        format!("{} is on this machine or its private network and no toolset's base URL names it", other.url());
+    assert!(stderr.contains(&undeclared), "{stderr}");
 
     // Trusted with something else, a workspace still resolves no name here: `chainsmith trust`
     // looks the name up and records its origin, and a name so trusted is held to that origin.
@@ -217,6 +215,49 @@ fn a_service_on_this_machine_is_called_only_once_the_workspace_is_trusted_to() {
         assert!(stderr.contains(&format!("would call {other_port}")), "{stderr}");
         assert_eq!(other.received().len(), elsewhere_before, "{stderr}");
     }
+}
+
+/// This machine's own name, where it resolves to loopback addresses alone (a name that resolves
+/// here, as a planted `127.0.0.1.nip.io` would); `None` (and a note) where it does not.
+fn this_machines_name() -> Option<String> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string();
+    let local = std::net::ToSocketAddrs::to_socket_addrs(&(host.as_str(), 0))
+        .map(|found| found.collect::<Vec<_>>())
+        .is_ok_and(|found| !found.is_empty() && found.iter().all(|a| a.ip().is_loopback()));
+    if !local {
+        eprintln!("skipped the part with a name: this machine's name `{host}` resolves to no loopback address alone");
+    }
+    local.then_some(host)
+}
+
+/// Behind a proxy the environment names, the proxy resolves the names: the proxy's own name is the
+/// user's and is looked up as it is, and a toolset's name that resolves to this machine is still
+/// refused, before anything reaches the proxy.
+#[test]
+fn behind_a_proxy_a_name_resolving_here_is_still_refused() {
+    let Some(host) = this_machines_name() else { return };
+    let proxy = Recorder::start(|_| ok_json(r#"{"via": "proxy"}"#));
+    let proxy_url = format!("http://{host}:{}", proxy.port);
+    let toml = |base: &str| format!("[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"{base}\"\n");
+    let ws = Workspace::new(&toml("http://api.example.invalid"), CALL);
+    let proxied = |ws: &Workspace| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+        command.args(["run", "p.py"]).current_dir(ws.root()).env("XDG_CONFIG_HOME", ws.config.path());
+        command.env("HTTP_PROXY", &proxy_url).env("NO_PROXY", "").env_remove("http_proxy").env_remove("no_proxy");
+        command.stdin(Stdio::null()).output().unwrap()
+    };
+    let out = proxied(&ws);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("proxy"), "{}", text(&out.stdout));
+    let received = proxy.received();
+    assert!(received.len() == 1 && received[0].starts_with("GET http://api.example.invalid/echo"), "{received:?}");
+
+    std::fs::write(ws.root().join("chainsmith.toml"), toml(&format!("http://{host}:9"))).unwrap();
+    let out = proxied(&ws);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("{host} resolves to 127.")), "{stderr}");
+    assert_eq!(proxy.received().len(), 1, "{:?}", proxy.received());
 }
 
 #[test]
