@@ -308,8 +308,40 @@ pub fn host_name(url: &reqwest::Url) -> Option<String> {
 /// Whether the name `host` resolves, now, to an address on this machine or its private network
 /// (the system's resolver, as the host's HTTP client asks it).
 pub fn resolves_here(host: &str) -> bool {
+    local_address_of(host).is_some()
+}
+
+/// The first address on this machine or its private network that the name `host` resolves to now.
+pub fn local_address_of(host: &str) -> Option<std::net::IpAddr> {
     use std::net::ToSocketAddrs;
-    (host, 0).to_socket_addrs().is_ok_and(|mut found| found.any(|a| is_local_ip(a.ip())))
+    (host, 0).to_socket_addrs().ok()?.map(|a| a.ip()).find(|ip| is_local_ip(*ip))
+}
+
+/// Whether requests go through a proxy the environment names (by name or by address), which then
+/// resolves their names past [`Resolver`].
+pub fn proxied() -> bool {
+    PROXY_VARIABLES.iter().any(|var| std::env::var(var).is_ok_and(|value| !value.trim().is_empty()))
+}
+
+/// The variables reqwest takes its proxies from.
+const PROXY_VARIABLES: [&str; 6] = ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"];
+
+/// Why a request to `url` may not go, judged by its host name (an address is judged by
+/// [`is_local`]; `from` says whose request it is): a name recorded as resolving here is held to
+/// the origins recorded with it, and behind a proxy, which resolves names itself, a name that
+/// resolves here now is refused unless the workspace may reach it there. `None`: it may go.
+pub fn name_refusal(trust: &Trust, url: &reqwest::Url, from: &str) -> Option<String> {
+    let name = host_name(url).filter(|name| !is_local_name(name))?;
+    let local_names = trust.local_names()?;
+    if local_names.contains(&name) {
+        let line = Command::reach(from.to_string(), url);
+        return (!trust.allows(&line.command)).then(|| trust.refusal(&line));
+    }
+    if proxied() {
+        let ip = local_address_of(&name)?;
+        return Some(local_name_refusal(&name, ip, matches!(trust, Trust::Recorded(_))));
+    }
+    None
 }
 
 /// `localhost` and the names beneath it, which resolve to this machine (RFC 6761).
@@ -431,7 +463,7 @@ impl Resolver {
 /// The host names of the proxies the environment names (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`
 /// …), which reqwest sends through.
 pub fn proxy_hosts() -> std::collections::BTreeSet<String> {
-    ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+    PROXY_VARIABLES
         .iter()
         .filter_map(|var| std::env::var(var).ok())
         .filter(|value| !value.trim().is_empty())

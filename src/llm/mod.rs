@@ -234,6 +234,13 @@ impl Client {
         if let Some(line) = lines.into_iter().find(|line| !trust.allows(&line.command)) {
             return Err(LlmError::Config(trust.refusal(&line)));
         }
+        // A name that resolves here: held to its recorded origin, and judged here behind a proxy.
+        if config.base_url != LlmConfig::default().base_url
+            && let Ok(url) = reqwest::Url::parse(base)
+            && let Some(why) = crate::trust::name_refusal(trust, &url, "[llm] base_url")
+        {
+            return Err(LlmError::Config(why));
+        }
         let api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty());
         // A redirect is followed within the server's origin only: reqwest would resend the
         // conversation (and every header but Authorization) to wherever it points, this machine's

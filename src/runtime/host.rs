@@ -141,8 +141,6 @@ pub struct Host {
     http: reqwest::blocking::Client,
     /// The names that may resolve to this machine or its private network (`None`: every name).
     local_names: Option<std::collections::BTreeSet<String>>,
-    /// Whether requests go through a proxy the environment names, which resolves their names.
-    proxied: bool,
     secrets: Secrets,
     replay: Option<Replay>,
     mcp: Arc<McpPool>,
@@ -178,14 +176,12 @@ impl Host {
         let answers = AnswerBudget::new(setup.config.runtime.max_response_mb.saturating_mul(2 << 20));
         let local_names = setup.catalog.trust.local_names();
         let http = http::client(&setup.catalog.trust);
-        let proxied = !crate::trust::proxy_hosts().is_empty();
         Host {
             catalog: setup.catalog,
             config: setup.config,
             root: setup.root,
             http,
             local_names,
-            proxied,
             secrets: setup.secrets,
             replay: setup.replay,
             mcp: setup.mcp,
@@ -571,23 +567,12 @@ impl Host {
         if stand_in.is_some_and(|s| s.origin() == url.origin()) {
             return Ok(());
         }
-        // A name the record lets resolve here is held to the origins trusted with it, as an
-        // address is (its other ports are other services).
-        let name = crate::trust::host_name(url);
-        let named_here =
-            name.as_ref().is_some_and(|name| self.local_names.as_ref().is_some_and(|names| names.contains(name)));
-        // Behind a proxy the proxy resolves the name, past the client's resolver: asked here.
-        if self.proxied
-            && !named_here
-            && let (Some(name), Some(_)) = (&name, &self.local_names)
-            && !crate::trust::is_local_name(name)
-        {
-            use std::net::ToSocketAddrs;
-            let found = (name.as_str(), 0).to_socket_addrs().map(|f| f.map(|a| a.ip()).collect::<Vec<_>>());
-            if let Some(ip) = found.unwrap_or_default().into_iter().find(|ip| crate::trust::is_local_ip(*ip)) {
-                let recorded = matches!(self.catalog.trust, crate::trust::Trust::Recorded(_));
-                return Err(crate::trust::local_name_refusal(name, ip, recorded));
-            }
+        // A name is judged by what it resolves to: one the record lets resolve here is held to
+        // the origins trusted with it, as an address is (its other ports are other services).
+        let named_here = crate::trust::host_name(url)
+            .is_some_and(|name| self.local_names.as_ref().is_some_and(|names| names.contains(&name)));
+        if !named_here && let Some(why) = crate::trust::name_refusal(&self.catalog.trust, url, "a program's request") {
+            return Err(why);
         }
         if !crate::trust::is_local(url) && !named_here {
             return Ok(());

@@ -270,3 +270,22 @@ async fn the_conversation_does_not_follow_a_redirect_to_another_origin() {
     assert!(!model.received().is_empty());
     assert!(elsewhere.received().is_empty(), "{:?}", elsewhere.received());
 }
+
+/// A name recorded as resolving to this machine (`chainsmith trust` looked it up) is held to the
+/// origin recorded with it: the model's server at another port of that name is another service.
+#[test]
+fn a_recorded_local_name_is_trusted_for_its_own_origin_only() {
+    let recorded = chainsmith::trust::Trust::Recorded(["call <http://model.internal:8080>".to_string()].into());
+    let config = |base_url: &str| LlmConfig {
+        base_url: base_url.into(),
+        model: "m".into(),
+        api_key_env: "CHAINSMITH_TEST_UNSET".into(),
+        timeout_s: 2,
+        context_tokens: None,
+    };
+    assert!(Client::new(&config("http://model.internal:8080/v1"), &recorded).is_ok());
+    let Err(LlmError::Config(why)) = Client::new(&config("http://model.internal:9090/v1"), &recorded) else {
+        panic!("another port of a recorded name is not trusted")
+    };
+    assert!(why.starts_with("[llm] base_url would call http://model.internal:9090, on this machine"), "{why}");
+}

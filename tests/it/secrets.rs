@@ -237,27 +237,31 @@ fn this_machines_name() -> Option<String> {
 fn behind_a_proxy_a_name_resolving_here_is_still_refused() {
     let Some(host) = this_machines_name() else { return };
     let proxy = Recorder::start(|_| ok_json(r#"{"via": "proxy"}"#));
-    let proxy_url = format!("http://{host}:{}", proxy.port);
     let toml = |base: &str| format!("[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"{base}\"\n");
-    let ws = Workspace::new(&toml("http://api.example.invalid"), CALL);
-    let proxied = |ws: &Workspace| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_chainsmith"));
-        command.args(["run", "p.py"]).current_dir(ws.root()).env("XDG_CONFIG_HOME", ws.config.path());
-        command.env("HTTP_PROXY", &proxy_url).env("NO_PROXY", "").env_remove("http_proxy").env_remove("no_proxy");
-        command.stdin(Stdio::null()).output().unwrap()
-    };
-    let out = proxied(&ws);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("proxy"), "{}", text(&out.stdout));
-    let received = proxy.received();
-    assert!(received.len() == 1 && received[0].starts_with("GET http://api.example.invalid/echo"), "{received:?}");
+    // The proxy named by its name (which resolves here) and by its address.
+    for proxy_url in [format!("http://{host}:{}", proxy.port), proxy.url()] {
+        let ws = Workspace::new(&toml("http://api.example.invalid"), CALL);
+        let proxied = |ws: &Workspace| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+            command.args(["run", "p.py"]).current_dir(ws.root()).env("XDG_CONFIG_HOME", ws.config.path());
+            command.env("HTTP_PROXY", &proxy_url).env("NO_PROXY", "").env_remove("http_proxy").env_remove("no_proxy");
+            command.stdin(Stdio::null()).output().unwrap()
+        };
+        let before = proxy.received().len();
+        let out = proxied(&ws);
+        assert_eq!(out.status.code(), Some(0), "{proxy_url}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("proxy"), "{}", text(&out.stdout));
+        let received = proxy.received();
+        assert_eq!(received.len(), before + 1, "{proxy_url}: {received:?}");
+        assert!(received[before].starts_with("GET http://api.example.invalid/echo"), "{received:?}");
 
-    std::fs::write(ws.root().join("chainsmith.toml"), toml(&format!("http://{host}:9"))).unwrap();
-    let out = proxied(&ws);
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("{host} resolves to 127.")), "{stderr}");
-    assert_eq!(proxy.received().len(), 1, "{:?}", proxy.received());
+        std::fs::write(ws.root().join("chainsmith.toml"), toml(&format!("http://{host}:9"))).unwrap();
+        let out = proxied(&ws);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{proxy_url}: {stderr}");
+        assert!(stderr.contains(&format!("{host} resolves to 127.")), "{proxy_url}: {stderr}");
+        assert_eq!(proxy.received().len(), before + 1, "{proxy_url}: {:?}", proxy.received());
+    }
 }
 
 #[test]
