@@ -7,7 +7,9 @@
 //! Cookie): a hop to another origin drops every header that carries a secret — the toolset's auth
 //! header, `Authorization`, `Proxy-Authorization`, `Cookie` — and a request with a body is not
 //! resent to another origin at all (the redirect is the answer), nor is any request sent on from
-//! elsewhere to this machine or its private network by address ([`crate::trust::is_local`]). Credentials written into
+//! elsewhere to this machine or its private network, by address ([`crate::trust::is_local`]) or
+//! by what its name resolves to. Each hop also goes only where the host's `may_reach` lets it (a
+//! local origin the workspace is trusted to call). Credentials written into
 //! a URL (`https://user:pass@host`) become `Authorization: Basic` only when the request has no
 //! `Authorization` of its own, so they never replace a trusted header, and they never appear in
 //! an answer's URL or an error.
