@@ -329,11 +329,16 @@ const PROXY_VARIABLES: [&str; 6] = ["http_proxy", "HTTP_PROXY", "https_proxy", "
 /// Why a request to `url` may not go, judged by its host name (an address is judged by
 /// [`is_local`]; `from` says whose request it is): a name recorded as resolving here is held to
 /// the origins recorded with it, and behind a proxy, which resolves names itself, a name that
-/// resolves here now is refused unless the workspace may reach it there. `None`: it may go.
-pub fn name_refusal(trust: &Trust, url: &reqwest::Url, from: &str) -> Option<String> {
+/// resolves here now is refused unless the workspace may reach it there. `local_names` is
+/// `trust`'s [`Trust::local_names`], which a caller asking per request keeps. `None`: it may go.
+pub fn name_refusal(
+    trust: &Trust,
+    local_names: Option<&BTreeSet<String>>,
+    url: &reqwest::Url,
+    from: &str,
+) -> Option<String> {
     let name = host_name(url).filter(|name| !is_local_name(name))?;
-    let local_names = trust.local_names()?;
-    if local_names.contains(&name) {
+    if local_names?.contains(&name) {
         let line = Command::reach(from.to_string(), url);
         return (!trust.allows(&line.command)).then(|| trust.refusal(&line));
     }
@@ -489,12 +494,15 @@ impl reqwest::dns::Resolve for Resolver {
                 (asked.as_str(), 0).to_socket_addrs().map(Iterator::collect::<Vec<_>>)
             })
             .await??;
-            let Some(local) = found.iter().find(|a| is_local_ip(a.ip())).copied() else {
-                return Ok(Box::new(found.into_iter()) as reqwest::dns::Addrs);
-            };
-            let kept: Vec<_> = found.into_iter().filter(|a| private_names || !is_local_ip(a.ip())).collect();
-            if kept.is_empty() {
-                return Err(local_name_refusal(&host, local.ip(), recorded).into());
+            // Each address judged once (judging one lists the machine's interfaces).
+            let judged: Vec<_> = found.into_iter().map(|a| (a, is_local_ip(a.ip()))).collect();
+            let local = judged.iter().find(|(_, local)| *local).map(|(a, _)| a.ip());
+            let kept: Vec<_> =
+                judged.into_iter().filter(|(_, local)| private_names || !local).map(|(a, _)| a).collect();
+            if let Some(local) = local
+                && kept.is_empty()
+            {
+                return Err(local_name_refusal(&host, local, recorded).into());
             }
             Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
         })

@@ -237,7 +237,7 @@ impl Client {
         // A name that resolves here: held to its recorded origin, and judged here behind a proxy.
         if config.base_url != LlmConfig::default().base_url
             && let Ok(url) = reqwest::Url::parse(base)
-            && let Some(why) = crate::trust::name_refusal(trust, &url, "[llm] base_url")
+            && let Some(why) = crate::trust::name_refusal(trust, trust.local_names().as_ref(), &url, "[llm] base_url")
         {
             return Err(LlmError::Config(why));
         }

@@ -571,7 +571,10 @@ impl Host {
         // the origins trusted with it, as an address is (its other ports are other services).
         let named_here = crate::trust::host_name(url)
             .is_some_and(|name| self.local_names.as_ref().is_some_and(|names| names.contains(&name)));
-        if !named_here && let Some(why) = crate::trust::name_refusal(&self.catalog.trust, url, "a program's request") {
+        if !named_here
+            && let Some(why) =
+                crate::trust::name_refusal(&self.catalog.trust, self.local_names.as_ref(), url, "a program's request")
+        {
             return Err(why);
         }
         if !crate::trust::is_local(url) && !named_here {
