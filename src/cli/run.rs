@@ -140,6 +140,12 @@ pub fn run(
 /// trace and removes the run's scratch folder (killed outright, it would leave the folder in the
 /// temp folder; the run itself dies with chainsmith either way). A second signal ends chainsmith
 /// at once.
+///
+/// `SIGTSTP` (Ctrl-Z) stops the run's processes with chainsmith (see
+/// [`crate::runtime::process::stop_runs`]). They go on when chainsmith is continued in the
+/// terminal's foreground (`fg`); continued in the background (`bg`), where the program would read
+/// what the user types to the shell, they stay stopped until chainsmith is in the foreground
+/// again, and a signal above still ends the run.
 struct EndOnSignal {
     handle: signal_hook::iterator::Handle,
     thread: std::thread::JoinHandle<Option<i32>>,
@@ -147,18 +153,50 @@ struct EndOnSignal {
 
 impl EndOnSignal {
     fn install(cancel: &Cancel) -> Option<EndOnSignal> {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).ok()?;
+        use crate::runtime::process::{continue_runs, stop_runs};
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGTSTP};
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP, SIGTSTP]).ok()?;
         let handle = signals.handle();
         let cancel = cancel.clone();
         let thread = std::thread::spawn(move || {
             let mut first = None;
-            for signal in signals.forever() {
-                if first.is_some() {
-                    std::process::exit(128 + signal);
+            let mut stopped = false;
+            loop {
+                let arrived: Vec<i32> = if stopped {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    signals.pending().collect()
+                } else {
+                    match signals.forever().next() {
+                        Some(signal) => vec![signal],
+                        None => break,
+                    }
+                };
+                if signals.is_closed() {
+                    break;
                 }
-                first = Some(signal);
-                cancel.cancel();
+                for signal in arrived {
+                    if signal == SIGTSTP {
+                        stop_runs();
+                        stopped = true;
+                        // Stops chainsmith until it is continued.
+                        let _ = signal_hook::low_level::emulate_default_handler(SIGTSTP);
+                        if !in_foreground() {
+                            eprintln!("chainsmith: the run stays stopped while in the background; `fg` continues it");
+                        }
+                        continue;
+                    }
+                    if first.is_some() {
+                        std::process::exit(128 + signal);
+                    }
+                    first = Some(signal);
+                    // A stopped run ends as it is: killed, never first continued.
+                    stopped = false;
+                    cancel.cancel();
+                }
+                if stopped && first.is_none() && in_foreground() {
+                    continue_runs();
+                    stopped = false;
+                }
             }
             first
         });
@@ -169,6 +207,19 @@ impl EndOnSignal {
     fn close(self) -> Option<i32> {
         self.handle.close();
         self.thread.join().ok().flatten()
+    }
+}
+
+/// Whether chainsmith's terminal (its stdin) has chainsmith in the foreground, or there is no
+/// terminal whose keystrokes the run could take.
+fn in_foreground() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read state.
+    unsafe {
+        if libc::isatty(0) != 1 {
+            return true;
+        }
+        let foreground = libc::tcgetpgrp(0);
+        foreground < 0 || foreground == libc::getpgrp()
     }
 }
 

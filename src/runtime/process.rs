@@ -1,11 +1,14 @@
 //! Processes in a group of their own: whether one has ended (without reaping it), killing the
-//! group, and running a command tool to its end or its timeout. The run (the interpreter) and the
-//! host (command tools) both start such processes; this is the lower file both use.
+//! group, stopping and continuing the runs going on (Ctrl-Z), and running a command tool to its
+//! end or its timeout. The run (the interpreter) and the host (command tools) both start such
+//! processes; this is the lower file both use.
 
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How often a command tool is looked at while it runs.
@@ -26,6 +29,111 @@ pub(super) fn kill_group(pgid: i32) {
     // SAFETY: killpg has no memory effects; a group that is gone is ESRCH, ignored.
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// The group leaders of the runs going on in this process.
+static RUNS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A run's place in [`RUNS`], given up when dropped. Drop it before the leader is reaped: from
+/// then on its id may name another process, which [`stop_runs`] must not stop.
+pub(super) struct Registered(i32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&leader| leader != self.0);
+    }
+}
+
+/// Counts the run led by `leader` among those [`stop_runs`] stops.
+pub(super) fn register(leader: i32) -> Registered {
+    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push(leader);
+    Registered(leader)
+}
+
+/// Stops every process of every run going on (`SIGSTOP`), as the shell stops a job on Ctrl-Z.
+///
+/// A run is in a session of its own, beyond the terminal's job control: stopped with chainsmith
+/// alone, it would go on, reading what the user types to the shell once chainsmith is in the
+/// background (a password). Its process group is stopped at once, then every process descended
+/// from its leader (one in a session of its own included) until a look finds none still running:
+/// a stopped process starts no other.
+pub fn stop_runs() {
+    let runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    for &leader in runs.iter() {
+        // SAFETY: killpg and kill have no memory effects; a process gone is ESRCH, ignored.
+        unsafe { libc::killpg(leader, libc::SIGSTOP) };
+        let mut stopped = HashSet::new();
+        loop {
+            let new: Vec<i32> = descendants(leader).into_iter().filter(|&pid| stopped.insert(pid)).collect();
+            if new.is_empty() {
+                break;
+            }
+            for &pid in &new {
+                // SAFETY: as above.
+                unsafe { libc::kill(pid, libc::SIGSTOP) };
+            }
+            wait_until_stopped(&new);
+        }
+    }
+}
+
+/// Continues every process [`stop_runs`] stopped.
+pub fn continue_runs() {
+    let runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    for &leader in runs.iter() {
+        for pid in descendants(leader) {
+            // SAFETY: kill and killpg have no memory effects; a process gone is ESRCH, ignored.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+        // SAFETY: as above.
+        unsafe { libc::killpg(leader, libc::SIGCONT) };
+    }
+}
+
+/// `leader` and every process descended from it, from the parents `/proc` names (a process whose
+/// parent ended belongs to the init of the run's PID namespace, itself a descendant).
+fn descendants(leader: i32) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if let Some((_, parent)) = status_of(pid) {
+            children.entry(parent).or_default().push(pid);
+        }
+    }
+    let mut found = vec![leader];
+    let mut next = 0;
+    while next < found.len() {
+        found.extend(children.get(&found[next]).into_iter().flatten().copied());
+        next += 1;
+    }
+    found
+}
+
+/// A process' state letter and parent, from `/proc/PID/stat` (the command name, in parentheses,
+/// may hold any character: the fields after its last `)` are read).
+fn status_of(pid: i32) -> Option<(u8, i32)> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    let mut fields = rest.split_ascii_whitespace();
+    let state = fields.next()?.bytes().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some((state, parent))
+}
+
+/// Waits (a little) until each of `pids` is stopped or gone, so that what they started before
+/// the stop reached them is in `/proc` at the next look.
+fn wait_until_stopped(pids: &[i32]) {
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        let running = pids
+            .iter()
+            .any(|&pid| status_of(pid).is_some_and(|(state, _)| !matches!(state, b'T' | b't' | b'Z' | b'X')));
+        if !running {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::attribute::{self, Failure};
 use super::host::{Host, HostSetup, McpPool};
-use super::process::{has_exited, kill_group};
+use super::process::{self, has_exited, kill_group};
 use super::sandbox::Sandbox;
 use super::trace::{self, Replay, Secrets, Trace, TraceError};
 use super::{Cancel, RunObserver, RunOutcome, RunRequest, Stop, Stream, package};
@@ -364,6 +364,7 @@ fn execute(
     // Only the program holds the door's other end now, so the door closes when the program ends.
     drop(program_door);
     let pid = child.id() as i32;
+    let registered = process::register(pid);
     let output = Arc::new(Output {
         observer,
         secrets: secrets.clone(),
@@ -400,6 +401,7 @@ fn execute(
     }
     // The whole group goes, the leader included when it is still running; it is reaped after.
     kill_group(pid);
+    drop(registered);
     let status = child.wait().ok();
     let drain_until = Instant::now() + DRAIN;
     while done_rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())).is_ok() {}
