@@ -122,6 +122,47 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
     }
 }
 
+/// The folders the interpreter reads from, for a sandbox that hides the user's home folder but
+/// what a run needs: the interpreter's own (`sys.prefix`, `sys.base_prefix`, every `sys.path`
+/// entry, a virtual environment's and its base's) as it says, and the folder holding the
+/// command run (a `pyenv` or `asdf` shim, a script, runs the real interpreter from there: its
+/// parent's parent, `~/.pyenv` of `~/.pyenv/shims/python3`, short of a home folder itself).
+/// Asked once per interpreter and process, outside the sandbox, as the run starts it (the
+/// interpreter is the user's or one they trusted; its start runs none of the workspace's code).
+fn interpreter_folders(python: &Path) -> Vec<PathBuf> {
+    static KNOWN: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
+    if let Some((_, folders)) = KNOWN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(p, _)| p == python) {
+        return folders.clone();
+    }
+    let mut folders = Vec::new();
+    let command = if python.components().count() > 1 { Some(python.to_path_buf()) } else { on_path(python) };
+    if let Some(command) = command {
+        let homes = super::sandbox::home_folders();
+        let folder = command.parent().map(Path::to_path_buf);
+        let above = folder.as_deref().and_then(Path::parent).filter(|p| p.parent().is_some());
+        let above = above.filter(|p| p.canonicalize().is_ok_and(|real| !homes.contains(&real)));
+        folders.extend(above.map(Path::to_path_buf).or(folder));
+    }
+    let ask = "import sys; sys.stdout.write('\\0'.join([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))";
+    let argv = [python.to_string_lossy().into_owned(), "-c".into(), ask.into()];
+    if let Ok((0, said, _)) = process::run_command(&argv, Path::new("/"), "", Duration::from_secs(10)) {
+        folders.extend(said.split('\0').map(PathBuf::from).filter(|p| p.is_absolute()));
+    }
+    folders.sort();
+    folders.dedup();
+    KNOWN.lock().unwrap_or_else(|e| e.into_inner()).push((python.to_path_buf(), folders.clone()));
+    folders
+}
+
+/// Where `PATH` finds a command given by name.
+fn on_path(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|folder| folder.join(name))
+        .find(|candidate| candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
 /// The program's stdin when it is given the user's: a terminal is opened afresh for reading only,
 /// so the program can read what the user types but not write to the terminal through it (escape
 /// sequences that retitle the window or rewrite what the user sees); anything else is inherited.
@@ -307,9 +348,15 @@ fn execute(
     let mut writable = vec![scratch.clone(), fault_file.clone()];
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
     let limits = &request.config.runtime;
+    let python = interpreter(&request.config.runtime.python, &request.root);
+    let mut readable = vec![request.root.clone(), package.clone()];
+    readable.extend(program.parent().map(Path::to_path_buf));
+    readable.extend(interpreter_folders(&python));
+    readable.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths));
     let sandbox = match Sandbox::prepare(
         limits.sandbox,
         &writable,
+        &readable,
         limits.max_memory_mb,
         limits.max_processes,
         limits.max_scratch_mb,
@@ -324,7 +371,6 @@ fn execute(
     if !sandbox.missing.is_empty() {
         warn_once(&sandbox.missing);
     }
-    let python = interpreter(&request.config.runtime.python, &request.root);
     let mut command = Command::new(&python);
     // What the program sees of chainsmith's environment: the basics, never its secrets.
     crate::trust::confine(&mut command, []);

@@ -13,9 +13,10 @@
 //!   intermediate process outside the namespace waits for it, forwards the signals chainsmith
 //!   sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere but in `/dev` (the null device and random
-//!   sources excepted: another terminal's keystrokes are no one's to read) and the user's
-//!   credential stores, writes only beneath the allowed folders, no TCP connect or bind (a second
-//!   wall when namespaces are refused);
+//!   sources excepted: another terminal's keystrokes are no one's to read), the system's
+//!   secrets and the user's home folders, of which only what a run needs (the workspace, the
+//!   interpreter's folders) and never a credential store; writes only beneath the allowed
+//!   folders, no TCP connect or bind (a second wall when namespaces are refused);
 //! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal)
 //!   nor the terminal requests whose effect outlives the run (line discipline, output stopped,
 //!   exclusive mode, input discarded), no mount calls (root's program could undo `nodev`),
@@ -117,10 +118,12 @@ impl IdMaps {
 
 impl Sandbox {
     /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first,
-    /// holding at most `max_scratch_mb`). In strict mode a missing layer is an error.
+    /// holding at most `max_scratch_mb`) and read, of the user's home folders, what lies beneath
+    /// `readable`. In strict mode a missing layer is an error.
     pub fn prepare(
         mode: SandboxMode,
         writable: &[PathBuf],
+        readable: &[PathBuf],
         max_memory_mb: u64,
         max_processes: u64,
         max_scratch_mb: u64,
@@ -172,7 +175,7 @@ impl Sandbox {
         let private_mounts = namespaces.as_ref().is_some_and(|n| n.private_mounts);
         let ruled: Vec<PathBuf> =
             writable.iter().filter(|p| !(private_mounts && p.as_path() == shm)).cloned().collect();
-        let landlock = match landlock_ruleset(mode, &ruled) {
+        let landlock = match landlock_ruleset(mode, &ruled, readable) {
             Ok(fd) => fd,
             Err(why) => {
                 missing.push(format!("Landlock ({why}): writes outside the scratch folder are not blocked"));
@@ -545,26 +548,49 @@ const CREDENTIAL_STORES: [&str; 54] = [
     ".env",
 ];
 
-/// What a run may read and execute: everything beneath `/` but `/dev` and what [`unreadable`]
-/// names, and [`READABLE_DEVICES`]. A link is judged by where it leads (a link to `/`, into
+/// The system's own secrets, which only root may read (and a run of root's could): the password
+/// hashes. ([`ssh_host_keys`] adds the host's private SSH keys.)
+const SYSTEM_SECRETS: [&str; 4] = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
+
+/// What a run may read and execute, as the paths of Landlock rules: everything beneath `/` but
+/// what [`unreadable`] names and the user's home folders, of which only the parts of `allowed`
+/// (the workspace, the program's folder, the interpreter's folders) — and [`READABLE_DEVICES`].
+/// A home folder is read by an allow list because no list of its secrets is ever complete
+/// (another project's `.env`, a tool's login no one listed). Where rules nest, the longest
+/// path decides, and at the same path refusing does: a workspace that is the home folder itself
+/// still hides the credential stores. A link is judged by where it leads (a link to `/`, into
 /// `/dev` or to `~/.ssh` would grant what it leads to).
-fn readable() -> Vec<PathBuf> {
-    let excluded = unreadable();
+fn readable(allowed: &[PathBuf]) -> Vec<PathBuf> {
+    let allowed: Vec<PathBuf> = allowed.iter().filter_map(|p| p.canonicalize().ok()).collect();
+    let mut rules: Vec<(PathBuf, bool)> = unreadable().into_iter().map(|p| (p, false)).collect();
+    let root = std::path::Path::new("/");
+    rules.extend(home_folders().into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
+    rules.extend(allowed.into_iter().map(|p| (p, true)));
     let mut readable = Vec::new();
-    readable_beneath(std::path::Path::new("/"), &excluded, &mut readable);
+    readable_beneath(root, &rules, &mut readable);
     readable.extend(READABLE_DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
     readable
 }
 
-/// What no run reads (as real paths): `/dev` (another terminal's keystrokes), the user's
-/// [`CREDENTIAL_STORES`], and chainsmith's own secrets wherever the user's folders are (the key
+/// Whether the rules let a run read `real`: the rule of the longest path holding it decides,
+/// refusing at a tie; with none, it may.
+fn may_read(rules: &[(PathBuf, bool)], real: &std::path::Path) -> bool {
+    rules
+        .iter()
+        .filter(|(path, _)| real.starts_with(path))
+        .max_by_key(|(path, may)| (path.components().count(), !may))
+        .is_none_or(|(_, may)| *may)
+}
+
+/// What no run reads (as real paths): `/dev` (another terminal's keystrokes), the system's
+/// secrets, the user's [`CREDENTIAL_STORES`] (also where a workspace or the interpreter lies in
+/// the home folder), and chainsmith's own secrets wherever the user's folders are (the key
 /// that seals the catalog cache; the trust records).
 fn unreadable() -> Vec<PathBuf> {
     let mut excluded = vec![PathBuf::from("/dev")];
-    // The home folder the environment names, and the account's own where it names another (or
-    // none): a run's environment need not be the user's.
-    let homes = [std::env::var_os("HOME").map(PathBuf::from), account_home()];
-    for home in homes.into_iter().flatten().filter_map(|h| h.canonicalize().ok()) {
+    excluded.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
+    excluded.extend(ssh_host_keys());
+    for home in home_folders() {
         excluded.extend(CREDENTIAL_STORES.iter().map(|store| home.join(store)));
     }
     // The user's runtime folder: container registries' logins (`containers/auth.json`), session
@@ -573,6 +599,30 @@ fn unreadable() -> Vec<PathBuf> {
     excluded.extend(crate::files::user_cache_dir().map(|dir| dir.join("catalog.key")));
     excluded.extend(crate::trust::Store::open().ok().and_then(|store| store.path.parent().map(PathBuf::from)));
     excluded.into_iter().map(|p| p.canonicalize().unwrap_or(p)).collect()
+}
+
+/// The host's private SSH keys (`/etc/ssh/ssh_host_*_key`; their `.pub` halves stay readable).
+fn ssh_host_keys() -> Vec<PathBuf> {
+    let entries = std::fs::read_dir("/etc/ssh").into_iter().flatten().flatten();
+    entries
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with("ssh_host_") && name.ends_with("_key")
+        })
+        .collect()
+}
+
+/// The user's home folders, as real paths: the one the environment names, and the account's own
+/// where it names another (or none): a run's environment need not be the user's.
+pub fn home_folders() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = [std::env::var_os("HOME").map(PathBuf::from), account_home()]
+        .into_iter()
+        .flatten()
+        .filter_map(|home| home.canonicalize().ok())
+        .collect();
+    homes.dedup();
+    homes
 }
 
 /// The home folder of the account chainsmith runs as (from the password database).
@@ -593,30 +643,31 @@ fn account_home() -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
-/// Adds to `out` what beneath `folder` lies outside `excluded`: whole entries where they hold
-/// nothing excluded, the entries of a real folder that does.
-fn readable_beneath(folder: &std::path::Path, excluded: &[PathBuf], out: &mut Vec<PathBuf>) {
+/// Adds to `out` what beneath `folder` a run may read ([`may_read`]): whole entries where no rule
+/// beneath decides otherwise, the entries of a real folder where one does.
+fn readable_beneath(folder: &std::path::Path, rules: &[(PathBuf, bool)], out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(folder) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(real) = path.canonicalize() else { continue };
-        if excluded.iter().any(|e| real.starts_with(e)) {
-            continue;
-        }
-        if !excluded.iter().any(|e| e.starts_with(&real)) {
-            out.push(path);
+        let may = may_read(rules, &real);
+        let mixed =
+            rules.iter().any(|(inner, inner_may)| inner.starts_with(&real) && *inner != real && *inner_may != may);
+        if !mixed {
+            if may {
+                out.push(path);
+            }
         } else if entry.file_type().is_ok_and(|t| t.is_dir()) && real == path {
-            readable_beneath(&path, excluded, out);
+            readable_beneath(&path, rules, out);
         }
-        // A link to a folder holding an excluded one (`/`, the home folder) grants nothing: the
-        // folder itself is walked under its own path.
+        // A link to a folder holding rules of both kinds (`/`, the home folder) grants nothing:
+        // the folder itself is walked under its own path.
     }
 }
 
-/// The Landlock ruleset of a run: read and execute anywhere but in `/dev` and the user's
-/// credential stores (see [`readable`]),
-/// everything beneath `writable`, no TCP.
-fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<OwnedFd>, String> {
+/// The Landlock ruleset of a run: read and execute what [`readable`] grants (`allowed` of the home
+/// folders), everything beneath `writable`, no TCP.
+fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &[PathBuf]) -> Result<Option<OwnedFd>, String> {
     let level = if mode == SandboxMode::Strict { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
     let all = AccessFs::from_all(LANDLOCK_ABI);
     let read = AccessFs::from_read(LANDLOCK_ABI);
@@ -626,7 +677,7 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf]) -> Result<Option<Ow
         .and_then(|r| r.handle_access(AccessNet::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.scope(Scope::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rules(path_beneath_rules(readable(), read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(readable(allowed), read)))
         .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
         .map_err(|e| e.to_string())?;
     let fd: Option<OwnedFd> = ruleset.into();

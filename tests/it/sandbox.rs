@@ -176,56 +176,102 @@ for fd in (0, 9, 10):
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "ORIGINAL\n");
 }
 
-/// A program reads what a program needs from the user's home folder (a Python installed there,
-/// user-site packages) but none of the user's credentials, however it names them: a workspace the
-/// user never trusted could send them to a toolset of its choosing.
+/// Of the user's home folder a program reads what a run needs — the workspace, the interpreter,
+/// user-site packages — and nothing else: no credential store, however it names it, none of the
+/// user's other files (another project's `.env`, `.gitconfig`, notes). A workspace the user
+/// never trusted could send them to a toolset of its choosing.
 #[test]
-fn a_program_reads_no_credential_of_the_users() {
-    let ws = workspace("http://127.0.0.1:9", false, "");
+fn a_program_reads_nothing_of_the_home_folder_but_what_a_run_needs() {
     let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_str().unwrap();
+    let env = [("HOME", home_path), ("XDG_CACHE_HOME", ""), ("XDG_CONFIG_HOME", "")];
+    // The workspace lies in the home folder, beside another project.
+    let ws = home.path().join("projects/chain");
+    std::fs::create_dir_all(ws.parent().unwrap()).unwrap();
+    std::fs::rename(workspace("http://127.0.0.1:9", false, "").path(), &ws).unwrap();
+    let user_site = std::process::Command::new("python3")
+        .args(["-c", "import site; print(site.getusersitepackages())"])
+        .env("HOME", home_path)
+        .output()
+        .unwrap();
+    let user_site = text(&user_site.stdout).trim().to_string();
+    assert!(user_site.starts_with(home_path), "{user_site}");
+    std::fs::create_dir_all(&user_site).unwrap();
+    std::fs::write(std::path::Path::new(&user_site).join("usersite_probe.py"), "VALUE = 'from the user site'\n")
+        .unwrap();
     for (file, text) in [
         (".ssh/id_ed25519", "PRIVATE KEY"),
         (".aws/credentials", "aws_secret_access_key=x"),
         (".config/gh/hosts.yml", "oauth_token: x"),
         (".cache/chainsmith/catalog.key", "sealing key"),
         (".databrickscfg", "token = dapi-x"),
-        (".local/share/containers/auth.json", "{\"auths\": {}}"),
-        (".local/lib/site.txt", "a user-site package"),
+        (".gitconfig", "[credential]\n\thelper = store"),
+        ("projects/other/.env", "STRIPE_KEY=sk_live_x"),
         ("notes.txt", "the user's notes"),
+        ("projects/chain/data.txt", "the workspace's data"),
     ] {
         let path = home.path().join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
     }
     std::os::unix::fs::symlink(home.path().join(".ssh"), home.path().join("keys")).unwrap();
+    std::os::unix::fs::symlink(home.path().join("projects/other"), ws.join("other")).unwrap();
     let program = r#"import os
 home = os.path.expanduser("~")
 for name in [".ssh/id_ed25519", "keys/id_ed25519", ".aws/credentials", ".config/gh/hosts.yml",
-             ".cache/chainsmith/catalog.key", ".databrickscfg", ".local/share/containers/auth.json",
-             ".local/lib/site.txt", "notes.txt"]:
+             ".cache/chainsmith/catalog.key", ".databrickscfg", ".gitconfig", "projects/other/.env",
+             "projects/chain/other/.env", "notes.txt", "projects/chain/data.txt"]:
     try:
         open(os.path.join(home, name)).read()
         print(name, "read")
     except OSError as e:
         print(name, e.strerror)
+import usersite_probe
+print(usersite_probe.VALUE)
 "#;
-    std::fs::write(ws.path().join("p.py"), program).unwrap();
-    let home_path = home.path().to_str().unwrap();
-    let out = chainsmith(
-        ws.path(),
-        &["run", "p.py"],
-        &[("HOME", home_path), ("XDG_CACHE_HOME", ""), ("XDG_CONFIG_HOME", "")],
-    );
+    std::fs::write(ws.join("p.py"), program).unwrap();
+    let out = chainsmith(&ws, &["run", "p.py"], &env);
     let stdout = text(&out.stdout);
     assert_eq!(
         stdout,
         ".ssh/id_ed25519 Permission denied\nkeys/id_ed25519 Permission denied\n.aws/credentials Permission denied\n\
          .config/gh/hosts.yml Permission denied\n.cache/chainsmith/catalog.key Permission denied\n\
-         .databrickscfg Permission denied\n.local/share/containers/auth.json Permission denied\n\
-         .local/lib/site.txt read\nnotes.txt read\n",
+         .databrickscfg Permission denied\n.gitconfig Permission denied\nprojects/other/.env Permission denied\n\
+         projects/chain/other/.env Permission denied\nnotes.txt Permission denied\nprojects/chain/data.txt read\n\
+         from the user site\n",
         "{}",
         text(&out.stderr)
     );
+
+    // A workspace that is the home folder itself still hides the credential stores.
+    std::fs::copy(ws.join("chainsmith.toml"), home.path().join("chainsmith.toml")).unwrap();
+    std::fs::create_dir_all(home.path().join("specs")).unwrap();
+    std::fs::copy(ws.join("specs/tmdb_oas.json"), home.path().join("specs/tmdb_oas.json")).unwrap();
+    std::fs::write(home.path().join("p.py"), program).unwrap();
+    let out = chainsmith(home.path(), &["run", "p.py"], &env);
+    let stdout = text(&out.stdout);
+    for store in [".ssh/id_ed25519", "keys/id_ed25519", ".aws/credentials", ".cache/chainsmith/catalog.key"] {
+        assert!(stdout.contains(&format!("{store} Permission denied\n")), "{stdout}\n{}", text(&out.stderr));
+    }
+    assert!(stdout.contains("notes.txt read\n"), "{stdout}");
+}
+
+/// The system's secrets stay unread by a run of root's, which the file's mode alone would let.
+#[test]
+fn a_program_of_roots_reads_no_password_hash() {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 || !std::path::Path::new("/etc/shadow").exists() {
+        eprintln!("skipped: only root may read /etc/shadow at all");
+        return;
+    }
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    std::fs::write(
+        ws.path().join("p.py"),
+        "try:\n    open('/etc/shadow').read()\n    print('read')\nexcept OSError as e:\n    print(e.strerror)\nprint(len(open('/etc/passwd').read()) > 0)\n",
+    )
+    .unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(text(&out.stdout), "Permission denied\nTrue\n", "{}", text(&out.stderr));
 }
 
 /// A device node planted in the workspace (an archive extracted by root carries them; only root
