@@ -313,8 +313,24 @@ pub fn resolves_here(host: &str) -> bool {
 
 /// The first address on this machine or its private network that the name `host` resolves to now.
 pub fn local_address_of(host: &str) -> Option<std::net::IpAddr> {
+    lookup(host).ok()?.into_iter().find(|ip| is_local_ip(*ip))
+}
+
+/// The addresses the name `host` resolves to now, as the system says.
+fn lookup(host: &str) -> std::io::Result<Vec<std::net::IpAddr>> {
     use std::net::ToSocketAddrs;
-    (host, 0).to_socket_addrs().ok()?.map(|a| a.ip()).find(|ip| is_local_ip(*ip))
+    Ok((host, 0).to_socket_addrs()?.map(|a| a.ip()).collect())
+}
+
+/// Whether a workspace's programs may call `host` only once the workspace is trusted to (a
+/// `call <…>` line): it resolves to this machine or its private network, or, behind a proxy, it
+/// does not resolve here at all — the proxy resolves it, where it may name the proxy's own
+/// network (`jenkins.corp`) or the proxy's machine.
+pub fn reached_only_with_trust(host: &str) -> bool {
+    match lookup(host) {
+        Ok(addresses) => addresses.into_iter().any(is_local_ip),
+        Err(_) => proxied(),
+    }
 }
 
 /// Whether requests go through a proxy the environment names (by name or by address), which then
@@ -329,7 +345,8 @@ const PROXY_VARIABLES: [&str; 6] = ["http_proxy", "HTTP_PROXY", "https_proxy", "
 /// Why a request to `url` may not go, judged by its host name (an address is judged by
 /// [`is_local`]; `from` says whose request it is): a name recorded as resolving here is held to
 /// the origins recorded with it, and behind a proxy, which resolves names itself, a name that
-/// resolves here now is refused unless the workspace may reach it there. `local_names` is
+/// resolves here now, or does not resolve here at all, is refused unless the workspace was
+/// trusted to call it. `local_names` is
 /// `trust`'s [`Trust::local_names`], which a caller asking per request keeps. `None`: it may go.
 pub fn name_refusal(
     trust: &Trust,
@@ -343,10 +360,32 @@ pub fn name_refusal(
         return (!trust.allows(&line.command)).then(|| trust.refusal(&line));
     }
     if proxied() {
-        let ip = local_address_of(&name)?;
-        return Some(local_name_refusal(&name, ip, matches!(trust, Trust::Recorded(_))));
+        let recorded = matches!(trust, Trust::Recorded(_));
+        return match lookup(&name) {
+            Ok(addresses) => {
+                addresses.into_iter().find(|ip| is_local_ip(*ip)).map(|ip| local_name_refusal(&name, ip, recorded))
+            }
+            Err(_) => Some(unresolved_name_refusal(&name, recorded)),
+        };
     }
     None
+}
+
+/// Why a name this machine cannot resolve is not called behind a proxy (see
+/// [`reached_only_with_trust`]).
+fn unresolved_name_refusal(host: &str, recorded: bool) -> String {
+    let what = format!(
+        "{host} does not resolve on this machine, so only the proxy knows where it leads (its own network, its own machine)"
+    );
+    if recorded {
+        format!(
+            "{what}, and the workspace was not trusted to call it; if that is meant, trust the workspace again (`chainsmith trust` looks its names up)"
+        )
+    } else {
+        format!(
+            "{what}: an untrusted workspace's programs do not call it; once you have read the workspace, trust it (`chainsmith trust`, `--trust`, or \"Trust this workspace\" in the editor)"
+        )
+    }
 }
 
 /// `localhost` and the names beneath it, which resolve to this machine (RFC 6761).

@@ -103,7 +103,7 @@ pub fn retrieve(root: Option<&Path>, task: Option<&str>, k: Option<usize>, eval:
     for (tool, score) in index.search_tools(&catalog, task, k) {
         let first_line = tool.description.lines().next().unwrap_or("");
         let short: String = first_line.chars().take(80).collect();
-        writeln!(out, "{score:7.3}  {}  {short}", tool.id())?;
+        writeln!(out, "{score:7.3}  {}  {}", crate::text::printable(&tool.id()), crate::text::printable(&short))?;
     }
     Ok(0)
 }

@@ -73,7 +73,7 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
     }));
     out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
     // A toolset (or model server) whose base URL names a host resolving to this machine or its
-    // private network is a line too. Names are looked up here only, when the user trusts the
+    // private network (or behind a proxy, one that does not resolve here) is a line too. Names are looked up here only, when the user trusts the
     // workspace, each once, at once, and a bounded number of them (a folder of thousands of
     // toolsets asks no thousand lookups).
     let mut bases: Vec<(String, &str)> = catalog
@@ -96,35 +96,37 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
     names.sort_unstable();
     names.dedup();
     names.truncate(MAX_NAMES_LOOKED_UP);
-    let here = names_resolving_here(&names);
+    let with_trust = names_reached_only_with_trust(&names);
     out.extend(
         named
             .iter()
-            .filter(|(_, _, name)| here.contains(name.as_str()))
+            .filter(|(_, _, name)| with_trust.contains(name.as_str()))
             .map(|(from, url, _)| trust::Command::reach(from.clone(), url)),
     );
     out
 }
 
-/// Which of `names` resolve to this machine or its private network, looked up at once; a name
-/// whose lookup takes longer than [`LOOKUP_DEADLINE`] counts as not (its lookup is left to end).
-fn names_resolving_here<'n>(names: &[&'n str]) -> std::collections::HashSet<&'n str> {
+/// Which of `names` programs reach only once trusted ([`trust::reached_only_with_trust`]: they
+/// resolve to this machine or its private network, or behind a proxy, not here at all), looked
+/// up at once; a name whose lookup takes longer than [`LOOKUP_DEADLINE`] counts as not (its lookup
+/// is left to end).
+fn names_reached_only_with_trust<'n>(names: &[&'n str]) -> std::collections::HashSet<&'n str> {
     let (found, answers) = std::sync::mpsc::channel();
     for (index, name) in names.iter().enumerate() {
         let (found, name) = (found.clone(), name.to_string());
-        std::thread::spawn(move || found.send((index, trust::resolves_here(&name))));
+        std::thread::spawn(move || found.send((index, trust::reached_only_with_trust(&name))));
     }
     drop(found);
     let deadline = std::time::Instant::now() + LOOKUP_DEADLINE;
-    let mut here = std::collections::HashSet::new();
-    while let Ok((index, resolves_here)) =
+    let mut with_trust = std::collections::HashSet::new();
+    while let Ok((index, only_with_trust)) =
         answers.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
     {
-        if resolves_here {
-            here.insert(names[index]);
+        if only_with_trust {
+            with_trust.insert(names[index]);
         }
     }
-    here
+    with_trust
 }
 
 /// How long `chainsmith trust` waits for its name lookups.

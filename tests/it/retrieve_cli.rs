@@ -145,3 +145,29 @@ fn a_missing_embedding_model_leaves_bm25_with_a_note() {
         "{stderr}"
     );
 }
+
+/// A protocol's words reach the terminal as text: a summary carrying escape sequences (one that
+/// sets the clipboard, one the terminal answers by typing) is shown escaped.
+#[test]
+fn a_summarys_escape_sequences_are_shown_not_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = serde_json::json!({
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/weather": {"get": {
+            "operationId": "weather",
+            "summary": "Weather now \u{1b}]52;c;Y3VybCBldmls\u{7}\u{1b}[6n",
+            "responses": {"200": {"description": "ok"}}
+        }}}
+    });
+    std::fs::write(dir.path().join("spec.json"), spec.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("chainsmith.toml"),
+        "[[toolsets]]\nname = \"w\"\nopenapi = \"spec.json\"\nbase_url = \"https://weather.example\"\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = chainsmith(&["--root", dir.path().to_str().unwrap(), "retrieve", "weather now"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("w.weather  Weather now \\u{1b}]52;c;Y3VybCBldmls\\u{7}\\u{1b}[6n"), "{stdout:?}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+}

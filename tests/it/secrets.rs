@@ -231,8 +231,10 @@ fn this_machines_name() -> Option<String> {
 }
 
 /// Behind a proxy the environment names, the proxy resolves the names: the proxy's own name is the
-/// user's and is looked up as it is, and a toolset's name that resolves to this machine is still
-/// refused, before anything reaches the proxy.
+/// user's and is looked up as it is; a toolset's name that resolves to this machine is still
+/// refused, before anything reaches the proxy, and so is one that does not resolve here at all
+/// (only the proxy knows where it leads: its own network, its own machine) until the workspace
+/// is trusted to call it.
 #[test]
 fn behind_a_proxy_a_name_resolving_here_is_still_refused() {
     let Some(host) = this_machines_name() else { return };
@@ -241,14 +243,23 @@ fn behind_a_proxy_a_name_resolving_here_is_still_refused() {
     // The proxy named by its name (which resolves here) and by its address.
     for proxy_url in [format!("http://{host}:{}", proxy.port), proxy.url()] {
         let ws = Workspace::new(&toml("http://api.example.invalid"), CALL);
-        let proxied = |ws: &Workspace| {
+        let proxied = |ws: &Workspace, args: &[&str]| {
             let mut command = Command::new(env!("CARGO_BIN_EXE_chainsmith"));
-            command.args(["run", "p.py"]).current_dir(ws.root()).env("XDG_CONFIG_HOME", ws.config.path());
+            command.args(args).current_dir(ws.root()).env("XDG_CONFIG_HOME", ws.config.path());
             command.env("HTTP_PROXY", &proxy_url).env("NO_PROXY", "").env_remove("http_proxy").env_remove("no_proxy");
             command.stdin(Stdio::null()).output().unwrap()
         };
         let before = proxy.received().len();
-        let out = proxied(&ws);
+        let out = proxied(&ws, &["run", "p.py"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{proxy_url}: {stderr}");
+        assert!(stderr.contains("api.example.invalid does not resolve on this machine"), "{proxy_url}: {stderr}");
+        assert_eq!(proxy.received().len(), before, "{proxy_url}: {:?}", proxy.received());
+
+        let trusted = proxied(&ws, &["trust"]);
+        let listed = text(&trusted.stdout);
+        assert!(listed.contains("toolset `api` (base URL): call <http://api.example.invalid>"), "{listed}");
+        let out = proxied(&ws, &["run", "p.py"]);
         assert_eq!(out.status.code(), Some(0), "{proxy_url}: {}", text(&out.stderr));
         assert!(text(&out.stdout).contains("proxy"), "{}", text(&out.stdout));
         let received = proxy.received();
@@ -256,7 +267,7 @@ fn behind_a_proxy_a_name_resolving_here_is_still_refused() {
         assert!(received[before].starts_with("GET http://api.example.invalid/echo"), "{received:?}");
 
         std::fs::write(ws.root().join("chainsmith.toml"), toml(&format!("http://{host}:9"))).unwrap();
-        let out = proxied(&ws);
+        let out = proxied(&ws, &["run", "p.py"]);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{proxy_url}: {stderr}");
         assert!(stderr.contains(&format!("{host} resolves to 127.")), "{proxy_url}: {stderr}");
