@@ -172,6 +172,13 @@ impl Command {
         Command { from, command: format!("{REACH_PREFIX}{}>", url.origin().ascii_serialization()) }
     }
 
+    /// A file outside the workspace that its protocols name (a toolset's file, a `$ref`, a link
+    /// under `protocols/`), by its real path: what it holds would enter the catalog, and from
+    /// there the prompts sent to a model's server the workspace may have chosen.
+    pub fn read_outside(from: String, real_path: &Path) -> Command {
+        Command { from, command: format!("{READ_PREFIX}{}>", real_path.display()) }
+    }
+
     /// The model's server the workspace chose (`[llm] base_url` other than the default) on this
     /// machine or its private network: chainsmith would post the conversation to a service there.
     pub fn llm_reach(llm: &LlmConfig) -> Option<Command> {
@@ -191,6 +198,11 @@ impl Command {
             format!(
                 "call {}, on this machine or its private network, whose services trust what reaches them",
                 origin.trim_end_matches('>')
+            )
+        } else if let Some(path) = line.strip_prefix(READ_PREFIX) {
+            format!(
+                "read {}, outside the workspace, into its protocols (whence it can reach a model's server)",
+                path.trim_end_matches('>')
             )
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
@@ -225,6 +237,7 @@ const SANDBOX_PREFIX: &str = "sandbox <";
 const WRITE_PREFIX: &str = "write <";
 const LIMITS_PREFIX: &str = "limits <";
 const REACH_PREFIX: &str = "call <";
+const READ_PREFIX: &str = "read <";
 /// What follows a writable folder's `>` when it is the workspace root itself, or a folder inside.
 const WHOLE_WORKSPACE: &str = " the whole workspace";
 const INSIDE: &str = " inside the workspace";

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
@@ -72,6 +72,7 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
         _ => None,
     }));
     out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
+    out.extend(catalog.outside_reads.iter().cloned());
     // A toolset (or model server) whose base URL names a host resolving to this machine or its
     // private network (or behind a proxy, one that does not resolve here) is a line too. Names are looked up here only, when the user trusts the
     // workspace, each once, at once, and a bounded number of them (a folder of thousands of
@@ -145,6 +146,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut toolsets = Vec::new();
     let cache = super::cache::Cache::open(&config.root);
     let aliases = &doc::AliasBudget::default();
+    let boundary = &Boundary::new(&config.root, &trust);
     let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
         let load = |job: &FileJob<'_>| load_file(job, &unsaved, cache.as_ref());
         match loading_pool() {
@@ -162,6 +164,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                 max_bytes: crate::files::MAX_READ,
                 named_in: None,
                 aliases,
+                boundary,
             })
             .collect();
         for (job, load) in jobs.iter().zip(load_files(&jobs)) {
@@ -186,6 +189,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                     max_bytes: ts.max_bytes,
                     named_in,
                     aliases,
+                    boundary,
                 })
             })
             .collect();
@@ -254,7 +258,11 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     }
     // Probed schemas of sources chainsmith does not rewrite (`.chainsmith/probed/<toolset>.json`).
     for toolset in &mut toolsets {
-        super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics);
+        let overlay = super::overlay::overlay_path(&config.root, &toolset.name);
+        match boundary.admit(&overlay, || format!("the probed overlay of `{}`", toolset.name)) {
+            Ok(()) => super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics),
+            Err(why) => diagnostics.push(Diagnostic::warning(&overlay, ByteRange::default(), trust::UNTRUSTED, why)),
+        }
     }
     // What would run later (a run's interpreter, command tools), loosen a run's sandbox or send a
     // secret, and is not trusted: said where it is declared, so the user learns it before running
@@ -290,8 +298,11 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             }
         }
     }
+    let mut outside_reads = boundary.refused.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    outside_reads.sort();
     let mut catalog = Catalog::new(toolsets, diagnostics);
     catalog.texts = texts;
+    catalog.outside_reads = outside_reads;
     catalog.trust = trust;
     catalog
 }
@@ -389,6 +400,51 @@ struct FileJob<'c> {
     named_in: Option<(&'c Path, ByteRange)>,
     /// What its YAML aliases may expand to, shared by every file of the load.
     aliases: &'c doc::AliasBudget,
+    /// Where it and the files it refers to may be read.
+    boundary: &'c Boundary<'c>,
+}
+
+/// Where one load reads protocol files: inside the workspace, by real path (a link is judged by
+/// where it leads), and outside it only as far as the workspace is trusted to (a `read <…>`
+/// line): what such a file holds enters the catalog, and from there the prompts sent to a model
+/// server the workspace may have chosen (`~/.kube/config` by a `$ref`). The reads refused are
+/// kept for `chainsmith trust` to list.
+struct Boundary<'t> {
+    root: PathBuf,
+    trust: &'t Trust,
+    refused: Mutex<Vec<trust::Command>>,
+}
+
+impl<'t> Boundary<'t> {
+    fn new(root: &Path, trust: &'t Trust) -> Boundary<'t> {
+        let root = root.canonicalize().unwrap_or_else(|_| absolute(root));
+        Boundary { root, trust, refused: Mutex::new(Vec::new()) }
+    }
+
+    /// Whether `path` may be read (`from` names who asks): a file that does not exist is left to
+    /// its read to say so.
+    fn admit(&self, path: &Path, from: impl FnOnce() -> String) -> Result<(), String> {
+        let Ok(real) = path.canonicalize() else { return Ok(()) };
+        if real.starts_with(&self.root) {
+            return Ok(());
+        }
+        let line = trust::Command::read_outside(from(), &real);
+        if self.trust.allows(&line.command) {
+            return Ok(());
+        }
+        let why = self.trust.refusal(&line);
+        let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        if !refused.contains(&line) {
+            refused.push(line);
+        }
+        Err(why)
+    }
+
+    /// A file's name as the user knows it: relative to the workspace root when inside.
+    fn shown(&self, path: &Path) -> String {
+        let path = absolute(path);
+        path.strip_prefix(&self.root).unwrap_or(&path).display().to_string()
+    }
 }
 
 /// What loading one file gave: its text, its read and parse problems, and its load (kind,
@@ -421,6 +477,17 @@ impl FileLoad {
 fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::Cache>) -> FileLoad {
     let mut out = FileLoad { text: None, diagnostics: Vec::new(), loaded: None };
     let file = job.file.as_path();
+    let boundary = job.boundary;
+    let from_file = || match job.toolset {
+        Some(toolset) => format!("toolset `{toolset}`"),
+        None => format!("protocol file {}", boundary.shown(file)),
+    };
+    if let Err(why) = boundary.admit(file, from_file) {
+        let (at, range) =
+            job.named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+        out.diagnostics.push(Diagnostic::warning(at, range, trust::UNTRUSTED, why));
+        return out;
+    }
     let edited = unsaved.get(&absolute(file)).cloned();
     let from_editor = edited.is_some();
     let text: Arc<str> = match edited.map(Ok).unwrap_or_else(|| crate::files::read_text(file, job.max_bytes)) {
@@ -435,9 +502,15 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
     };
     out.text = Some(text.clone());
     // Other files a protocol refers to are read as the editor holds them.
-    let read = |path: &Path| match unsaved.get(&absolute(path)) {
-        Some(text) => Ok(text.clone()),
-        None => crate::files::read_text(path, job.max_bytes).map_err(|e| read_failure(&e)),
+    let refusals = std::cell::RefCell::new(Vec::new());
+    let read = |path: &Path| {
+        boundary
+            .admit(path, || format!("a `$ref` of {}", boundary.shown(file)))
+            .inspect_err(|why| refusals.borrow_mut().push(why.clone()))?;
+        match unsaved.get(&absolute(path)) {
+            Some(text) => Ok(text.clone()),
+            None => crate::files::read_text(path, job.max_bytes).map_err(|e| read_failure(&e)),
+        }
     };
     let id = super::cache::Identity {
         file,
@@ -484,7 +557,16 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         pulled_in.borrow_mut().push((path.to_path_buf(), super::cache::pulled_in(&read)));
         read
     };
-    let loaded = load_doc(kind, &doc, &text, file, &name, &recording, &aliases);
+    let mut loaded = load_doc(kind, &doc, &text, file, &name, &recording, &aliases);
+    // A `$ref` left unread for want of trust says so as trust's warning, which the editor
+    // offers to act on.
+    let refusals = refusals.borrow();
+    for problem in &mut loaded.diagnostics {
+        if problem.code == "unresolved-ref" && refusals.iter().any(|why| problem.message.ends_with(why.as_str())) {
+            problem.code = trust::UNTRUSTED;
+            problem.severity = crate::diagnostic::Severity::Warning;
+        }
+    }
     // A load that drew on the alias budget is not kept: read back, it would take nothing (a
     // folder's planted files would each load once more with every reload), and a file it pulled
     // in that the budget refused would stay refused once there is room.

@@ -315,6 +315,9 @@ pub struct Catalog {
     /// What this workspace may run, as it was when the catalog was loaded (the runtime asks it
     /// before starting a command tool or the interpreter).
     pub trust: crate::trust::Trust,
+    /// The files outside the workspace its protocols name that this load did not read, as the
+    /// `read <…>` lines trusting the workspace would record.
+    pub outside_reads: Vec<crate::trust::Command>,
     /// Which response feeds which parameter: built on first use, as most sessions never ask.
     flow: std::sync::OnceLock<dataflow::DataFlow>,
 }

@@ -260,7 +260,9 @@ fn all_of_stabletoolbench_loads_as_one_toolset_with_categories() {
         format!("[[toolsets]]\nname = \"rapid\"\ntoolbench = [{}]\n", files.join(", ")),
     )
     .unwrap();
-    let (code, stdout, stderr) = chainsmith(&["--root", dir.path().to_str().unwrap(), "tools", "--format", "json"]);
+    // The data lies outside the workspace: read once it is trusted.
+    let (code, stdout, stderr) =
+        chainsmith(&["--trust", "--root", dir.path().to_str().unwrap(), "tools", "--format", "json"]);
     assert_eq!(code, 0, "{stderr}");
     let tools: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
     // 2,220 distinct (tool, API) pairs over the four groups, duplicates across files merged.
@@ -288,7 +290,8 @@ fn special_files_and_non_utf8_config_are_located_errors() {
     .unwrap();
     std::fs::write(dir.path().join("p.py"), "print(1)\n").unwrap();
     let root = dir.path().to_str().unwrap();
-    let (code, stdout, stderr) = chainsmith(&["--root", root, "check", &format!("{root}/p.py")]);
+    // `/dev/zero` lies outside the workspace: named by a trusted one.
+    let (code, stdout, stderr) = chainsmith(&["--trust", "--root", root, "check", &format!("{root}/p.py")]);
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stdout.contains("error[unreadable-protocol]: cannot read protocol file") && stdout.contains("FIFO"),

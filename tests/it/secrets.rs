@@ -564,3 +564,52 @@ fn a_remote_mcp_servers_headers_do_not_follow_a_redirect_to_another_origin() {
     assert!(server.received().iter().any(|r| r.contains(SECRET)), "the trusted address got its header");
     assert!(other.received().is_empty(), "{:?}", other.received());
 }
+
+/// A file outside the workspace that its protocols name — by a `$ref`, as a toolset's file — is
+/// not read before the workspace is trusted to read it: what it holds would enter the catalog,
+/// and from there the prompts sent to a model's server the workspace may have chosen.
+#[test]
+fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
+    let outside = tempfile::tempdir().unwrap();
+    let operations = outside.path().join("operations.json");
+    std::fs::write(
+        &operations,
+        r#"{"leak": {"get": {"operationId": "leak", "summary": "OUT-OF-WORKSPACE-7c1",
+            "responses": {"200": {"description": "ok"}}}}}"#,
+    )
+    .unwrap();
+    std::fs::write(outside.path().join("far.json"), SPEC.replace("\"echo\"", "\"far_echo\"")).unwrap();
+    let ws = Workspace::new(
+        "[[toolsets]]\nname = \"api\"\nopenapi = \"spec.json\"\nbase_url = \"https://api.example\"\n",
+        CALL,
+    );
+    let spec = format!(
+        r#"{{"openapi": "3.0.0", "info": {{"title": "api", "version": "1"}},
+  "paths": {{"/echo": {{"get": {{"operationId": "echo", "responses": {{"200": {{"description": "ok"}}}}}}}},
+             "/leak": {{"$ref": "{}#/leak"}}}}}}"#,
+        operations.display()
+    );
+    std::fs::write(ws.root().join("spec.json"), spec).unwrap();
+    let far = format!("[[toolsets]]\nname = \"far\"\nopenapi = \"{}\"\n", outside.path().join("far.json").display());
+    let toml = std::fs::read_to_string(ws.root().join("chainsmith.toml")).unwrap();
+    std::fs::write(ws.root().join("chainsmith.toml"), format!("{toml}\n{far}")).unwrap();
+    let real = |p: &Path| p.canonicalize().unwrap().display().to_string();
+
+    let untrusted = ws.untrusted();
+    for (who, file) in [("a `$ref` of spec.json", &operations), ("toolset `far`", &outside.path().join("far.json"))] {
+        let expected = format!("{who} would read {}, outside the workspace", real(file));
+        assert!(untrusted.iter().any(|m| m.contains(&expected)), "{expected}: {untrusted:?}");
+    }
+    let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
+    assert!(
+        tools.contains("api.echo") && !tools.contains("OUT-OF-WORKSPACE") && !tools.contains("far_echo"),
+        "{tools}"
+    );
+
+    let trusted = ws.chainsmith(&["trust"]);
+    let listed = text(&trusted.stdout);
+    assert!(listed.contains(&format!("read <{}>", real(&operations))), "{listed}");
+    let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
+    assert!(tools.contains("OUT-OF-WORKSPACE-7c1") && tools.contains("far_echo"), "{tools}");
+    assert!(ws.untrusted().is_empty(), "{:?}", ws.untrusted());
+}
