@@ -386,6 +386,10 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         libc::TCXONC as u64,
         libc::TIOCEXCL as u64,
         libc::TCFLSH as u64,
+        // The window size the shell reads after the run, which chainsmith cannot put back (the
+        // user may have resized the window meanwhile). The program can open no terminal of its
+        // own (`/dev/ptmx` is a device it may not open), so only the user's has a size to set.
+        libc::TIOCSWINSZ as u64,
     ];
     let socket_type = SeccompCmpOp::MaskedEq(0xf);
     let rules = vec![

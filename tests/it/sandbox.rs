@@ -414,6 +414,7 @@ for name, request, argument in [
     ("TCXONC", termios.TCXONC, termios.TCOOFF),
     ("TIOCEXCL", termios.TIOCEXCL, 0),
     ("TCFLSH", termios.TCFLSH, termios.TCIFLUSH),
+    ("TIOCSWINSZ", termios.TIOCSWINSZ, struct.pack("HHHH", 5, 7, 0, 0)),
 ]:
     try:
         fcntl.ioctl(0, request, argument)
@@ -440,7 +441,7 @@ for name, request, argument in [
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.contains("/dev/tty refused ENXIO"), "the chain has no controlling terminal: {stdout}");
     assert!(stdout.contains("stdin refused EPERM"), "the terminal it was given refuses keystrokes: {stdout}");
-    for request in ["TIOCLINUX", "TIOCSETD", "TCXONC", "TIOCEXCL", "TCFLSH"] {
+    for request in ["TIOCLINUX", "TIOCSETD", "TCXONC", "TIOCEXCL", "TCFLSH", "TIOCSWINSZ"] {
         assert!(stdout.contains(&format!("{request} refused EPERM")), "{request}: {stdout}");
     }
     assert!(!stdout.contains("typed"), "{stdout}");
