@@ -3,7 +3,7 @@
 //! end or its timeout. The run (the interpreter) and the host (command tools) both start such
 //! processes; this is the lower file both use.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -32,8 +32,14 @@ pub(super) fn kill_group(pgid: i32) {
     }
 }
 
-/// The group leaders of the runs going on in this process.
-static RUNS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// The runs going on in this process: each group leader, and, while they are stopped (Ctrl-Z),
+/// the processes [`stop_runs`] stopped.
+static RUNS: Mutex<Runs> = Mutex::new(Runs { leaders: Vec::new(), stopped: None });
+
+struct Runs {
+    leaders: Vec<i32>,
+    stopped: Option<Vec<i32>>,
+}
 
 /// A run's place in [`RUNS`], given up when dropped. Drop it before the leader is reaped: from
 /// then on its id may name another process, which [`stop_runs`] must not stop.
@@ -41,13 +47,18 @@ pub(super) struct Registered(i32);
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        RUNS.lock().unwrap_or_else(|e| e.into_inner()).retain(|&leader| leader != self.0);
+        RUNS.lock().unwrap_or_else(|e| e.into_inner()).leaders.retain(|&leader| leader != self.0);
     }
 }
 
-/// Counts the run led by `leader` among those [`stop_runs`] stops.
+/// Counts the run led by `leader` among those [`stop_runs`] stops; one that starts while the
+/// others are stopped is stopped at once.
 pub(super) fn register(leader: i32) -> Registered {
-    RUNS.lock().unwrap_or_else(|e| e.into_inner()).push(leader);
+    let mut runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    runs.leaders.push(leader);
+    if let Some(stopped) = runs.stopped.as_mut() {
+        stopped.extend(stop_tree(leader));
+    }
     Registered(leader)
 }
 
@@ -55,40 +66,75 @@ pub(super) fn register(leader: i32) -> Registered {
 ///
 /// A run is in a session of its own, beyond the terminal's job control: stopped with chainsmith
 /// alone, it would go on, reading what the user types to the shell once chainsmith is in the
-/// background (a password). Its process group is stopped at once, then every process descended
-/// from its leader (one in a session of its own included) until a look finds none still running:
-/// a stopped process starts no other.
+/// background (a password). See [`stop_tree`]; a run whose processes keep continuing each other
+/// (`kill(-1, SIGCONT)`) past it is ended instead: no run goes on unstopped.
 pub fn stop_runs() {
-    let runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-    for &leader in runs.iter() {
-        // SAFETY: killpg and kill have no memory effects; a process gone is ESRCH, ignored.
-        unsafe { libc::killpg(leader, libc::SIGSTOP) };
-        let mut stopped = HashSet::new();
-        loop {
-            let new: Vec<i32> = descendants(leader).into_iter().filter(|&pid| stopped.insert(pid)).collect();
-            if new.is_empty() {
-                break;
-            }
-            for &pid in &new {
-                // SAFETY: as above.
-                unsafe { libc::kill(pid, libc::SIGSTOP) };
-            }
-            wait_until_stopped(&new);
-        }
+    let mut runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut stopped = runs.stopped.take().unwrap_or_default();
+    for &leader in &runs.leaders {
+        stopped.extend(stop_tree(leader));
     }
+    runs.stopped = Some(stopped);
 }
 
-/// Continues every process [`stop_runs`] stopped.
+/// Continues the processes [`stop_runs`] stopped, and the runs' process groups.
 pub fn continue_runs() {
-    let runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
-    for &leader in runs.iter() {
-        for pid in descendants(leader) {
-            // SAFETY: kill and killpg have no memory effects; a process gone is ESRCH, ignored.
-            unsafe { libc::kill(pid, libc::SIGCONT) };
-        }
+    let mut runs = RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    for pid in runs.stopped.take().unwrap_or_default() {
+        // SAFETY: kill has no memory effects; a process gone is ESRCH, ignored.
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+    }
+    // What the group's stop reached as it started.
+    for &leader in &runs.leaders {
         // SAFETY: as above.
         unsafe { libc::killpg(leader, libc::SIGCONT) };
     }
+}
+
+/// How many times [`stop_tree`] looks for a process still running before it gives up.
+const STOP_ROUNDS: usize = 50;
+
+/// Stops the run led by `leader` and returns the processes it stopped: the process group at
+/// once, then every process descended from the leader (one in a session of its own included),
+/// again and again until one look finds every one stopped — a stopped process starts no other,
+/// but one still running may continue another (`SIGCONT` also drops a stop not yet taken). After
+/// [`STOP_ROUNDS`] looks the run is killed.
+fn stop_tree(leader: i32) -> Vec<i32> {
+    let running = || -> Vec<i32> {
+        descendants(leader)
+            .into_iter()
+            .filter(|&pid| status_of(pid).is_some_and(|(state, _)| !is_stopped(state)))
+            .collect()
+    };
+    let mut stopped = running();
+    // SAFETY: killpg and kill have no memory effects; a process gone is ESRCH, ignored.
+    unsafe { libc::killpg(leader, libc::SIGSTOP) };
+    for _ in 0..STOP_ROUNDS {
+        let running = running();
+        if running.is_empty() {
+            return stopped;
+        }
+        for &pid in &running {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            if !stopped.contains(&pid) {
+                stopped.push(pid);
+            }
+        }
+        wait_until_stopped(&running);
+    }
+    tracing::warn!("the run's processes kept continuing each other after Ctrl-Z: ending the run");
+    for pid in descendants(leader) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    kill_group(leader);
+    Vec::new()
+}
+
+/// Stopped (`T`), stopped by a tracer (`t`), or ended.
+fn is_stopped(state: u8) -> bool {
+    matches!(state, b'T' | b't' | b'Z' | b'X')
 }
 
 /// `leader` and every process descended from it, from the parents `/proc` names (a process whose
@@ -127,10 +173,7 @@ fn status_of(pid: i32) -> Option<(u8, i32)> {
 fn wait_until_stopped(pids: &[i32]) {
     let until = Instant::now() + Duration::from_millis(200);
     while Instant::now() < until {
-        let running = pids
-            .iter()
-            .any(|&pid| status_of(pid).is_some_and(|(state, _)| !matches!(state, b'T' | b't' | b'Z' | b'X')));
-        if !running {
+        if pids.iter().all(|&pid| status_of(pid).is_none_or(|(state, _)| is_stopped(state))) {
             return;
         }
         std::thread::sleep(Duration::from_millis(2));

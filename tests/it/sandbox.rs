@@ -485,124 +485,211 @@ fn a_run_in_the_background_reads_nothing_the_user_types() {
     assert_eq!(stdout, "read: ''\n", "{}", text(&out.stderr));
 }
 
-/// Ctrl-Z stops the run with chainsmith: continued in the background (`bg`), the program would
-/// otherwise read what the user types to the shell. It goes on once chainsmith is in the
-/// foreground again (`fg`), and reads what was typed for it.
-#[test]
-fn a_stopped_run_reads_nothing_until_it_is_in_the_foreground_again() {
-    use std::io::{BufRead, Write};
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::process::CommandExt;
-    let ws = workspace("http://127.0.0.1:9", false, "");
-    std::fs::write(
-        ws.path().join("p.py"),
-        "import sys\nprint('ready', flush=True)\nfor line in sys.stdin:\n    print('read:', line.strip(), flush=True)\n",
-    )
-    .unwrap();
-    let (controller, terminal) = pseudo_terminal();
-    // The shell's part: a process of its own group that takes the terminal's foreground at the
-    // first byte on `job_control` (`bg`), gives it back to chainsmith at the second (`fg`), and
-    // ends when the pipe closes.
-    let mut pipe = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array it is given.
-    assert_eq!(unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    // SAFETY: both were just opened and are owned here.
-    let (job_control_read, job_control) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
-    let shell_reads = job_control_read.as_raw_fd();
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
-    command
-        .args(["run", "p.py"])
-        .current_dir(ws.path())
-        .stdin(terminal)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    // SAFETY: system calls in the child before exec, on integers and a stack byte.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::fork() == 0 {
-                // Only the terminal and its end of the pipe: `spawn` waits for the end of a
-                // descriptor every copy of this process holds, and the test for its output's.
-                for fd in 1..1024 {
-                    if fd != shell_reads {
-                        libc::close(fd);
-                    }
+/// `chainsmith run p.py` as a shell's foreground job in a pseudo-terminal, with the shell's job
+/// control at hand: [`ShellJob::background`] is Ctrl-Z then `bg`, [`ShellJob::foreground`] is `fg`.
+struct ShellJob {
+    child: std::process::Child,
+    pid: i32,
+    lines: std::sync::mpsc::Receiver<String>,
+    typed: std::fs::File,
+    controller: std::os::fd::OwnedFd,
+    job_control: Option<std::fs::File>,
+    _workspace: tempfile::TempDir,
+}
+
+impl ShellJob {
+    fn start(program: &str) -> ShellJob {
+        use std::io::BufRead;
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::os::unix::process::CommandExt;
+        let ws = workspace("http://127.0.0.1:9", false, "");
+        std::fs::write(ws.path().join("p.py"), program).unwrap();
+        let (controller, terminal) = pseudo_terminal();
+        // The shell's part: a process of its own group that takes the terminal's foreground at
+        // the first byte on `job_control` (`bg`), gives it back to chainsmith at the second
+        // (`fg`), and ends when the pipe closes.
+        let mut pipe = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into the array it is given.
+        assert_eq!(unsafe { libc::pipe2(pipe.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both were just opened and are owned here.
+        let (job_control_read, job_control) = unsafe { (OwnedFd::from_raw_fd(pipe[0]), OwnedFd::from_raw_fd(pipe[1])) };
+        let shell_reads = job_control_read.as_raw_fd();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"));
+        command
+            .args(["run", "p.py"])
+            .current_dir(ws.path())
+            .stdin(terminal)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        // SAFETY: system calls in the child before exec, on integers and a stack byte.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
                 }
-                libc::setpgid(0, 0);
-                libc::signal(libc::SIGTTOU, libc::SIG_IGN);
-                let mut byte = 0u8;
-                let mut take = [libc::getpid(), libc::getppid()].into_iter();
-                while libc::read(shell_reads, (&raw mut byte).cast(), 1) == 1 {
-                    if let Some(group) = take.next() {
-                        libc::tcsetpgrp(0, group);
+                if libc::fork() == 0 {
+                    // Only the terminal and its end of the pipe: `spawn` waits for the end of a
+                    // descriptor every copy of this process holds, and the test for its output's.
+                    for fd in 1..1024 {
+                        if fd != shell_reads {
+                            libc::close(fd);
+                        }
                     }
+                    libc::setpgid(0, 0);
+                    libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+                    let mut byte = 0u8;
+                    let mut take = [libc::getpid(), libc::getppid()].into_iter();
+                    while libc::read(shell_reads, (&raw mut byte).cast(), 1) == 1 {
+                        if let Some(group) = take.next() {
+                            libc::tcsetpgrp(0, group);
+                        }
+                    }
+                    libc::_exit(0);
                 }
-                libc::_exit(0);
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().unwrap();
-    drop(job_control_read);
-    let pid = child.id() as i32;
-    let (lines_tx, lines) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines_tx.send(line);
+                Ok(())
+            });
         }
-    });
-    let expect = |wanted: &str| {
-        let line = lines.recv_timeout(Duration::from_secs(30));
+        let mut child = command.spawn().unwrap();
+        drop(job_control_read);
+        let (lines_tx, lines) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = lines_tx.send(line);
+            }
+        });
+        let typed = std::fs::File::from(controller.try_clone().unwrap());
+        let pid = child.id() as i32;
+        ShellJob {
+            child,
+            pid,
+            lines,
+            typed,
+            controller,
+            job_control: Some(std::fs::File::from(job_control)),
+            _workspace: ws,
+        }
+    }
+
+    fn expect(&self, wanted: &str) {
+        let line = self.lines.recv_timeout(Duration::from_secs(30));
         assert_eq!(line.as_deref(), Ok(wanted));
-    };
-    let state = |pid: i32| {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    }
+
+    fn type_line(&mut self, line: &str) {
+        use std::io::Write;
+        self.typed.write_all(format!("{line}\n").as_bytes()).unwrap();
+    }
+
+    fn state(&self) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid)).unwrap_or_default();
         stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next())
-    };
-    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+    }
+
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
         let until = Instant::now() + Duration::from_secs(20);
         while !done() {
             assert!(Instant::now() < until, "{what}");
             std::thread::sleep(Duration::from_millis(10));
         }
-    };
-    let mut typed = std::fs::File::from(controller.try_clone().unwrap());
-    let mut job_control = std::fs::File::from(job_control);
-    expect("ready");
-    typed.write_all(b"first\n").unwrap();
-    expect("read: first");
+    }
 
-    // Ctrl-Z, then `bg`: the shell takes the terminal and continues chainsmith.
-    // SAFETY: kill has no memory effects.
-    unsafe { libc::kill(pid, libc::SIGTSTP) };
-    wait_for("chainsmith stops on Ctrl-Z", &|| state(pid) == Some('T'));
-    job_control.write_all(b"b").unwrap();
-    // SAFETY: tcgetpgrp only reads the terminal's foreground group.
-    wait_for("the shell has the terminal", &|| unsafe { libc::tcgetpgrp(controller.as_raw_fd()) } != pid);
-    // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
-    wait_for("chainsmith goes on in the background", &|| state(pid) != Some('T'));
-    typed.write_all(b"my-sudo-password\n").unwrap();
+    /// Ctrl-Z, then `bg`: the shell takes the terminal and continues chainsmith.
+    fn background(&mut self) {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(self.pid, libc::SIGTSTP) };
+        ShellJob::wait_for("chainsmith stops on Ctrl-Z", || self.state() == Some('T'));
+        self.job_control.as_mut().unwrap().write_all(b"b").unwrap();
+        let controller = self.controller.as_raw_fd();
+        // SAFETY: tcgetpgrp only reads the terminal's foreground group.
+        ShellJob::wait_for("the shell has the terminal", || unsafe { libc::tcgetpgrp(controller) } != self.pid);
+        // SAFETY: as above.
+        unsafe { libc::kill(self.pid, libc::SIGCONT) };
+        ShellJob::wait_for("chainsmith goes on in the background", || self.state() != Some('T'));
+    }
+
+    /// `fg`: chainsmith has the terminal again.
+    fn foreground(&mut self) {
+        use std::io::Write;
+        self.job_control.as_mut().unwrap().write_all(b"f").unwrap();
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(self.pid, libc::SIGCONT) };
+    }
+
+    /// Waits for chainsmith's end: its exit status and what it wrote to stderr.
+    fn finish(mut self) -> (Option<i32>, String) {
+        drop(self.job_control.take());
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut self.child.stderr.take().unwrap(), &mut stderr).unwrap();
+        (status.code(), stderr)
+    }
+}
+
+/// Ctrl-Z stops the run with chainsmith: continued in the background (`bg`), the program would
+/// otherwise read what the user types to the shell. It goes on once chainsmith is in the
+/// foreground again (`fg`), and reads what was typed for it.
+#[test]
+fn a_stopped_run_reads_nothing_until_it_is_in_the_foreground_again() {
+    let mut job = ShellJob::start(
+        "import sys\nprint('ready', flush=True)\nfor line in sys.stdin:\n    print('read:', line.strip(), flush=True)\n",
+    );
+    job.expect("ready");
+    job.type_line("first");
+    job.expect("read: first");
+    job.background();
+    job.type_line("my-sudo-password");
     assert!(
-        lines.recv_timeout(Duration::from_secs(2)).is_err(),
+        job.lines.recv_timeout(Duration::from_secs(2)).is_err(),
         "the program read what was typed to the shell while chainsmith was in the background"
     );
-
-    // `fg`: chainsmith has the terminal again, and the program reads what waited there.
-    job_control.write_all(b"f").unwrap();
-    // SAFETY: as above.
-    unsafe { libc::kill(pid, libc::SIGCONT) };
-    expect("read: my-sudo-password");
-    typed.write_all(&[4]).unwrap();
-    drop(job_control);
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    job.foreground();
+    job.expect("read: my-sudo-password");
+    // Ctrl-D: the end of the program's input.
+    std::io::Write::write_all(&mut job.typed, &[4]).unwrap();
+    let (status, stderr) = job.finish();
+    assert_eq!(status, Some(0), "{stderr}");
     assert!(stderr.contains("stays stopped while in the background"), "{stderr}");
+}
+
+/// A run whose processes keep continuing each other (`kill(-1, SIGCONT)` from sessions of their
+/// own) is stopped all the same, or ended: nothing of it reads the terminal in the background.
+#[test]
+fn processes_continuing_each_other_do_not_outrun_ctrl_z() {
+    let program = r#"import os, signal, sys, time
+if os.fork() == 0:
+    os.setsid()
+    signal.signal(signal.SIGCONT, lambda *a: None)
+    while True:
+        try:
+            print("read:", os.read(0, 100), flush=True)
+        except InterruptedError:
+            pass
+for _ in range(8):
+    if os.fork() == 0:
+        os.setsid()
+        while True:
+            try:
+                os.kill(-1, signal.SIGCONT)
+            except OSError:
+                pass
+print("ready", flush=True)
+time.sleep(60)
+"#;
+    for _ in 0..3 {
+        let mut job = ShellJob::start(program);
+        job.expect("ready");
+        job.background();
+        job.type_line("my-sudo-password");
+        let read = job.lines.recv_timeout(Duration::from_secs(2));
+        assert!(read.is_err(), "read in the background: {read:?}");
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(job.pid, libc::SIGTERM) };
+        let (status, stderr) = job.finish();
+        assert_ne!(status, Some(0), "{stderr}");
+    }
 }
 
 /// What a program prints reaches the user's terminal with its colours but without other escape
