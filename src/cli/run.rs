@@ -180,7 +180,7 @@ impl EndOnSignal {
                         stopped = true;
                         // Stops chainsmith until it is continued.
                         let _ = signal_hook::low_level::emulate_default_handler(SIGTSTP);
-                        if !in_foreground() {
+                        if runtime::run::in_the_background() {
                             eprintln!("chainsmith: the run stays stopped while in the background; `fg` continues it");
                         }
                         continue;
@@ -193,7 +193,7 @@ impl EndOnSignal {
                     stopped = false;
                     cancel.cancel();
                 }
-                if stopped && first.is_none() && in_foreground() {
+                if stopped && first.is_none() && !runtime::run::in_the_background() {
                     continue_runs();
                     stopped = false;
                 }
@@ -207,19 +207,6 @@ impl EndOnSignal {
     fn close(self) -> Option<i32> {
         self.handle.close();
         self.thread.join().ok().flatten()
-    }
-}
-
-/// Whether chainsmith's terminal (its stdin) has chainsmith in the foreground, or there is no
-/// terminal whose keystrokes the run could take.
-fn in_foreground() -> bool {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only read state.
-    unsafe {
-        if libc::isatty(0) != 1 {
-            return true;
-        }
-        let foreground = libc::tcgetpgrp(0);
-        foreground < 0 || foreground == libc::getpgrp()
     }
 }
 

@@ -456,10 +456,12 @@ fn next_hop(request: &Prepared, answer: &Answer) -> Option<Prepared> {
         }
         // An API elsewhere cannot turn the run's requests toward this machine or its network:
         // a local service (a container daemon's port, a cloud's metadata address) trusts them.
-        // A name counts by what it resolves to: a workspace trusted for the session resolves
-        // every name, and the API is not the workspace.
+        // A name counts by what it resolves to (behind a proxy, a name only the proxy resolves
+        // may lead into its network): a workspace trusted for the session resolves every name,
+        // and the API is not the workspace.
         let here = |url: &reqwest::Url| {
-            crate::trust::is_local(url) || crate::trust::host_name(url).is_some_and(|n| crate::trust::resolves_here(&n))
+            crate::trust::is_local(url)
+                || crate::trust::host_name(url).is_some_and(|n| crate::trust::reached_only_with_trust(&n))
         };
         if !here(&request.url) && here(&url) {
             return None;

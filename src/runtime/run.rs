@@ -122,31 +122,66 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
     }
 }
 
-/// The folders the interpreter reads from, for a sandbox that hides the user's home folder but
-/// what a run needs: the interpreter's own (`sys.prefix`, `sys.base_prefix`, every `sys.path`
-/// entry, a virtual environment's and its base's) as it says, and the folder holding the
-/// command run (a `pyenv` or `asdf` shim, a script, runs the real interpreter from there: its
-/// parent's parent, `~/.pyenv` of `~/.pyenv/shims/python3`, short of a home folder itself).
-/// Asked once per interpreter and process, outside the sandbox, as the run starts it (the
-/// interpreter is the user's or one they trusted; its start runs none of the workspace's code).
-fn interpreter_folders(python: &Path) -> Vec<PathBuf> {
+/// The folders the interpreter reads from, for a sandbox that hides the user's home folders but
+/// what a run needs.
+///
+/// The default interpreter (`python3` on `PATH`, the user's own) is asked, once per process and
+/// outside the sandbox, as the user's shell would start it (its start runs none of the
+/// workspace's code): `sys.prefix`, `sys.base_prefix` and every `sys.path` entry (user-site
+/// packages, `.pth` paths). A command that is not the interpreter itself (a `pyenv` or `asdf`
+/// shim, a script) runs it from a folder of its tool: the folder above the command's,
+/// `~/.pyenv` of `~/.pyenv/shims/python3`, short of a home folder or `~/.local` themselves.
+///
+/// An interpreter the workspace chose (`[runtime] python`, trusted) runs confined only, so it is
+/// not asked: its folder and the one above (a virtual environment's, a conda environment's), and
+/// its base's, from `pyvenv.cfg` and the real executable's place.
+fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
     static KNOWN: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
     if let Some((_, folders)) = KNOWN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(p, _)| p == python) {
         return folders.clone();
     }
-    let mut folders = Vec::new();
     let command = if python.components().count() > 1 { Some(python.to_path_buf()) } else { on_path(python) };
-    if let Some(command) = command {
-        let homes = super::sandbox::home_folders();
-        let folder = command.parent().map(Path::to_path_buf);
-        let above = folder.as_deref().and_then(Path::parent).filter(|p| p.parent().is_some());
+    let Some(command) = command else { return Vec::new() };
+    let homes = super::sandbox::home_folders();
+    let tool_folder = |command: &Path| -> Option<PathBuf> {
+        let folder = command.parent()?;
+        let above = folder.parent().filter(|p| p.parent().is_some() && !p.ends_with(".local"));
         let above = above.filter(|p| p.canonicalize().is_ok_and(|real| !homes.contains(&real)));
-        folders.extend(above.map(Path::to_path_buf).or(folder));
-    }
-    let ask = "import sys; sys.stdout.write('\\0'.join([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))";
-    let argv = [python.to_string_lossy().into_owned(), "-c".into(), ask.into()];
-    if let Ok((0, said, _)) = process::run_command(&argv, Path::new("/"), "", Duration::from_secs(10)) {
-        folders.extend(said.split('\0').map(PathBuf::from).filter(|p| p.is_absolute()));
+        Some(above.unwrap_or(folder).to_path_buf())
+    };
+    let mut folders = Vec::new();
+    if !the_users_own {
+        folders.extend(tool_folder(&command));
+        if let Ok(real) = command.canonicalize() {
+            folders.extend(tool_folder(&real));
+        }
+        // A virtual environment names its base interpreter's folder (`home = /usr/bin`).
+        let config = command.parent().and_then(Path::parent).map(|venv| venv.join("pyvenv.cfg"));
+        let config = config.and_then(|c| crate::files::read_text(&c, 64 << 10).ok()).unwrap_or_default();
+        for line in config.lines() {
+            if let Some((key, value)) = line.split_once('=')
+                && key.trim() == "home"
+            {
+                folders.extend(tool_folder(&Path::new(value.trim()).join("python")));
+            }
+        }
+    } else {
+        let ask = "import sys; sys.stdout.write('\\0'.join([sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))";
+        let argv = [python.to_string_lossy().into_owned(), "-c".into(), ask.into()];
+        let Ok((0, said, _)) = process::run_command(&argv, Path::new("/"), "", Duration::from_secs(10)) else {
+            // Asked again at the next run: a failure here may pass (an interpreter being installed).
+            tracing::warn!(
+                "`{} -c …` did not say where its files are: a run reads none in the home folder",
+                python.display()
+            );
+            return Vec::new();
+        };
+        let mut said = said.split('\0').map(PathBuf::from);
+        let executable = said.next().and_then(|e| e.canonicalize().ok());
+        folders.extend(said.filter(|p| p.is_absolute()));
+        if command.canonicalize().ok() != executable {
+            folders.extend(tool_folder(&command));
+        }
     }
     folders.sort();
     folders.dedup();
@@ -171,7 +206,7 @@ fn on_path(name: &Path) -> Option<PathBuf> {
 /// other stdin reaches the program for reading only: a file opened for writing too (`0<>file`) is
 /// reopened for reading, and a socket (a connection to a server no toolset names) is not given.
 fn program_stdin() -> Stdio {
-    // SAFETY: isatty, tcgetpgrp and getpgrp only read state.
+    // SAFETY: isatty only reads state.
     if unsafe { libc::isatty(0) } != 1 {
         // SAFETY: fstat and fcntl(F_GETFL) only read the descriptor's state into the zeroed stat.
         let (kind, access) = unsafe {
@@ -189,13 +224,21 @@ fn program_stdin() -> Stdio {
             read_only_stdin().unwrap_or_else(Stdio::null)
         };
     }
-    // SAFETY: as above. (A terminal that is not chainsmith's controlling one has no foreground
-    // to compare with: it was named on purpose, `< /dev/pts/3`.)
-    let foreground = unsafe { libc::tcgetpgrp(0) };
-    if foreground >= 0 && foreground != unsafe { libc::getpgrp() } {
+    if in_the_background() {
         return Stdio::null();
     }
     read_only_stdin().unwrap_or_else(Stdio::inherit)
+}
+
+/// Whether chainsmith's stdin is a terminal whose foreground is another process group (the
+/// shell's, `chainsmith run … &` or after `bg`). A terminal that is not chainsmith's controlling
+/// one has no foreground to compare with: it was named on purpose, `< /dev/pts/3`.
+pub fn in_the_background() -> bool {
+    // SAFETY: isatty, tcgetpgrp and getpgrp only read state.
+    unsafe {
+        let foreground = libc::tcgetpgrp(0);
+        libc::isatty(0) == 1 && foreground >= 0 && foreground != libc::getpgrp()
+    }
 }
 
 /// chainsmith's stdin opened afresh for reading only (and never as a controlling terminal).
@@ -349,10 +392,21 @@ fn execute(
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
     let limits = &request.config.runtime;
     let python = interpreter(&request.config.runtime.python, &request.root);
-    let mut readable = vec![request.root.clone(), package.clone()];
+    // The run's own folder too: the copy of an editor's unsaved text lies there.
+    let mut readable = vec![request.root.clone(), package.clone(), work.path().to_path_buf()];
     readable.extend(program.parent().map(Path::to_path_buf));
-    readable.extend(interpreter_folders(&python));
-    readable.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths));
+    let the_users_own = request.config.runtime.python == crate::config::RuntimeConfig::default().python;
+    readable.extend(interpreter_folders(&python, the_users_own));
+    // Relative entries are relative to the run's folder, which is not chainsmith's.
+    readable.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths).filter(|p| p.is_absolute()));
+    // None of them opens a home folder whole (a program or `sys.path` entry in the home folder
+    // itself): the program's own file, the workspace's root, what lies beneath stay.
+    let homes = super::sandbox::home_folders();
+    let opens_a_home =
+        |path: &Path| path.canonicalize().is_ok_and(|real| homes.iter().any(|home| home.starts_with(&real)));
+    let mut readable: Vec<PathBuf> =
+        readable.into_iter().filter(|path| path == &request.root || !opens_a_home(path)).collect();
+    readable.push(program.clone());
     let sandbox = match Sandbox::prepare(
         limits.sandbox,
         &writable,

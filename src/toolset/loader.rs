@@ -65,14 +65,28 @@ pub fn load_with_texts(config: &Config, unsaved: &HashMap<PathBuf, String>) -> C
 /// interpreter and command tools, and every loosening of the sandbox and secret it would send
 /// ([`trust`]) — what `chainsmith trust` shows and records. Nothing is started to find them.
 pub fn commands(config: &Config) -> Vec<trust::Command> {
-    let catalog = load_as(config, &HashMap::new(), Trust::Untrusted);
+    // A file outside the workspace can name more (a `$ref` of its own, a command tool): read what
+    // each load found outside, nothing else, until a load finds nothing new. Listing sends
+    // nothing anywhere and starts nothing.
+    let mut outside_reads: Vec<trust::Command> = Vec::new();
+    let mut catalog = load_as(config, &HashMap::new(), Trust::Untrusted);
+    for _ in 0..MAX_OUTSIDE_DEPTH {
+        let new: Vec<trust::Command> =
+            catalog.outside_reads.iter().filter(|line| !outside_reads.contains(line)).cloned().collect();
+        if new.is_empty() {
+            break;
+        }
+        outside_reads.extend(new);
+        let reads = outside_reads.iter().map(|line| line.command.clone()).collect();
+        catalog = load_as(config, &HashMap::new(), Trust::Recorded(reads));
+    }
     let mut out = trust::config_commands(config);
     out.extend(catalog.tools().filter_map(|tool| match &tool.transport {
         Transport::Command { argv } => Some(trust::Command::tool(&tool.id(), argv)),
         _ => None,
     }));
     out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
-    out.extend(catalog.outside_reads.iter().cloned());
+    out.extend(outside_reads);
     // A toolset (or model server) whose base URL names a host resolving to this machine or its
     // private network (or behind a proxy, one that does not resolve here) is a line too. Names are looked up here only, when the user trusts the
     // workspace, each once, at once, and a bounded number of them (a folder of thousands of
@@ -110,7 +124,7 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
 /// Which of `names` programs reach only once trusted ([`trust::reached_only_with_trust`]: they
 /// resolve to this machine or its private network, or behind a proxy, not here at all), looked
 /// up at once; a name whose lookup takes longer than [`LOOKUP_DEADLINE`] counts as not (its lookup
-/// is left to end).
+/// is left to end), but behind a proxy as one only the proxy resolves.
 fn names_reached_only_with_trust<'n>(names: &[&'n str]) -> std::collections::HashSet<&'n str> {
     let (found, answers) = std::sync::mpsc::channel();
     for (index, name) in names.iter().enumerate() {
@@ -120,15 +134,26 @@ fn names_reached_only_with_trust<'n>(names: &[&'n str]) -> std::collections::Has
     drop(found);
     let deadline = std::time::Instant::now() + LOOKUP_DEADLINE;
     let mut with_trust = std::collections::HashSet::new();
+    let mut answered = vec![false; names.len()];
     while let Ok((index, only_with_trust)) =
         answers.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
     {
+        answered[index] = true;
         if only_with_trust {
             with_trust.insert(names[index]);
         }
     }
+    // Behind a proxy, where this machine's lookups of outside names often go unanswered (egress
+    // through the proxy alone), a name without an answer is one only the proxy resolves.
+    if trust::proxied() {
+        with_trust.extend(names.iter().zip(&answered).filter(|(_, answered)| !**answered).map(|(name, _)| *name));
+    }
     with_trust
 }
+
+/// How many times `chainsmith trust` reads further out: files outside the workspace naming
+/// files further out (a maze of them is cut here; what lies past it is refused when loaded).
+const MAX_OUTSIDE_DEPTH: usize = 8;
 
 /// How long `chainsmith trust` waits for its name lookups.
 const LOOKUP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -421,10 +446,11 @@ impl<'t> Boundary<'t> {
         Boundary { root, trust, refused: Mutex::new(Vec::new()) }
     }
 
-    /// Whether `path` may be read (`from` names who asks): a file that does not exist is left to
-    /// its read to say so.
+    /// Whether `path` may be read (`from` names who asks). A path that does not resolve is judged
+    /// as written: inside, its read says what is wrong; outside, it may still open (a
+    /// `/proc/PID/fd/N` link to another process' deleted file).
     fn admit(&self, path: &Path, from: impl FnOnce() -> String) -> Result<(), String> {
-        let Ok(real) = path.canonicalize() else { return Ok(()) };
+        let real = path.canonicalize().unwrap_or_else(|_| super::bundle::normalize(&absolute(path)));
         if real.starts_with(&self.root) {
             return Ok(());
         }
@@ -560,9 +586,21 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
     let mut loaded = load_doc(kind, &doc, &text, file, &name, &recording, &aliases);
     // A `$ref` left unread for want of trust says so as trust's warning, which the editor
     // offers to act on.
+    // So does what the unread reference disables (`` `$ref` `X` leads to a file that could not
+    // be read; operation … is disabled``).
     let refusals = refusals.borrow();
+    let mut unread = Vec::new();
     for problem in &mut loaded.diagnostics {
         if problem.code == "unresolved-ref" && refusals.iter().any(|why| problem.message.ends_with(why.as_str())) {
+            problem.code = trust::UNTRUSTED;
+            problem.severity = crate::diagnostic::Severity::Warning;
+            unread.extend(problem.message.split_once("`: ").map(|(reference, _)| format!("{reference}` ")));
+        }
+    }
+    for problem in &mut loaded.diagnostics {
+        if problem.code == "unresolved-ref"
+            && unread.iter().any(|reference| problem.message.starts_with(reference.as_str()))
+        {
             problem.code = trust::UNTRUSTED;
             problem.severity = crate::diagnostic::Severity::Warning;
         }

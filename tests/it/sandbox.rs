@@ -243,6 +243,27 @@ print(usersite_probe.VALUE)
         text(&out.stderr)
     );
 
+    // A program in the home folder itself, and chainsmith started there with `PYTHONPATH=.`,
+    // open no more of it: the program's own file is read, the rest of the folder not.
+    std::fs::write(
+        home.path().join("try.py"),
+        program.replace("import usersite_probe\nprint(usersite_probe.VALUE)\n", ""),
+    )
+    .unwrap();
+    let try_py = home.path().join("try.py");
+    let mut with_path = env.to_vec();
+    with_path.push(("PYTHONPATH", "."));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(["--root", ws.to_str().unwrap(), "run", try_py.to_str().unwrap()])
+        .current_dir(home.path())
+        .envs(with_path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("notes.txt Permission denied\n"), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("projects/other/.env Permission denied\n"), "{stdout}");
+
     // A workspace that is the home folder itself still hides the credential stores.
     std::fs::copy(ws.join("chainsmith.toml"), home.path().join("chainsmith.toml")).unwrap();
     std::fs::create_dir_all(home.path().join("specs")).unwrap();

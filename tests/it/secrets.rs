@@ -575,7 +575,13 @@ fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
     std::fs::write(
         &operations,
         r#"{"leak": {"get": {"operationId": "leak", "summary": "OUT-OF-WORKSPACE-7c1",
-            "responses": {"200": {"description": "ok"}}}}}"#,
+            "parameters": [{"$ref": "params.json#/q"}], "responses": {"200": {"description": "ok"}}}}}"#,
+    )
+    .unwrap();
+    // A file further out, which only the first names.
+    std::fs::write(
+        outside.path().join("params.json"),
+        r#"{"q": {"name": "nested_param_9d2", "in": "query", "schema": {"type": "string"}}}"#,
     )
     .unwrap();
     std::fs::write(outside.path().join("far.json"), SPEC.replace("\"echo\"", "\"far_echo\"")).unwrap();
@@ -605,11 +611,18 @@ fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
         tools.contains("api.echo") && !tools.contains("OUT-OF-WORKSPACE") && !tools.contains("far_echo"),
         "{tools}"
     );
+    // Warnings, not errors: the workspace is as it should be, only not trusted yet.
+    let checked = ws.chainsmith(&["check"]);
+    assert_eq!(checked.status.code(), Some(0), "{}", text(&checked.stdout));
 
     let trusted = ws.chainsmith(&["trust"]);
     let listed = text(&trusted.stdout);
     assert!(listed.contains(&format!("read <{}>", real(&operations))), "{listed}");
+    assert!(listed.contains(&format!("read <{}>", real(&outside.path().join("params.json")))), "{listed}");
     let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
-    assert!(tools.contains("OUT-OF-WORKSPACE-7c1") && tools.contains("far_echo"), "{tools}");
+    assert!(
+        tools.contains("OUT-OF-WORKSPACE-7c1") && tools.contains("nested_param_9d2") && tools.contains("far_echo"),
+        "{tools}"
+    );
     assert!(ws.untrusted().is_empty(), "{:?}", ws.untrusted());
 }
