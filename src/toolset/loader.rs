@@ -88,9 +88,9 @@ pub fn commands(config: &Config) -> Vec<trust::Command> {
     out.extend(catalog.toolsets.iter().flat_map(Toolset::trust_lines));
     out.extend(outside_reads);
     // A toolset (or model server) whose base URL names a host resolving to this machine or its
-    // private network (or behind a proxy, one that does not resolve here) is a line too. Names are looked up here only, when the user trusts the
-    // workspace, each once, at once, and a bounded number of them (a folder of thousands of
-    // toolsets asks no thousand lookups).
+    // private network (or behind a proxy, one that does not resolve here) is a line too. Names
+    // are looked up here only, when the user trusts the workspace, each once, at once, and a
+    // bounded number of them (a folder of thousands of toolsets asks no thousand lookups).
     let mut bases: Vec<(String, &str)> = catalog
         .toolsets
         .iter()
