@@ -243,7 +243,9 @@ const WHOLE_WORKSPACE: &str = " the whole workspace";
 const INSIDE: &str = " inside the workspace";
 
 /// `path` with `.` and `..` taken away and links followed as far as the path exists.
-fn resolved_path(path: &Path) -> PathBuf {
+/// A link that does not resolve (a `/proc/PID/fd/N` link to another process' deleted file, which
+/// still opens) counts as where it points.
+pub(crate) fn resolved_path(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -255,6 +257,9 @@ fn resolved_path(path: &Path) -> PathBuf {
                 out.push(other);
                 if let Ok(real) = std::fs::canonicalize(&out) {
                     out = real;
+                } else if let Ok(target) = std::fs::read_link(&out) {
+                    out.pop();
+                    out = resolved_path(&out.join(target));
                 }
             }
         }

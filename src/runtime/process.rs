@@ -91,8 +91,9 @@ pub fn continue_runs() {
     }
 }
 
-/// How many times [`stop_tree`] looks for a process still running before it gives up.
-const STOP_ROUNDS: usize = 50;
+/// How many times [`stop_tree`] looks for a process still running before it gives up (each look
+/// waits at most 200 ms for the stops to be taken: the user waits at most 2 s for the prompt).
+const STOP_ROUNDS: usize = 10;
 
 /// Stops the run led by `leader` and returns the processes it stopped: the process group at
 /// once, then every process descended from the leader (one in a session of its own included),
@@ -100,12 +101,7 @@ const STOP_ROUNDS: usize = 50;
 /// but one still running may continue another (`SIGCONT` also drops a stop not yet taken). After
 /// [`STOP_ROUNDS`] looks the run is killed.
 fn stop_tree(leader: i32) -> Vec<i32> {
-    let running = || -> Vec<i32> {
-        descendants(leader)
-            .into_iter()
-            .filter(|&pid| status_of(pid).is_some_and(|(state, _)| !is_stopped(state)))
-            .collect()
-    };
+    let running = || -> Vec<i32> { descendants(leader).into_iter().filter(|&pid| !all_threads_stopped(pid)).collect() };
     let mut stopped = running();
     // SAFETY: killpg and kill have no memory effects; a process gone is ESRCH, ignored.
     unsafe { libc::killpg(leader, libc::SIGSTOP) };
@@ -135,6 +131,17 @@ fn stop_tree(leader: i32) -> Vec<i32> {
 /// Stopped (`T`), stopped by a tracer (`t`), or ended.
 fn is_stopped(state: u8) -> bool {
     matches!(state, b'T' | b't' | b'Z' | b'X')
+}
+
+/// Whether every thread of the process is stopped or gone: a process whose main thread ended
+/// shows as a zombie while its other threads run on.
+fn all_threads_stopped(pid: i32) -> bool {
+    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+    threads.flatten().all(|thread| {
+        let stat = std::fs::read(thread.path().join("stat")).unwrap_or_default();
+        let state = stat.iter().rposition(|&b| b == b')').and_then(|close| stat.get(close + 2).copied());
+        state.is_none_or(is_stopped)
+    })
 }
 
 /// `leader` and every process descended from it, from the parents `/proc` names (a process whose
@@ -173,7 +180,7 @@ fn status_of(pid: i32) -> Option<(u8, i32)> {
 fn wait_until_stopped(pids: &[i32]) {
     let until = Instant::now() + Duration::from_millis(200);
     while Instant::now() < until {
-        if pids.iter().all(|&pid| status_of(pid).is_none_or(|(state, _)| is_stopped(state))) {
+        if pids.iter().all(|&pid| all_threads_stopped(pid)) {
             return;
         }
         std::thread::sleep(Duration::from_millis(2));

@@ -151,18 +151,11 @@ fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
     };
     let mut folders = Vec::new();
     if !the_users_own {
-        folders.extend(tool_folder(&command));
-        if let Ok(real) = command.canonicalize() {
-            folders.extend(tool_folder(&real));
-        }
-        // A virtual environment names its base interpreter's folder (`home = /usr/bin`).
-        let config = command.parent().and_then(Path::parent).map(|venv| venv.join("pyvenv.cfg"));
-        let config = config.and_then(|c| crate::files::read_text(&c, 64 << 10).ok()).unwrap_or_default();
-        for line in config.lines() {
-            if let Some((key, value)) = line.split_once('=')
-                && key.trim() == "home"
-            {
-                folders.extend(tool_folder(&Path::new(value.trim()).join("python")));
+        // Where the command and the real executable lie, a Python's parts only: the workspace
+        // chose both (a link in its `.venv` too), after trust as well, so neither opens more.
+        for command in [Some(command.clone()), command.canonicalize().ok()].into_iter().flatten() {
+            if let Some(prefix) = command.parent().and_then(Path::parent) {
+                folders.extend(["bin", "lib", "lib64", "pyvenv.cfg"].map(|part| prefix.join(part)));
             }
         }
     } else {
@@ -404,8 +397,11 @@ fn execute(
     let homes = super::sandbox::home_folders();
     let opens_a_home =
         |path: &Path| path.canonicalize().is_ok_and(|real| homes.iter().any(|home| home.starts_with(&real)));
+    // The workspace's root may be a home folder the user opened as the workspace, not one
+    // that is the root only because no chainsmith.toml lies above a program there.
+    let chosen_root = request.root.join("chainsmith.toml").is_file();
     let mut readable: Vec<PathBuf> =
-        readable.into_iter().filter(|path| path == &request.root || !opens_a_home(path)).collect();
+        readable.into_iter().filter(|path| (chosen_root && path == &request.root) || !opens_a_home(path)).collect();
     readable.push(program.clone());
     let sandbox = match Sandbox::prepare(
         limits.sandbox,

@@ -219,7 +219,7 @@ impl Bundler<'_> {
 }
 
 /// `a/./b/../c` → `a/c`, without touching the file system (a link is not followed).
-pub fn normalize(path: &Path) -> PathBuf {
+fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -450,7 +450,7 @@ impl<'t> Boundary<'t> {
     /// as written: inside, its read says what is wrong; outside, it may still open (a
     /// `/proc/PID/fd/N` link to another process' deleted file).
     fn admit(&self, path: &Path, from: impl FnOnce() -> String) -> Result<(), String> {
-        let real = path.canonicalize().unwrap_or_else(|_| super::bundle::normalize(&absolute(path)));
+        let real = path.canonicalize().unwrap_or_else(|_| trust::resolved_path(&absolute(path)));
         if real.starts_with(&self.root) {
             return Ok(());
         }

@@ -699,7 +699,16 @@ for _ in range(8):
 print("ready", flush=True)
 time.sleep(60)
 "#;
-    for _ in 0..3 {
+    // A process whose main thread ended shows as a zombie while another thread reads on.
+    let exit_main_thread = r#"import ctypes, os, threading
+def read():
+    print("ready", flush=True)
+    while True:
+        print("read:", os.read(0, 100), flush=True)
+threading.Thread(target=read).start()
+ctypes.CDLL(None).syscall({"x86_64": 60, "aarch64": 93}[os.uname().machine], 0)
+"#;
+    for program in [program, program, program, exit_main_thread] {
         let mut job = ShellJob::start(program);
         job.expect("ready");
         job.background();

@@ -596,6 +596,22 @@ fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
         operations.display()
     );
     std::fs::write(ws.root().join("spec.json"), spec).unwrap();
+    // A link in the workspace to another process' deleted file, which still opens through it.
+    let mut deleted = tempfile::tempfile().unwrap();
+    std::io::Write::write_all(
+        &mut deleted,
+        br#"{"gone": {"get": {"operationId": "gone", "summary": "DELETED-5e0",
+        "responses": {"200": {"description": "ok"}}}}}"#,
+    )
+    .unwrap();
+    let through_proc = format!("/proc/{}/fd/{}", std::process::id(), std::os::fd::AsRawFd::as_raw_fd(&deleted));
+    std::os::unix::fs::symlink(&through_proc, ws.root().join("gone.json")).unwrap();
+    let spec = std::fs::read_to_string(ws.root().join("spec.json")).unwrap();
+    std::fs::write(
+        ws.root().join("spec.json"),
+        spec.replacen("\"/leak\"", "\"/gone\": {\"$ref\": \"gone.json#/gone\"}, \"/leak\"", 1),
+    )
+    .unwrap();
     let far = format!("[[toolsets]]\nname = \"far\"\nopenapi = \"{}\"\n", outside.path().join("far.json").display());
     let toml = std::fs::read_to_string(ws.root().join("chainsmith.toml")).unwrap();
     std::fs::write(ws.root().join("chainsmith.toml"), format!("{toml}\n{far}")).unwrap();
@@ -608,8 +624,16 @@ fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
     }
     let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
     assert!(
-        tools.contains("api.echo") && !tools.contains("OUT-OF-WORKSPACE") && !tools.contains("far_echo"),
+        tools.contains("api.echo")
+            && !tools.contains("OUT-OF-WORKSPACE")
+            && !tools.contains("far_echo")
+            && !tools.contains("DELETED-5e0"),
         "{tools}"
+    );
+    assert!(
+        untrusted.iter().any(|m| m.starts_with("`$ref` `gone.json#/gone`: cannot read")
+            && m.contains("(deleted), outside the workspace")),
+        "{through_proc}: {untrusted:?}"
     );
     // Warnings, not errors: the workspace is as it should be, only not trusted yet.
     let checked = ws.chainsmith(&["check"]);
