@@ -902,9 +902,10 @@ for pid in children:
     let stdout = text(&out.stdout);
     let answered = stdout.matches(&format!("answered {}", (1 << 20) - 9)).count();
     let refused = stdout.matches("MiB of answers held at once over all calls").count();
-    // Two answers of 1 MiB fill the budget of 2 MiB: those two are read whole, and whichever
-    // other call reads past it fails (all eight are in flight during the pause).
-    assert_eq!((answered, refused), (2, 6), "{stdout}\n{}", text(&out.stderr));
+    // Two answers of 1 MiB fill the budget of 2 MiB, charged as they are read: a call whose read
+    // goes past it fails, so at most two are read whole — one alone where the reads of several
+    // interleaved (which the scheduler decides) — and every other fails saying why.
+    assert!((1..=2).contains(&answered) && answered + refused == 8, "{stdout}\n{}", text(&out.stderr));
 }
 
 /// chainsmith serves the chain's connections outside the sandbox, where no memory or process
