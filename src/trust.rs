@@ -244,8 +244,16 @@ const INSIDE: &str = " inside the workspace";
 
 /// `path` with `.` and `..` taken away and links followed as far as the path exists.
 /// A link that does not resolve (a `/proc/PID/fd/N` link to another process' deleted file, which
-/// still opens) counts as where it points.
+/// still opens) counts as where it points, as far as the kernel would follow links (a loop of
+/// them ends there).
 pub(crate) fn resolved_path(path: &Path) -> PathBuf {
+    resolved_within(path, MAX_LINKS_FOLLOWED)
+}
+
+/// How many links the kernel follows in one path (`ELOOP` past it).
+const MAX_LINKS_FOLLOWED: usize = 40;
+
+fn resolved_within(path: &Path, links_left: usize) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -257,9 +265,11 @@ pub(crate) fn resolved_path(path: &Path) -> PathBuf {
                 out.push(other);
                 if let Ok(real) = std::fs::canonicalize(&out) {
                     out = real;
-                } else if let Ok(target) = std::fs::read_link(&out) {
+                } else if links_left > 0
+                    && let Ok(target) = std::fs::read_link(&out)
+                {
                     out.pop();
-                    out = resolved_path(&out.join(target));
+                    out = resolved_within(&out.join(target), links_left - 1);
                 }
             }
         }
@@ -877,6 +887,18 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_loop_of_links_resolves_as_far_as_the_kernel_would_follow() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("b", dir.path().join("a")).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("b")).unwrap();
+        std::os::unix::fs::symlink("/proc/self/fd/987654", dir.path().join("gone")).unwrap();
+        let looped = resolved_path(&dir.path().join("a"));
+        assert!(looped.starts_with(dir.path().canonicalize().unwrap()), "{}", looped.display());
+        let gone = resolved_path(&dir.path().join("gone"));
+        assert!(gone.starts_with("/proc") && gone.ends_with("fd/987654"), "{}", gone.display());
+    }
     use super::*;
 
     fn mcp(command: &str, args: &[&str], env: &[(&str, &str)]) -> McpConfig {
