@@ -556,13 +556,10 @@ impl reqwest::dns::Resolve for Resolver {
         let recorded = self.recorded;
         Box::pin(async move {
             let asked = host.clone();
-            let found = tokio::task::spawn_blocking(move || {
-                use std::net::ToSocketAddrs;
-                (asked.as_str(), 0).to_socket_addrs().map(Iterator::collect::<Vec<_>>)
-            })
-            .await??;
+            let found = tokio::task::spawn_blocking(move || lookup(&asked)).await??;
             // Each address judged once (judging one lists the machine's interfaces).
-            let judged: Vec<_> = found.into_iter().map(|a| (a, is_local_ip(a.ip()))).collect();
+            let judged: Vec<_> =
+                found.into_iter().map(|ip| (std::net::SocketAddr::new(ip, 0), is_local_ip(ip))).collect();
             let local = judged.iter().find(|(_, local)| *local).map(|(a, _)| a.ip());
             let kept: Vec<_> =
                 judged.into_iter().filter(|(_, local)| private_names || !local).map(|(a, _)| a).collect();

@@ -137,11 +137,7 @@ fn is_stopped(state: u8) -> bool {
 /// shows as a zombie while its other threads run on.
 fn all_threads_stopped(pid: i32) -> bool {
     let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
-    threads.flatten().all(|thread| {
-        let stat = std::fs::read(thread.path().join("stat")).unwrap_or_default();
-        let state = stat.iter().rposition(|&b| b == b')').and_then(|close| stat.get(close + 2).copied());
-        state.is_none_or(is_stopped)
-    })
+    threads.flatten().all(|thread| stat_of(&thread.path().join("stat")).is_none_or(|(state, _)| is_stopped(state)))
 }
 
 /// `leader` and every process descended from it, from the parents `/proc` names (a process whose
@@ -150,7 +146,7 @@ fn descendants(leader: i32) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        if let Some((_, parent)) = status_of(pid) {
+        if let Some((_, parent)) = stat_of(&entry.path().join("stat")) {
             children.entry(parent).or_default().push(pid);
         }
     }
@@ -163,10 +159,10 @@ fn descendants(leader: i32) -> Vec<i32> {
     found
 }
 
-/// A process' state letter and parent, from `/proc/PID/stat` (the command name, in parentheses,
-/// may hold any character: the fields after its last `)` are read).
-fn status_of(pid: i32) -> Option<(u8, i32)> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+/// A process' or thread's state letter and parent, from its `stat` file in `/proc` (the command
+/// name, in parentheses, may hold any character: the fields after its last `)` are read).
+fn stat_of(path: &Path) -> Option<(u8, i32)> {
+    let stat = std::fs::read(path).ok()?;
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let mut fields = rest.split_ascii_whitespace();
