@@ -392,9 +392,10 @@ fn execute(
     readable.extend(interpreter_folders(&python, the_users_own));
     // Relative entries are relative to the run's folder, which is not chainsmith's.
     readable.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths).filter(|p| p.is_absolute()));
-    // None of them opens a home folder whole (a program or `sys.path` entry in the home folder
-    // itself): the program's own file, the workspace's root, what lies beneath stay.
-    let homes = super::sandbox::home_folders();
+    // None of them opens a home or temporary folder whole (a program or `sys.path` entry in the
+    // home folder or `/tmp` itself): the program's own file, the workspace's root, what lies
+    // beneath stay.
+    let homes = super::sandbox::private_folders();
     let opens_a_home =
         |path: &Path| path.canonicalize().is_ok_and(|real| homes.iter().any(|home| home.starts_with(&real)));
     // The workspace's root may be a home folder the user opened as the workspace, not one

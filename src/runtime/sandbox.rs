@@ -14,7 +14,8 @@
 //!   sends (`SIGUSR1` asks where the program is), and dies with it;
 //! - Landlock (the `landlock` crate): reads anywhere but in `/dev` (the null device and random
 //!   sources excepted: another terminal's keystrokes are no one's to read), the system's
-//!   secrets and the user's home folders, of which only what a run needs (the workspace, the
+//!   secrets, what of the system's folders not every user may read (root's run too), and the
+//!   user's home and temporary folders, of which only what a run needs (the workspace, the
 //!   interpreter's folders) and never a credential store; writes only beneath the allowed
 //!   folders, no TCP connect or bind (a second wall when namespaces are refused);
 //! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal)
@@ -552,23 +553,41 @@ const CREDENTIAL_STORES: [&str; 54] = [
     ".env",
 ];
 
-/// The system's own secrets, which only root may read (and a run of root's could): the password
-/// hashes. ([`ssh_host_keys`] adds the host's private SSH keys.)
-const SYSTEM_SECRETS: [&str; 4] = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-"];
+/// The system's own secrets: the password hashes, which only root may read (and a run of root's
+/// could), and the secrets a container is given (`/run/secrets`, readable by every user of the
+/// container: Docker's and Kubernetes' service-account tokens). [`ssh_host_keys`] adds the host's
+/// private SSH keys, [`not_for_every_user`] whatever else only some users may read.
+const SYSTEM_SECRETS: [&str; 5] = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/run/secrets"];
+
+/// The system's folders, where files only some users may read (`/etc/ssl/private`, a database's
+/// `pg_hba.conf`, root's logs) lie among what every program needs. `/usr` is left out: a package
+/// manager installs it for every user to read, and it is too large to walk before a run
+/// (`/usr/local`, where an administrator installs by hand, is walked).
+const SYSTEM_FOLDERS: [&str; 9] = ["/etc", "/var", "/boot", "/opt", "/srv", "/run", "/usr/local", "/mnt", "/media"];
+
+/// The entries of [`SYSTEM_FOLDERS`] looked at, at most, in one walk: a few thousand on an
+/// ordinary system, so only a folder of data planted there (`/opt` holding a dataset) is left
+/// partly unwalked.
+const SYSTEM_WALK_BUDGET: usize = 100_000;
 
 /// What a run may read and execute, as the paths of Landlock rules: everything beneath `/` but
-/// what [`unreadable`] names and the user's home folders, of which only the parts of `allowed`
-/// (the workspace, the program's folder, the interpreter's folders) — and [`READABLE_DEVICES`].
-/// A home folder is read by an allow list because no list of its secrets is ever complete
-/// (another project's `.env`, a tool's login no one listed). Where rules nest, the longest
+/// what [`unreadable`] names, what of the system's folders not every user may read, and the
+/// [`private_folders`], of which only the parts of `allowed` (the workspace, the program's folder,
+/// the interpreter's folders) — and [`READABLE_DEVICES`]. A home folder is read by an allow list
+/// because no list of its secrets is ever complete (another project's `.env`, a tool's login no
+/// one listed). Where rules nest, the longest
 /// path decides, and at the same path refusing does: a workspace that is the home folder itself
 /// still hides the credential stores. A link is judged by where it leads (a link to `/`, into
 /// `/dev` or to `~/.ssh` would grant what it leads to).
 fn readable(allowed: &[PathBuf]) -> Vec<PathBuf> {
     let allowed: Vec<PathBuf> = allowed.iter().filter_map(|p| p.canonicalize().ok()).collect();
     let mut rules: Vec<(PathBuf, bool)> = unreadable().into_iter().map(|p| (p, false)).collect();
+    // Not beneath what the run needs: a workspace in `/srv` keeps its own `.env`.
+    let for_some_users = not_for_every_user();
+    let beneath_allowed = |path: &PathBuf| allowed.iter().any(|a| path.starts_with(a));
+    rules.extend(for_some_users.iter().filter(|p| !beneath_allowed(p)).map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
-    rules.extend(home_folders().into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
+    rules.extend(private_folders().into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
     rules.extend(allowed.into_iter().map(|p| (p, true)));
     let mut readable = Vec::new();
     readable_beneath(root, &rules, &mut readable);
@@ -615,6 +634,81 @@ fn ssh_host_keys() -> Vec<PathBuf> {
             name.starts_with("ssh_host_") && name.ends_with("_key")
         })
         .collect()
+}
+
+/// The folders read by an allow list: the user's home folders and the temporary ones, which hold
+/// other programs' private files (a Kerberos ticket cache, another run's folder, an editor's swap
+/// files), as real paths.
+pub fn private_folders() -> Vec<PathBuf> {
+    let temporary = [Some(std::env::temp_dir()), Some(PathBuf::from("/tmp")), Some(PathBuf::from("/var/tmp"))];
+    let mut folders = home_folders();
+    folders.extend(temporary.into_iter().flatten().filter_map(|folder| folder.canonicalize().ok()));
+    folders.sort();
+    folders.dedup();
+    folders
+}
+
+/// What of the [`SYSTEM_FOLDERS`] not every user may read: a file others may not read, a folder
+/// others may not list or enter. A run reads what any user may: root's run would otherwise read
+/// all of them (root owns most), another user's what its account or groups may. (Another user's
+/// file a run of root's reads not at all: the run's user namespace maps no one but its user, and
+/// root's powers there reach only files of users it maps.) Walked within each folder's file
+/// system, skipping the [`private_folders`], at most [`SYSTEM_WALK_BUDGET`] entries, and again
+/// only when the last walk is a minute old (the server runs many).
+fn not_for_every_user() -> std::sync::Arc<Vec<PathBuf>> {
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+    static LAST: Mutex<Option<(Instant, Arc<Vec<PathBuf>>)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, found)) = last.as_ref().filter(|(when, _)| when.elapsed() < Duration::from_secs(60)) {
+        return found.clone();
+    }
+    let skipped = private_folders();
+    let mut budget = SYSTEM_WALK_BUDGET;
+    let mut found = Vec::new();
+    let mut folders: Vec<PathBuf> =
+        SYSTEM_FOLDERS.iter().filter_map(|f| std::path::Path::new(f).canonicalize().ok()).collect();
+    folders.sort();
+    folders.dedup();
+    for folder in folders {
+        hidden_from_others(&folder, &skipped, &mut budget, &mut found);
+    }
+    let found = Arc::new(found);
+    *last = Some((Instant::now(), found.clone()));
+    found
+}
+
+/// Adds to `found` the entries beneath `folder` that others may not read ([`not_for_every_user`]),
+/// walking the folders they may, on `folder`'s own file system, but `skipped`.
+fn hidden_from_others(folder: &std::path::Path, skipped: &[PathBuf], budget: &mut usize, found: &mut Vec<PathBuf>) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(device) = folder.symlink_metadata().map(|m| m.dev()) else { return };
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+        for entry in entries.flatten() {
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
+            // Not followed: a link is judged where it leads, if that is walked.
+            let Ok(meta) = entry.metadata() else { continue };
+            let path = entry.path();
+            if meta.file_type().is_symlink() || skipped.contains(&path) {
+                continue;
+            }
+            let others = meta.mode() & 0o007;
+            if meta.is_dir() {
+                if others & 0o005 != 0o005 {
+                    found.push(path);
+                } else if meta.dev() == device {
+                    pending.push(path);
+                }
+            } else if others & 0o004 == 0 {
+                found.push(path);
+            }
+        }
+    }
 }
 
 /// The user's home folders, as real paths: the one the environment names, and the account's own
@@ -999,4 +1093,63 @@ fn restrict_self(ruleset: i32) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    #[test]
+    fn the_longest_rule_decides_and_refusing_wins_a_tie() {
+        let rules = vec![
+            (PathBuf::from("/home/u"), false),
+            (PathBuf::from("/home/u/ws"), true),
+            (PathBuf::from("/home/u/ws/.ssh"), false),
+            (PathBuf::from("/srv/x"), true),
+            (PathBuf::from("/srv/x"), false),
+        ];
+        assert!(may_read(&rules, Path::new("/etc/passwd")), "no rule: readable");
+        assert!(!may_read(&rules, Path::new("/home/u/.bashrc")));
+        assert!(may_read(&rules, Path::new("/home/u/ws/p.py")));
+        assert!(!may_read(&rules, Path::new("/home/u/ws/.ssh/id_ed25519")));
+        // A path that only shares a prefix of characters is not beneath the rule.
+        assert!(may_read(&rules, Path::new("/home/u2/notes")));
+        assert!(!may_read(&rules, Path::new("/srv/x/y")));
+    }
+
+    #[test]
+    fn what_others_may_not_read_is_found_and_what_they_may_is_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let mode =
+            |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::create_dir_all(root.join("ssl/private")).unwrap();
+        std::fs::create_dir_all(root.join("ssl/certs")).unwrap();
+        std::fs::create_dir_all(root.join("skipped")).unwrap();
+        for (file, bits) in [
+            ("ssl/private/host.key", 0o600),
+            ("ssl/certs/ca.pem", 0o644),
+            ("group-only.conf", 0o640),
+            ("passwd", 0o644),
+            ("skipped/secret", 0o600),
+        ] {
+            std::fs::write(root.join(file), "x").unwrap();
+            mode(&root.join(file), bits);
+        }
+        mode(&root.join("ssl/private"), 0o700);
+        std::os::unix::fs::symlink(root.join("ssl/private/host.key"), root.join("link-to-key")).unwrap();
+        let mut found = Vec::new();
+        let mut budget = 100;
+        hidden_from_others(root, &[root.join("skipped")], &mut budget, &mut found);
+        found.sort();
+        // The private folder is hidden whole, not walked; a link is judged where it leads.
+        assert_eq!(found, vec![root.join("group-only.conf"), root.join("ssl/private")]);
+
+        let mut found = Vec::new();
+        let mut budget = 0;
+        hidden_from_others(root, &[], &mut budget, &mut found);
+        assert!(found.is_empty(), "no budget, no walk: {found:?}");
+    }
 }

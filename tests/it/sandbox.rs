@@ -295,6 +295,64 @@ fn a_program_of_roots_reads_no_password_hash() {
     assert_eq!(text(&out.stdout), "Permission denied\nTrue\n", "{}", text(&out.stderr));
 }
 
+/// Of the system's folders a run of root's reads what every user may: root owns `/etc/ssl/private`,
+/// a database's configuration, an administrator's files in `/opt`, and could read them all.
+#[test]
+fn a_program_of_roots_reads_what_every_user_may_and_no_more() {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root may plant files in /opt, and only root's run reads them anyway");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let planted = tempfile::Builder::new().prefix("chainsmith-test-").tempdir_in("/opt").unwrap();
+    let mode = |path: &std::path::Path, bits: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).unwrap();
+    };
+    mode(planted.path(), 0o755);
+    std::fs::create_dir(planted.path().join("private")).unwrap();
+    for (file, bits) in [("private/site.key", 0o644), ("db.conf", 0o600), ("group.conf", 0o640), ("README", 0o644)] {
+        std::fs::write(planted.path().join(file), file).unwrap();
+        mode(&planted.path().join(file), bits);
+    }
+    mode(&planted.path().join("private"), 0o700);
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = format!(
+        "import os\nfor name in ['private/site.key', 'db.conf', 'group.conf', 'README']:\n    try:\n        \
+         print(name, open(os.path.join({:?}, name)).read())\n    except OSError as e:\n        print(name, e.strerror)\n",
+        planted.path()
+    );
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(
+        text(&out.stdout),
+        "private/site.key Permission denied\ndb.conf Permission denied\ngroup.conf Permission denied\nREADME README\n",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The temporary folders hold other programs' private files (a Kerberos ticket cache, another
+/// run's folder): a program reads there only its own, and writes its scratch files.
+#[test]
+fn a_program_reads_nothing_of_the_temporary_folders_but_its_own() {
+    let ticket = tempfile::Builder::new().prefix("krb5cc_").tempfile().unwrap();
+    std::fs::write(ticket.path(), "a Kerberos ticket").unwrap();
+    let beside = tempfile::tempdir().unwrap();
+    std::fs::write(beside.path().join("notes.txt"), "another program's file").unwrap();
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = format!(
+        "import tempfile\nfor path in [{:?}, {:?}]:\n    try:\n        print(open(path).read())\n    \
+         except OSError as e:\n        print(e.strerror)\nwith tempfile.NamedTemporaryFile('w+') as f:\n    \
+         f.write('scratch')\n    f.seek(0)\n    print(f.read())\n",
+        ticket.path(),
+        beside.path().join("notes.txt")
+    );
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(text(&out.stdout), "Permission denied\nPermission denied\nscratch\n", "{}", text(&out.stderr));
+}
+
 /// A device node planted in the workspace (an archive extracted by root carries them; only root
 /// may make one) opens for nothing; the ones beneath `/dev` a program needs still work.
 #[test]
