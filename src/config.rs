@@ -230,6 +230,10 @@ pub struct RuntimeConfig {
     /// Folders (relative to the workspace root) a confined run may write beneath, besides its
     /// scratch folder.
     pub writable: Vec<String>,
+    /// Files and folders (relative to the workspace root, or absolute) a confined run may read
+    /// besides what every run reads: a model cache or a dataset in the home folder, which runs
+    /// otherwise do not see. The credential stores stay hidden beneath them.
+    pub readable: Vec<String>,
     /// The address space a confined program may use, in MiB.
     pub max_memory_mb: u64,
     /// How many processes and threads a confined run may have at once, in its user namespace, or
@@ -250,6 +254,7 @@ impl Default for RuntimeConfig {
             max_tool_calls: 200,
             sandbox: SandboxMode::BestEffort,
             writable: Vec::new(),
+            readable: Vec::new(),
             max_memory_mb: 4096,
             max_processes: 256,
             max_response_mb: 64,

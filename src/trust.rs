@@ -91,12 +91,13 @@ impl Command {
     }
 
     /// Every line `[runtime]` asks trust for: the interpreter, the sandbox off, raised limits,
-    /// writable folders that loosen the sandbox. One list for the check, the record and the run.
+    /// writable folders that loosen the sandbox, readable paths outside the workspace. One list for the check, the record and the run.
     pub fn runtime(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
         let mut lines: Vec<Command> = Command::python(runtime).into_iter().collect();
         lines.extend(Command::sandbox(runtime));
         lines.extend(Command::limits(runtime));
         lines.extend(Command::writable(runtime, root));
+        lines.extend(Command::readable(runtime, root));
         lines
     }
 
@@ -144,6 +145,24 @@ impl Command {
                     from: "[runtime] writable".into(),
                     command: format!("{WRITE_PREFIX}{}>{place}", resolved.display()),
                 }
+            })
+            .collect()
+    }
+
+    /// The `[runtime] readable` paths outside the workspace, each keyed on where it leads (`..` and
+    /// links count): what a chain reads there it can send to the workspace's toolsets. One inside
+    /// asks nothing: runs read the workspace already.
+    pub fn readable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
+        let Ok(root) = std::path::absolute(root) else { return Vec::new() };
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        runtime
+            .readable
+            .iter()
+            .map(|path| resolved_path(&root.join(path)))
+            .filter(|resolved| !resolved.starts_with(&root))
+            .map(|resolved| Command {
+                from: "[runtime] readable".into(),
+                command: format!("{PROGRAM_READ_PREFIX}{}>", resolved.display()),
             })
             .collect()
     }
@@ -204,6 +223,11 @@ impl Command {
                 "read {}, outside the workspace, into its protocols (whence it can reach a model's server)",
                 path.trim_end_matches('>')
             )
+        } else if let Some(path) = line.strip_prefix(PROGRAM_READ_PREFIX) {
+            format!(
+                "let programs read {}, outside the workspace (what they read they can send to its toolsets)",
+                path.trim_end_matches('>')
+            )
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
         } else if let Some(raised) = line.strip_prefix(LIMITS_PREFIX) {
@@ -238,6 +262,7 @@ const WRITE_PREFIX: &str = "write <";
 const LIMITS_PREFIX: &str = "limits <";
 const REACH_PREFIX: &str = "call <";
 const READ_PREFIX: &str = "read <";
+const PROGRAM_READ_PREFIX: &str = "programs read <";
 /// What follows a writable folder's `>` when it is the workspace root itself, or a folder inside.
 const WHOLE_WORKSPACE: &str = " the whole workspace";
 const INSIDE: &str = " inside the workspace";

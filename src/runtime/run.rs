@@ -404,6 +404,10 @@ fn execute(
     let mut readable: Vec<PathBuf> =
         readable.into_iter().filter(|path| (chosen_root && path == &request.root) || !opens_a_home(path)).collect();
     readable.push(program.clone());
+    // What the workspace names, trusted (see `untrusted_runtime`): a home folder whole too.
+    readable.extend(
+        request.config.runtime.readable.iter().map(|path| crate::trust::resolved_path(&request.root.join(path))),
+    );
     let sandbox = match Sandbox::prepare(
         limits.sandbox,
         &writable,

@@ -370,6 +370,44 @@ fn credentials_in_a_url_are_never_shown_and_never_replace_the_trusted_header() {
     }
 }
 
+/// A file outside the workspace that runs do not see (the home folder's, another program's in
+/// `/tmp`) is read once `[runtime] readable` names it and the workspace is trusted with it; a
+/// credential store beneath stays hidden, and a path inside the workspace asks nothing.
+#[test]
+fn a_readable_path_outside_the_workspace_is_read_only_once_trusted() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(outside.path().join("models/.ssh")).unwrap();
+    std::fs::write(outside.path().join("models/weights.txt"), "the weights").unwrap();
+    std::fs::write(outside.path().join("models/.ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    let program = format!(
+        "for path in [{:?}, {:?}]:\n    try:\n        print(open(path).read())\n    except OSError as e:\n        \
+         print(e.strerror)\n",
+        outside.path().join("models/weights.txt"),
+        outside.path().join("models/.ssh/id_ed25519")
+    );
+    let home = outside.path().join("models").display().to_string();
+    let ws = Workspace::new(&format!("[runtime]\nreadable = [{home:?}, \"data\"]\n"), &program);
+    let expected = format!(
+        "[runtime] readable would let programs read {}, outside the workspace",
+        outside.path().join("models").canonicalize().unwrap().display()
+    );
+    let untrusted = ws.untrusted();
+    assert_eq!(untrusted.len(), 1, "the path inside asks nothing: {untrusted:?}");
+    assert!(untrusted[0].starts_with(&expected), "{untrusted:?}");
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(1), String::new()), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&expected), "{}", text(&out.stderr));
+    // Trusted, the file is read; `.ssh` beneath it is not, with `HOME` the folder holding it.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
+        .args(["--trust", "run", "p.py"])
+        .current_dir(ws.root())
+        .env("HOME", outside.path().join("models"))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(text(&out.stdout), "the weights\nPermission denied\n", "{}", text(&out.stderr));
+}
+
 #[test]
 fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
     let outside = tempfile::tempdir().unwrap();
