@@ -351,6 +351,14 @@ fn a_program_reads_nothing_of_the_temporary_folders_but_its_own() {
     std::fs::write(ws.path().join("p.py"), program).unwrap();
     let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
     assert_eq!(text(&out.stdout), "Permission denied\nPermission denied\nscratch\n", "{}", text(&out.stderr));
+    // Uncaught, the refusal says how a run may read it.
+    std::fs::write(ws.path().join("p.py"), format!("open({:?}).read()\n", ticket.path())).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("Permission denied") && said.contains("list the path in [runtime] readable to read it"),
+        "{said}"
+    );
 }
 
 /// A device node planted in the workspace (an archive extracted by root carries them; only root
