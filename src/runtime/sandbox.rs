@@ -24,7 +24,9 @@
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
 //!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
-//!   `io_uring` (whose operations would pass the filter by);
+//!   `io_uring` (whose operations would pass the filter by), and nothing that has the kernel
+//!   continue a run stopped by Ctrl-Z (a timer's or message queue's signal, `F_SETSIG` or a
+//!   parent-death signal of SIGCONT or SIGKILL);
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
 //!   (`MemoryError`) instead of taking the machine's memory;
 //! - a process limit (`[runtime] max_processes`): `RLIMIT_NPROC` inside the user namespace, where
@@ -393,6 +395,8 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         libc::TIOCSWINSZ as u64,
     ];
     let socket_type = SeccompCmpOp::MaskedEq(0xf);
+    // `fcntl`'s request naming the signal an `O_ASYNC` descriptor sends (Linux's, not in `libc`).
+    const F_SETSIG: u64 = 10;
     let rules = vec![
         (libc::SYS_ioctl, terminal_requests.iter().map(|request| when(&[(1, SeccompCmpOp::Eq, *request)])).collect()),
         // A new Unix socket could connect to any pathname socket the user can reach (a desktop's
@@ -412,6 +416,28 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         ),
         // Its operations (socket, connect) are not system calls the filter sees.
         (libc::SYS_io_uring_setup, Vec::new()),
+        // What has the kernel continue a run stopped by Ctrl-Z, when no process of it runs to
+        // do so, so that it reads what the user types to the shell: a timer or a message queue
+        // signalling SIGCONT (or SIGKILL, whose death continues an orphaned process group),
+        // input on the terminal signalling it (`O_ASYNC` with `F_SETSIG`), a parent's death.
+        (libc::SYS_timer_create, Vec::new()),
+        (libc::SYS_mq_notify, Vec::new()),
+        (
+            libc::SYS_fcntl,
+            [libc::SIGCONT, libc::SIGKILL]
+                .iter()
+                .map(|signal| when(&[(1, SeccompCmpOp::Eq, F_SETSIG), (2, SeccompCmpOp::Eq, *signal as u64)]))
+                .collect(),
+        ),
+        (
+            libc::SYS_prctl,
+            [libc::SIGCONT, libc::SIGKILL]
+                .iter()
+                .map(|signal| {
+                    when(&[(0, SeccompCmpOp::Eq, libc::PR_SET_PDEATHSIG as u64), (1, SeccompCmpOp::Eq, *signal as u64)])
+                })
+                .collect(),
+        ),
         // A program run by root holds every capability in its user namespace: it could take the
         // run's `nodev` back, or mount over what Landlock's rules name.
         (libc::SYS_mount, Vec::new()),

@@ -742,7 +742,8 @@ fn a_stopped_run_reads_nothing_until_it_is_in_the_foreground_again() {
 }
 
 /// A run whose processes keep continuing each other (`kill(-1, SIGCONT)` from sessions of their
-/// own) is stopped all the same, or ended: nothing of it reads the terminal in the background.
+/// own), or have the kernel continue them later, is stopped all the same, or ended: nothing of it
+/// reads the terminal in the background.
 #[test]
 fn processes_continuing_each_other_do_not_outrun_ctrl_z() {
     let program = r#"import os, signal, sys, time
@@ -774,12 +775,48 @@ def read():
 threading.Thread(target=read).start()
 ctypes.CDLL(None).syscall({"x86_64": 60, "aarch64": 93}[os.uname().machine], 0)
 "#;
-    for program in [program, program, program, exit_main_thread] {
+    // Readers the kernel itself would continue once every process is stopped: by a timer, and by
+    // the terminal when the user types (`O_ASYNC` input signalling SIGCONT).
+    let continued_by_the_kernel = r#"import ctypes, fcntl, os, signal, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+def reader():
+    while True:
+        try:
+            print("read:", os.read(0, 100), flush=True)
+        except InterruptedError:
+            pass
+if os.fork() == 0:
+    os.setsid()
+    class SigEvent(ctypes.Structure):
+        _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int), ("notify", ctypes.c_int), ("pad", ctypes.c_byte * 48)]
+    event, timer = SigEvent(signo=signal.SIGCONT, notify=0), ctypes.c_void_p()
+    libc.timer_create(1, ctypes.byref(event), ctypes.byref(timer))
+    def rearm():
+        while True:
+            libc.timer_settime(timer, 0, ctypes.byref((ctypes.c_long * 4)(0, 0, 1, 0)), None)
+            time.sleep(0.05)
+    threading.Thread(target=rearm, daemon=True).start()
+    reader()
+if os.fork() == 0:
+    os.setsid()
+    try:
+        fcntl.fcntl(0, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(0, 10, signal.SIGCONT)
+        fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_ASYNC)
+    except OSError:
+        pass
+    reader()
+time.sleep(0.5)
+print("ready", flush=True)
+time.sleep(60)
+"#;
+    for program in [program, program, program, exit_main_thread, continued_by_the_kernel] {
         let mut job = ShellJob::start(program);
         job.expect("ready");
         job.background();
         job.type_line("my-sudo-password");
-        let read = job.lines.recv_timeout(Duration::from_secs(2));
+        // Past the timer's second, the typed line is still unread.
+        let read = job.lines.recv_timeout(Duration::from_secs(3));
         assert!(read.is_err(), "read in the background: {read:?}");
         // SAFETY: kill has no memory effects.
         unsafe { libc::kill(job.pid, libc::SIGTERM) };
