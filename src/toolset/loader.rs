@@ -285,7 +285,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     for toolset in &mut toolsets {
         let overlay = super::overlay::overlay_path(&config.root, &toolset.name);
         match boundary.admit(&overlay, || format!("the probed overlay of `{}`", toolset.name)) {
-            Ok(()) => super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics),
+            Ok(_) => super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics),
             Err(why) => diagnostics.push(Diagnostic::warning(&overlay, ByteRange::default(), trust::UNTRUSTED, why)),
         }
     }
@@ -446,17 +446,31 @@ impl<'t> Boundary<'t> {
         Boundary { root, trust, refused: Mutex::new(Vec::new()) }
     }
 
-    /// Whether `path` may be read (`from` names who asks). A path that does not resolve is judged
-    /// as written: inside, its read says what is wrong; outside, it may still open (a
-    /// `/proc/PID/fd/N` link to another process' deleted file).
-    fn admit(&self, path: &Path, from: impl FnOnce() -> String) -> Result<(), String> {
-        let real = path.canonicalize().unwrap_or_else(|_| trust::resolved_path(&absolute(path)));
-        if real.starts_with(&self.root) {
-            return Ok(());
+    /// Whether `path` may be read (`from` names who asks), and the file judged, to read. The file
+    /// is opened and judged by where the opened file lies, so a link swapped after the check
+    /// leads the read nowhere else, and a path the kernel resolves beyond the length it can name
+    /// counts as outside. A path that does not open is judged as written: inside, its read says
+    /// what is wrong; outside, it may still open (a `/proc/PID/fd/N` link to another process'
+    /// deleted file).
+    fn admit(&self, path: &Path, from: impl FnOnce() -> String) -> Result<Admitted, String> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path).ok();
+        let by_path = || path.canonicalize().unwrap_or_else(|_| trust::resolved_path(&absolute(path)));
+        let (real, named, opened) = match opened {
+            Some(file) => match std::fs::read_link(Admitted::proc_path(&file)) {
+                Ok(real) => (real, true, Some(file)),
+                Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => (absolute(path), false, Some(file)),
+                // No `/proc` to ask.
+                Err(_) => (by_path(), true, None),
+            },
+            None => (by_path(), true, None),
+        };
+        if named && real.starts_with(&self.root) {
+            return Ok(Admitted(opened));
         }
         let line = trust::Command::read_outside(from(), &real);
         if self.trust.allows(&line.command) {
-            return Ok(());
+            return Ok(Admitted(opened));
         }
         let why = self.trust.refusal(&line);
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
@@ -470,6 +484,21 @@ impl<'t> Boundary<'t> {
     fn shown(&self, path: &Path) -> String {
         let path = absolute(path);
         path.strip_prefix(&self.root).unwrap_or(&path).display().to_string()
+    }
+}
+
+/// A protocol file [`Boundary::admit`] let through, held open (`O_PATH`) where it opened.
+struct Admitted(Option<std::fs::File>);
+
+impl Admitted {
+    fn proc_path(file: &std::fs::File) -> PathBuf {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    }
+
+    /// Where to read it: the file judged, through its descriptor, or `path` where it did not open.
+    fn path(&self, path: &Path) -> PathBuf {
+        self.0.as_ref().map(Admitted::proc_path).unwrap_or_else(|| path.to_path_buf())
     }
 }
 
@@ -508,15 +537,19 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         Some(toolset) => format!("toolset `{toolset}`"),
         None => format!("protocol file {}", boundary.shown(file)),
     };
-    if let Err(why) = boundary.admit(file, from_file) {
-        let (at, range) =
-            job.named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
-        out.diagnostics.push(Diagnostic::warning(at, range, trust::UNTRUSTED, why));
-        return out;
-    }
+    let admitted = match boundary.admit(file, from_file) {
+        Ok(admitted) => admitted,
+        Err(why) => {
+            let (at, range) =
+                job.named_in.map(|(f, r)| (f.to_path_buf(), r)).unwrap_or((file.to_path_buf(), ByteRange::default()));
+            out.diagnostics.push(Diagnostic::warning(at, range, trust::UNTRUSTED, why));
+            return out;
+        }
+    };
     let edited = unsaved.get(&absolute(file)).cloned();
     let from_editor = edited.is_some();
-    let text: Arc<str> = match edited.map(Ok).unwrap_or_else(|| crate::files::read_text(file, job.max_bytes)) {
+    let from_disk = || crate::files::read_text(&admitted.path(file), job.max_bytes);
+    let text: Arc<str> = match edited.map(Ok).unwrap_or_else(from_disk) {
         Ok(text) => text.into(),
         Err(e) => {
             let (at, range) =
@@ -530,12 +563,12 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
     // Other files a protocol refers to are read as the editor holds them.
     let refusals = std::cell::RefCell::new(Vec::new());
     let read = |path: &Path| {
-        boundary
+        let admitted = boundary
             .admit(path, || format!("a `$ref` of {}", boundary.shown(file)))
             .inspect_err(|why| refusals.borrow_mut().push(why.clone()))?;
         match unsaved.get(&absolute(path)) {
             Some(text) => Ok(text.clone()),
-            None => crate::files::read_text(path, job.max_bytes).map_err(|e| read_failure(&e)),
+            None => crate::files::read_text(&admitted.path(path), job.max_bytes).map_err(|e| read_failure(&e)),
         }
     };
     let id = super::cache::Identity {

@@ -9,7 +9,7 @@
 //! Every server here is a real HTTP server on 127.0.0.1 recording what it received; every CLI runs
 //! with its own `XDG_CONFIG_HOME`, so the user's real trust file is never read or written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -606,6 +606,39 @@ fn a_remote_mcp_servers_headers_do_not_follow_a_redirect_to_another_origin() {
 /// A file outside the workspace that its protocols name — by a `$ref`, as a toolset's file — is
 /// not read before the workspace is trusted to read it: what it holds would enter the catalog,
 /// and from there the prompts sent to a model's server the workspace may have chosen.
+/// A protocol file outside the workspace reached through folders inside it whose real path is
+/// longer than the system can name is still outside: judged by the file opened, not by the path
+/// as written.
+#[test]
+fn a_protocol_file_reached_deeper_than_a_path_can_name_is_still_outside() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("spec.json"), SPEC).unwrap();
+    let ws = Workspace::new(
+        "[[toolsets]]\nname = \"deep\"\nopenapi = \"L1/spec.json\"\nbase_url = \"https://api.example\"\n",
+        CALL,
+    );
+    let level = |c: &str| c.repeat(200);
+    let first: PathBuf = (0..12).map(|_| level("a")).collect();
+    std::fs::create_dir_all(ws.root().join("n").join(&first)).unwrap();
+    std::os::unix::fs::symlink(Path::new("n").join(&first), ws.root().join("L1")).unwrap();
+    // Made through the link: its own path stays short, the folder's real one does not.
+    let second: PathBuf = (0..12).map(|_| level("b")).collect();
+    let deep = Path::new("L1").join(&second);
+    std::fs::create_dir_all(ws.root().join(&deep)).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("spec.json"), ws.root().join(&deep).join("spec.json")).unwrap();
+    let toml = std::fs::read_to_string(ws.root().join("chainsmith.toml")).unwrap();
+    let toml = toml.replace("L1/spec.json", &deep.join("spec.json").display().to_string());
+    std::fs::write(ws.root().join("chainsmith.toml"), toml).unwrap();
+    assert!(ws.root().join("n").join(&first).join(&second).as_os_str().len() > libc::PATH_MAX as usize);
+
+    let untrusted = ws.untrusted();
+    let expected =
+        format!("toolset `deep` would read {}", outside.path().join("spec.json").canonicalize().unwrap().display());
+    assert!(untrusted.iter().any(|m| m.contains(&expected)), "{untrusted:?}");
+    let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
+    assert!(!tools.contains("deep.echo"), "{tools}");
+}
+
 #[test]
 fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
     let outside = tempfile::tempdir().unwrap();
