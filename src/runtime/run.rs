@@ -133,8 +133,8 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
 /// `~/.pyenv` of `~/.pyenv/shims/python3`, short of a home folder or `~/.local` themselves.
 ///
 /// An interpreter the workspace chose (`[runtime] python`, trusted) runs confined only, so it is
-/// not asked: its folder and the one above (a virtual environment's, a conda environment's), and
-/// its base's, from `pyvenv.cfg` and the real executable's place.
+/// not asked: the command, and a Python's parts of the folder above its own and above the real
+/// executable's (a virtual or conda environment, its base).
 fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
     static KNOWN: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
     if let Some((_, folders)) = KNOWN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(p, _)| p == python) {
@@ -142,7 +142,7 @@ fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
     }
     let command = if python.components().count() > 1 { Some(python.to_path_buf()) } else { on_path(python) };
     let Some(command) = command else { return Vec::new() };
-    let homes = super::sandbox::home_folders();
+    let homes = super::sandbox::private_folders();
     let tool_folder = |command: &Path| -> Option<PathBuf> {
         let folder = command.parent()?;
         let above = folder.parent().filter(|p| p.parent().is_some() && !p.ends_with(".local"));
@@ -152,11 +152,17 @@ fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
     let mut folders = Vec::new();
     if !the_users_own {
         // Where the command and the real executable lie, a Python's parts only: the workspace
-        // chose both (a link in its `.venv` too), after trust as well, so neither opens more.
+        // chose both (a link in its `.venv` too) and may change them after trust, so neither
+        // opens more — a part that is a link out of its prefix (`lib64 -> ~/projects`) is left
+        // out, and so are the parts of a home folder (an interpreter in `~/tools`).
         for command in [Some(command.clone()), command.canonicalize().ok()].into_iter().flatten() {
-            if let Some(prefix) = command.parent().and_then(Path::parent) {
-                folders.extend(["bin", "lib", "lib64", "pyvenv.cfg"].map(|part| prefix.join(part)));
+            let prefix = command.parent().and_then(Path::parent).and_then(|p| p.canonicalize().ok());
+            if let Some(prefix) = prefix.filter(|p| p.parent().is_some() && !homes.contains(p)) {
+                let parts = ["bin", "lib", "lib64", "pyvenv.cfg"].map(|part| prefix.join(part));
+                folders
+                    .extend(parts.into_iter().filter(|part| part.canonicalize().is_ok_and(|r| r.starts_with(&prefix))));
             }
+            folders.push(command);
         }
     } else {
         let ask = "import sys; sys.stdout.write('\\0'.join([sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))";
@@ -636,6 +642,29 @@ fn innermost_program_line(dump: &str, program: &Path) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A workspace's interpreter opens a Python's parts of its prefix and no more: not a part that
+    /// links out of it (changed after trust), nor the parts of a temporary or home folder it
+    /// lies in directly.
+    #[test]
+    fn a_workspace_interpreter_opens_only_its_own_pythons_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let venv = dir.path().join("ws/.venv");
+        for folder in ["bin", "lib/python3.11", "../../other"] {
+            std::fs::create_dir_all(venv.join(folder)).unwrap();
+        }
+        std::fs::write(dir.path().join("secret.txt"), "x").unwrap();
+        std::fs::write(venv.join("bin/python"), "").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("other"), venv.join("lib64")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret.txt"), venv.join("pyvenv.cfg")).unwrap();
+        let folders = interpreter_folders(&venv.join("bin/python"), false);
+        let real = venv.canonicalize().unwrap();
+        assert_eq!(folders, vec![real.join("bin"), venv.join("bin/python"), real.join("lib")]);
+
+        // Directly in a temporary folder (as in a home folder), its prefix is that folder.
+        std::fs::write(dir.path().join("python3"), "").unwrap();
+        assert_eq!(interpreter_folders(&dir.path().join("python3"), false), vec![dir.path().join("python3")]);
+    }
 
     #[test]
     fn the_innermost_program_frame_of_a_fault_dump() {
