@@ -392,12 +392,12 @@ fn execute(
     let limits = &request.config.runtime;
     let python = interpreter(&request.config.runtime.python, &request.root);
     // The run's own folder too: the copy of an editor's unsaved text lies there.
-    let mut readable = vec![request.root.clone(), package.clone(), work.path().to_path_buf()];
-    readable.extend(program.parent().map(Path::to_path_buf));
+    let mut own = vec![request.root.clone(), package.clone(), work.path().to_path_buf()];
+    own.extend(program.parent().map(Path::to_path_buf));
     let the_users_own = request.config.runtime.python == crate::config::RuntimeConfig::default().python;
-    readable.extend(interpreter_folders(&python, the_users_own));
+    let mut shared = interpreter_folders(&python, the_users_own);
     // Relative entries are relative to the run's folder, which is not chainsmith's.
-    readable.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths).filter(|p| p.is_absolute()));
+    shared.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths).filter(|p| p.is_absolute()));
     // None of them opens a home or temporary folder whole (a program or `sys.path` entry in the
     // home folder or `/tmp` itself): the program's own file, the workspace's root, what lies
     // beneath stay.
@@ -407,13 +407,12 @@ fn execute(
     // The workspace's root may be a home folder the user opened as the workspace, not one
     // that is the root only because no chainsmith.toml lies above a program there.
     let chosen_root = request.root.join("chainsmith.toml").is_file();
-    let mut readable: Vec<PathBuf> =
-        readable.into_iter().filter(|path| (chosen_root && path == &request.root) || !opens_a_home(path)).collect();
-    readable.push(program.clone());
+    own.retain(|path| (chosen_root && path == &request.root) || !opens_a_home(path));
+    own.push(program.clone());
+    shared.retain(|path| !opens_a_home(path));
     // What the workspace names, trusted (see `untrusted_runtime`): a home folder whole too.
-    readable.extend(
-        request.config.runtime.readable.iter().map(|path| crate::trust::resolved_path(&request.root.join(path))),
-    );
+    shared.extend(crate::trust::readable_paths(&request.config.runtime, &request.root));
+    let readable = super::sandbox::Readable { own, shared };
     let sandbox = match Sandbox::prepare(
         limits.sandbox,
         &writable,

@@ -119,14 +119,24 @@ impl IdMaps {
     }
 }
 
+/// What a run reads beyond what any user's program may (see [`readable`]).
+pub struct Readable {
+    /// The workspace, the program's and the run's own folders, chainsmith's package: read whole,
+    /// what only their owner may read included (the workspace's `.env`).
+    pub own: Vec<PathBuf>,
+    /// The interpreter's folders, `PYTHONPATH`, `[runtime] readable`: read as any user may, so a
+    /// `.venv` the workspace points elsewhere after trust opens no root-only file there.
+    pub shared: Vec<PathBuf>,
+}
+
 impl Sandbox {
     /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first,
-    /// holding at most `max_scratch_mb`) and read, of the user's home folders, what lies beneath
-    /// `readable`. In strict mode a missing layer is an error.
+    /// holding at most `max_scratch_mb`) and read, of the user's home and temporary folders, what
+    /// lies beneath `readable`. In strict mode a missing layer is an error.
     pub fn prepare(
         mode: SandboxMode,
         writable: &[PathBuf],
-        readable: &[PathBuf],
+        readable: &Readable,
         max_memory_mb: u64,
         max_processes: u64,
         max_scratch_mb: u64,
@@ -429,14 +439,14 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
                 .map(|signal| when(&[(1, SeccompCmpOp::Eq, F_SETSIG), (2, SeccompCmpOp::Eq, *signal as u64)]))
                 .collect(),
         ),
+        // (A parent-death SIGKILL stays allowed — Go and Chromium set it on their children —: a
+        // parent of a stopped run dies only by a SIGKILL the rules above leave no way to send.)
         (
             libc::SYS_prctl,
-            [libc::SIGCONT, libc::SIGKILL]
-                .iter()
-                .map(|signal| {
-                    when(&[(0, SeccompCmpOp::Eq, libc::PR_SET_PDEATHSIG as u64), (1, SeccompCmpOp::Eq, *signal as u64)])
-                })
-                .collect(),
+            vec![when(&[
+                (0, SeccompCmpOp::Eq, libc::PR_SET_PDEATHSIG as u64),
+                (1, SeccompCmpOp::Eq, libc::SIGCONT as u64),
+            ])],
         ),
         // A program run by root holds every capability in its user namespace: it could take the
         // run's `nodev` back, or mount over what Landlock's rules name.
@@ -460,11 +470,13 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         // The x32 calling convention reaches the same calls with this bit set, under the same
         // architecture tag the filter checks (its `ioctl` has a number of its own).
         const X32: i64 = 0x4000_0000;
-        const X32_IOCTL: i64 = 514;
+        // Calls taking a structure whose layout differs have numbers of their own there.
+        const X32_OWN: [(i64, i64); 3] =
+            [(libc::SYS_ioctl, 514), (libc::SYS_timer_create, 526), (libc::SYS_mq_notify, 527)];
         let x32: Vec<_> = rules
             .iter()
             .map(|(call, rules)| {
-                let number = if *call == libc::SYS_ioctl { X32_IOCTL } else { *call };
+                let number = X32_OWN.iter().find(|(native, _)| native == call).map_or(*call, |(_, own)| *own);
                 (number | X32, rules.clone())
             })
             .collect();
@@ -583,7 +595,8 @@ const CREDENTIAL_STORES: [&str; 54] = [
 /// could), and the secrets a container is given (`/run/secrets`, readable by every user of the
 /// container: Docker's and Kubernetes' service-account tokens). [`ssh_host_keys`] adds the host's
 /// private SSH keys, [`not_for_every_user`] whatever else only some users may read.
-const SYSTEM_SECRETS: [&str; 5] = ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/run/secrets"];
+const SYSTEM_SECRETS: [&str; 6] =
+    ["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/run/secrets", "/var/run/secrets"];
 
 /// The system's folders, where files only some users may read (`/etc/ssl/private`, a database's
 /// `pg_hba.conf`, root's logs) lie among what every program needs. `/usr` is left out: a package
@@ -605,30 +618,61 @@ const SYSTEM_WALK_BUDGET: usize = 100_000;
 /// path decides, and at the same path refusing does: a workspace that is the home folder itself
 /// still hides the credential stores. A link is judged by where it leads (a link to `/`, into
 /// `/dev` or to `~/.ssh` would grant what it leads to).
-fn readable(allowed: &[PathBuf]) -> Vec<PathBuf> {
-    let allowed: Vec<PathBuf> = allowed.iter().filter_map(|p| p.canonicalize().ok()).collect();
-    let mut rules: Vec<(PathBuf, bool)> = unreadable().into_iter().map(|p| (p, false)).collect();
-    // Not beneath what the run needs: a workspace in `/srv` keeps its own `.env`.
-    let for_some_users = not_for_every_user();
-    let beneath_allowed = |path: &PathBuf| allowed.iter().any(|a| path.starts_with(a));
-    rules.extend(for_some_users.iter().filter(|p| !beneath_allowed(p)).map(|p| (p.clone(), false)));
+fn readable(allowed: &Readable) -> Vec<PathBuf> {
+    let real = |paths: &[PathBuf]| -> Vec<PathBuf> { paths.iter().filter_map(|p| p.canonicalize().ok()).collect() };
+    let (own, mut shared) = (real(&allowed.own), real(&allowed.shared));
+    let unreadable = unreadable();
+    // Nothing a workspace can point elsewhere opens a credential store (a `.venv/bin/python`
+    // linked to `~/.ssh/id_ed25519`, `readable = [".ssh"]` in a workspace that is the home folder).
+    shared.retain(|path| !unreadable.iter().any(|hidden| path.starts_with(hidden)));
+    let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
+    rules.extend(not_for_every_user(&own).iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
+    let allowed: Vec<PathBuf> = own.into_iter().chain(shared).collect();
     rules.extend(private_folders().into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
     rules.extend(allowed.into_iter().map(|p| (p, true)));
     let mut readable = Vec::new();
-    readable_beneath(root, &rules, &mut readable);
+    readable_beneath(root, &Rules::new(rules), &mut readable);
     readable.extend(READABLE_DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
     readable
 }
 
-/// Whether the rules let a run read `real`: the rule of the longest path holding it decides,
-/// refusing at a tie; with none, it may.
-fn may_read(rules: &[(PathBuf, bool)], real: &std::path::Path) -> bool {
-    rules
-        .iter()
-        .filter(|(path, _)| real.starts_with(path))
-        .max_by_key(|(path, may)| (path.components().count(), !may))
-        .is_none_or(|(_, may)| *may)
+/// The read rules of a run, indexed by path: each path's verdict (refusing at a tie), and for
+/// each folder holding rules beneath it, whether one of them grants and one refuses. Asking costs
+/// the path's depth, not the number of rules (thousands where `/var/log` holds root-only logs).
+struct Rules {
+    at: std::collections::HashMap<PathBuf, bool>,
+    beneath: std::collections::HashMap<PathBuf, (bool, bool)>,
+}
+
+impl Rules {
+    fn new(rules: impl IntoIterator<Item = (PathBuf, bool)>) -> Rules {
+        let mut at = std::collections::HashMap::new();
+        let mut beneath: std::collections::HashMap<PathBuf, (bool, bool)> = std::collections::HashMap::new();
+        for (path, may) in rules {
+            for folder in path.ancestors().skip(1) {
+                let kinds = beneath.entry(folder.to_path_buf()).or_default();
+                if may {
+                    kinds.0 = true;
+                } else {
+                    kinds.1 = true;
+                }
+            }
+            at.entry(path).and_modify(|verdict: &mut bool| *verdict &= may).or_insert(may);
+        }
+        Rules { at, beneath }
+    }
+
+    /// Whether a run may read `real`: the rule of the longest path holding it decides; with
+    /// none, it may.
+    fn may_read(&self, real: &std::path::Path) -> bool {
+        real.ancestors().find_map(|folder| self.at.get(folder).copied()).unwrap_or(true)
+    }
+
+    /// Whether a rule beneath `real` (not at it) decides otherwise than `may` does for `real`.
+    fn mixed(&self, real: &std::path::Path, may: bool) -> bool {
+        self.beneath.get(real).is_some_and(|&(grants, refuses)| if may { refuses } else { grants })
+    }
 }
 
 /// What no run reads (as real paths): `/dev` (another terminal's keystrokes), the system's
@@ -678,45 +722,66 @@ pub fn private_folders() -> Vec<PathBuf> {
 /// others may not list or enter. A run reads what any user may: root's run would otherwise read
 /// all of them (root owns most), another user's what its account or groups may. (Another user's
 /// file a run of root's reads not at all: the run's user namespace maps no one but its user, and
-/// root's powers there reach only files of users it maps.) Walked within each folder's file
-/// system, skipping the [`private_folders`], at most [`SYSTEM_WALK_BUDGET`] entries, and again
-/// only when the last walk is a minute old (the server runs many).
-fn not_for_every_user() -> std::sync::Arc<Vec<PathBuf>> {
+/// root's powers there reach only files of users it maps.) Not beneath the run's `own` folders
+/// (a workspace in `/srv` keeps its `.env`) nor the [`private_folders`]; walked again only when
+/// the last walk is a minute old or skipped other folders (the server runs many).
+fn not_for_every_user(own: &[PathBuf]) -> std::sync::Arc<Vec<PathBuf>> {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
-    static LAST: Mutex<Option<(Instant, Arc<Vec<PathBuf>>)>> = Mutex::new(None);
+    type Walk = (Vec<PathBuf>, Instant, Arc<Vec<PathBuf>>);
+    static LAST: Mutex<Option<Walk>> = Mutex::new(None);
+    let mut skipped = private_folders();
+    skipped.extend(own.iter().cloned());
+    skipped.sort();
+    skipped.dedup();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, found)) = last.as_ref().filter(|(when, _)| when.elapsed() < Duration::from_secs(60)) {
+    if let Some((_, _, found)) =
+        last.as_ref().filter(|(was, when, _)| *was == skipped && when.elapsed() < Duration::from_secs(60))
+    {
         return found.clone();
     }
-    let skipped = private_folders();
-    let mut budget = SYSTEM_WALK_BUDGET;
-    let mut found = Vec::new();
     let mut folders: Vec<PathBuf> =
         SYSTEM_FOLDERS.iter().filter_map(|f| std::path::Path::new(f).canonicalize().ok()).collect();
     folders.sort();
     folders.dedup();
-    for folder in folders {
-        hidden_from_others(&folder, &skipped, &mut budget, &mut found);
-    }
-    let found = Arc::new(found);
-    *last = Some((Instant::now(), found.clone()));
+    // Once each: `/opt` may be `/var/opt`.
+    let nested: Vec<PathBuf> =
+        folders.iter().filter(|f| folders.iter().any(|other| other != *f && f.starts_with(other))).cloned().collect();
+    folders.retain(|f| !nested.contains(f));
+    let found = Arc::new(hidden_from_others(&folders, &skipped, SYSTEM_WALK_BUDGET));
+    *last = Some((skipped, Instant::now(), found.clone()));
     found
 }
 
-/// Adds to `found` the entries beneath `folder` that others may not read ([`not_for_every_user`]),
-/// walking the folders they may, on `folder`'s own file system, but `skipped`.
-fn hidden_from_others(folder: &std::path::Path, skipped: &[PathBuf], budget: &mut usize, found: &mut Vec<PathBuf>) {
+/// The entries beneath `folders` that others may not read ([`not_for_every_user`]), walking
+/// breadth first the folders they may but `skipped`. A file system of another machine (NFS, SMB,
+/// FUSE) mounted there is not walked: a data share can hold millions of files. Past `budget`
+/// entries what is not walked yet is hidden whole: a large tree planted in `/srv` must not leave
+/// `/var/log` unwalked and readable.
+fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -> Vec<PathBuf> {
     use std::os::unix::fs::MetadataExt;
-    let Ok(device) = folder.symlink_metadata().map(|m| m.dev()) else { return };
-    let mut pending = vec![folder.to_path_buf()];
-    while let Some(folder) = pending.pop() {
+    let reader = Reader::this_process();
+    let mut found = Vec::new();
+    let mut left = budget;
+    let mut pending = std::collections::VecDeque::new();
+    for folder in folders {
+        let Ok(meta) = folder.symlink_metadata() else { continue };
+        if meta.mode() & 0o005 != 0o005 {
+            // A folder others may not enter hides all it holds.
+            found.extend(reader.may_read(&meta).then(|| folder.clone()));
+        } else {
+            pending.push_back((folder.clone(), meta.dev()));
+        }
+    }
+    while let Some((folder, device)) = pending.pop_front() {
         let Ok(entries) = std::fs::read_dir(&folder) else { continue };
         for entry in entries.flatten() {
-            if *budget == 0 {
-                return;
+            if left == 0 {
+                found.push(folder);
+                found.extend(pending.into_iter().map(|(folder, _)| folder));
+                return found;
             }
-            *budget -= 1;
+            left -= 1;
             // Not followed: a link is judged where it leads, if that is walked.
             let Ok(meta) = entry.metadata() else { continue };
             let path = entry.path();
@@ -726,15 +791,77 @@ fn hidden_from_others(folder: &std::path::Path, skipped: &[PathBuf], budget: &mu
             let others = meta.mode() & 0o007;
             if meta.is_dir() {
                 if others & 0o005 != 0o005 {
-                    found.push(path);
-                } else if meta.dev() == device {
-                    pending.push(path);
+                    found.extend(reader.may_read(&meta).then_some(path));
+                } else if meta.dev() == device || !another_machines(&path) {
+                    pending.push_back((path, meta.dev()));
                 }
-            } else if others & 0o004 == 0 {
+            } else if others & 0o004 == 0 && reader.may_read(&meta) {
+                // What the run could not read anyway needs no rule.
                 found.push(path);
             }
         }
     }
+    found
+}
+
+/// Whom a run reads as: its user and groups, mapped to themselves in its user namespace.
+struct Reader {
+    uid: u32,
+    groups: Vec<u32>,
+}
+
+impl Reader {
+    fn this_process() -> Reader {
+        // SAFETY: getuid/getgid cannot fail; getgroups writes at most the count it is given.
+        unsafe {
+            let mut groups = vec![libc::getgid()];
+            let count = libc::getgroups(0, std::ptr::null_mut());
+            if count > 0 {
+                let mut more = vec![0; count as usize];
+                let got = libc::getgroups(count, more.as_mut_ptr());
+                more.truncate(got.max(0) as usize);
+                groups.extend(more);
+            }
+            Reader { uid: libc::getuid(), groups }
+        }
+    }
+
+    /// Whether the run could read (or list) what `meta` describes by its owner's or group's
+    /// permissions: root's run reads every file of root's and root's group whatever its mode
+    /// (its powers reach the files of the users its namespace maps).
+    fn may_read(&self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let (owner, group) = if meta.is_dir() { (0o500, 0o050) } else { (0o400, 0o040) };
+        (self.uid == 0 && meta.uid() == 0 && meta.gid() == 0)
+            || (meta.uid() == self.uid && meta.mode() & owner != 0)
+            || (self.groups.contains(&meta.gid()) && meta.mode() & group != 0)
+    }
+}
+
+/// Whether the file system mounted at `folder` is another machine's (a network share), a
+/// user-space one (FUSE) or an automounter's, whose walk could take minutes.
+fn another_machines(folder: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const REMOTE: [u64; 10] = [
+        0x0187,      // autofs: walking it would mount what it stands for
+        0x6969,      // NFS
+        0x517B,      // SMB
+        0xFF53_4D42, // CIFS
+        0xFE53_4D42, // SMB2
+        0x6573_5546, // FUSE
+        0x0102_1997, // 9P
+        0x00C3_6400, // Ceph
+        0x5346_414F, // AFS
+        0x7375_7245, // Coda
+    ];
+    let Ok(path) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else { return true };
+    // SAFETY: a plain C struct, all integers, for which zero is a valid value.
+    let mut info: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a struct of the size statfs writes.
+    if unsafe { libc::statfs(path.as_ptr(), &mut info) } != 0 {
+        return true;
+    }
+    REMOTE.contains(&(info.f_type as u64))
 }
 
 /// The user's home folders, as real paths: the one the environment names, and the account's own
@@ -767,17 +894,15 @@ fn account_home() -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
-/// Adds to `out` what beneath `folder` a run may read ([`may_read`]): whole entries where no rule
+/// Adds to `out` what beneath `folder` a run may read ([`Rules::may_read`]): whole entries where no rule
 /// beneath decides otherwise, the entries of a real folder where one does.
-fn readable_beneath(folder: &std::path::Path, rules: &[(PathBuf, bool)], out: &mut Vec<PathBuf>) {
+fn readable_beneath(folder: &std::path::Path, rules: &Rules, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(folder) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(real) = path.canonicalize() else { continue };
-        let may = may_read(rules, &real);
-        let mixed =
-            rules.iter().any(|(inner, inner_may)| inner.starts_with(&real) && *inner != real && *inner_may != may);
-        if !mixed {
+        let may = rules.may_read(&real);
+        if !rules.mixed(&real, may) {
             if may {
                 out.push(path);
             }
@@ -791,7 +916,7 @@ fn readable_beneath(folder: &std::path::Path, rules: &[(PathBuf, bool)], out: &m
 
 /// The Landlock ruleset of a run: read and execute what [`readable`] grants (`allowed` of the home
 /// folders), everything beneath `writable`, no TCP.
-fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &[PathBuf]) -> Result<Option<OwnedFd>, String> {
+fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &Readable) -> Result<Option<OwnedFd>, String> {
     let level = if mode == SandboxMode::Strict { CompatLevel::HardRequirement } else { CompatLevel::BestEffort };
     let all = AccessFs::from_all(LANDLOCK_ABI);
     let read = AccessFs::from_read(LANDLOCK_ABI);
@@ -1129,20 +1254,26 @@ mod tests {
 
     #[test]
     fn the_longest_rule_decides_and_refusing_wins_a_tie() {
-        let rules = vec![
+        let rules = Rules::new([
             (PathBuf::from("/home/u"), false),
             (PathBuf::from("/home/u/ws"), true),
             (PathBuf::from("/home/u/ws/.ssh"), false),
             (PathBuf::from("/srv/x"), true),
             (PathBuf::from("/srv/x"), false),
-        ];
-        assert!(may_read(&rules, Path::new("/etc/passwd")), "no rule: readable");
-        assert!(!may_read(&rules, Path::new("/home/u/.bashrc")));
-        assert!(may_read(&rules, Path::new("/home/u/ws/p.py")));
-        assert!(!may_read(&rules, Path::new("/home/u/ws/.ssh/id_ed25519")));
+        ]);
+        assert!(rules.may_read(Path::new("/etc/passwd")), "no rule: readable");
+        assert!(!rules.may_read(Path::new("/home/u/.bashrc")));
+        assert!(rules.may_read(Path::new("/home/u/ws/p.py")));
+        assert!(!rules.may_read(Path::new("/home/u/ws/.ssh/id_ed25519")));
         // A path that only shares a prefix of characters is not beneath the rule.
-        assert!(may_read(&rules, Path::new("/home/u2/notes")));
-        assert!(!may_read(&rules, Path::new("/srv/x/y")));
+        assert!(rules.may_read(Path::new("/home/u2/notes")));
+        assert!(!rules.may_read(Path::new("/srv/x/y")));
+        // Where rules of the other kind lie beneath, a folder is walked, not granted whole.
+        assert!(rules.mixed(Path::new("/home"), true));
+        assert!(rules.mixed(Path::new("/home/u"), false));
+        assert!(rules.mixed(Path::new("/home/u/ws"), true));
+        assert!(!rules.mixed(Path::new("/home/u/ws/.ssh"), false));
+        assert!(!rules.mixed(Path::new("/etc"), true));
     }
 
     #[test]
@@ -1165,17 +1296,17 @@ mod tests {
             mode(&root.join(file), bits);
         }
         mode(&root.join("ssl/private"), 0o700);
+        for folder in ["ssl", "ssl/certs", "skipped"] {
+            mode(&root.join(folder), 0o755);
+        }
         std::os::unix::fs::symlink(root.join("ssl/private/host.key"), root.join("link-to-key")).unwrap();
-        let mut found = Vec::new();
-        let mut budget = 100;
-        hidden_from_others(root, &[root.join("skipped")], &mut budget, &mut found);
+        let mut found = hidden_from_others(&[root.to_path_buf()], &[root.join("skipped")], 100);
         found.sort();
         // The private folder is hidden whole, not walked; a link is judged where it leads.
         assert_eq!(found, vec![root.join("group-only.conf"), root.join("ssl/private")]);
 
-        let mut found = Vec::new();
-        let mut budget = 0;
-        hidden_from_others(root, &[], &mut budget, &mut found);
-        assert!(found.is_empty(), "no budget, no walk: {found:?}");
+        // Past the budget, what is not walked yet is hidden whole.
+        let found = hidden_from_others(&[root.to_path_buf(), root.join("ssl")], &[], 0);
+        assert_eq!(found, vec![root.to_path_buf(), root.join("ssl")]);
     }
 }

@@ -800,9 +800,10 @@ if os.fork() == 0:
 if os.fork() == 0:
     os.setsid()
     try:
+        # O_ASYNC first: on a terminal it resets the owner to the foreground group.
+        fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_ASYNC)
         fcntl.fcntl(0, fcntl.F_SETOWN, os.getpid())
         fcntl.fcntl(0, 10, signal.SIGCONT)
-        fcntl.fcntl(0, fcntl.F_SETFL, fcntl.fcntl(0, fcntl.F_GETFL) | os.O_ASYNC)
     except OSError:
         pass
     reader()
@@ -823,6 +824,38 @@ time.sleep(60)
         let (status, stderr) = job.finish();
         assert_ne!(status, Some(0), "{stderr}");
     }
+}
+
+/// What would have the kernel continue a stopped run fails with `EPERM`; a parent-death SIGKILL,
+/// which Go and Chromium set on their children, still works.
+#[test]
+fn a_program_cannot_arm_the_kernel_to_continue_it() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = r#"import ctypes, fcntl, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+event = (ctypes.c_int * 16)(0, 0, signal.SIGCONT, 0)
+timer = ctypes.c_void_p()
+print("timer_create", libc.timer_create(1, event, ctypes.byref(timer)), ctypes.get_errno())
+r, w = os.pipe()
+for signo in (signal.SIGCONT, signal.SIGKILL, signal.SIGIO):
+    try:
+        fcntl.fcntl(r, 10, signo)
+        print("F_SETSIG", signo, "ok")
+    except OSError as e:
+        print("F_SETSIG", signo, e.strerror)
+for signo in (signal.SIGCONT, signal.SIGKILL):
+    rc = libc.prctl(1, signo, 0, 0, 0)
+    print("PDEATHSIG", signo, "ok" if rc == 0 else os.strerror(ctypes.get_errno()))
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(
+        text(&out.stdout),
+        "timer_create -1 1\nF_SETSIG 18 Operation not permitted\nF_SETSIG 9 Operation not permitted\nF_SETSIG 29 ok\n\
+         PDEATHSIG 18 Operation not permitted\nPDEATHSIG 9 ok\n",
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// What a program prints reaches the user's terminal with its colours but without other escape
