@@ -454,23 +454,26 @@ impl<'t> Boundary<'t> {
     /// deleted file).
     fn admit(&self, path: &Path, from: impl FnOnce() -> String) -> Result<Admitted, String> {
         use std::os::unix::fs::OpenOptionsExt;
-        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path).ok();
+        let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path);
         let by_path = || path.canonicalize().unwrap_or_else(|_| trust::resolved_path(&absolute(path)));
         let (real, named, opened) = match opened {
-            Some(file) => match std::fs::read_link(Admitted::proc_path(&file)) {
-                Ok(real) => (real, true, Some(file)),
-                Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => (absolute(path), false, Some(file)),
+            Ok(file) => match std::fs::read_link(Admitted::proc_path(&file)) {
+                Ok(real) => (real, true, Admitted::Opened(file)),
+                Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                    (absolute(path), false, Admitted::Opened(file))
+                }
                 // No `/proc` to ask.
-                Err(_) => (by_path(), true, None),
+                Err(_) => (by_path(), true, Admitted::ByPath),
             },
-            None => (by_path(), true, None),
+            // Not read later by the path either: what appears there meanwhile was not judged.
+            Err(e) => (by_path(), true, Admitted::Failed(e)),
         };
         if named && real.starts_with(&self.root) {
-            return Ok(Admitted(opened));
+            return Ok(opened);
         }
         let line = trust::Command::read_outside(from(), &real);
         if self.trust.allows(&line.command) {
-            return Ok(Admitted(opened));
+            return Ok(opened);
         }
         let why = self.trust.refusal(&line);
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
@@ -487,8 +490,13 @@ impl<'t> Boundary<'t> {
     }
 }
 
-/// A protocol file [`Boundary::admit`] let through, held open (`O_PATH`) where it opened.
-struct Admitted(Option<std::fs::File>);
+/// A protocol file [`Boundary::admit`] let through: held open (`O_PATH`) where it opened, the
+/// reason where it did not, or, with no `/proc` to judge an open file by, its path.
+enum Admitted {
+    Opened(std::fs::File),
+    Failed(std::io::Error),
+    ByPath,
+}
 
 impl Admitted {
     fn proc_path(file: &std::fs::File) -> PathBuf {
@@ -496,9 +504,13 @@ impl Admitted {
         PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
     }
 
-    /// Where to read it: the file judged, through its descriptor, or `path` where it did not open.
-    fn path(&self, path: &Path) -> PathBuf {
-        self.0.as_ref().map(Admitted::proc_path).unwrap_or_else(|| path.to_path_buf())
+    /// The text of the file judged (at `path`), at most `limit` bytes.
+    fn read_text(self, path: &Path, limit: u64) -> Result<String, crate::files::ReadError> {
+        match self {
+            Admitted::Opened(file) => crate::files::read_text(&Admitted::proc_path(&file), limit),
+            Admitted::Failed(e) => Err(e.into()),
+            Admitted::ByPath => crate::files::read_text(path, limit),
+        }
     }
 }
 
@@ -548,7 +560,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
     };
     let edited = unsaved.get(&absolute(file)).cloned();
     let from_editor = edited.is_some();
-    let from_disk = || crate::files::read_text(&admitted.path(file), job.max_bytes);
+    let from_disk = || admitted.read_text(file, job.max_bytes);
     let text: Arc<str> = match edited.map(Ok).unwrap_or_else(from_disk) {
         Ok(text) => text.into(),
         Err(e) => {
@@ -568,7 +580,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
             .inspect_err(|why| refusals.borrow_mut().push(why.clone()))?;
         match unsaved.get(&absolute(path)) {
             Some(text) => Ok(text.clone()),
-            None => crate::files::read_text(&admitted.path(path), job.max_bytes).map_err(|e| read_failure(&e)),
+            None => admitted.read_text(path, job.max_bytes).map_err(|e| read_failure(&e)),
         }
     };
     let id = super::cache::Identity {

@@ -401,6 +401,7 @@ fn a_readable_path_outside_the_workspace_is_read_only_once_trusted() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_chainsmith"))
         .args(["--trust", "run", "p.py"])
         .current_dir(ws.root())
+        .env("XDG_CONFIG_HOME", ws.config.path())
         .env("HOME", outside.path().join("models"))
         .stdin(std::process::Stdio::null())
         .output()
@@ -603,9 +604,6 @@ fn a_remote_mcp_servers_headers_do_not_follow_a_redirect_to_another_origin() {
     assert!(other.received().is_empty(), "{:?}", other.received());
 }
 
-/// A file outside the workspace that its protocols name — by a `$ref`, as a toolset's file — is
-/// not read before the workspace is trusted to read it: what it holds would enter the catalog,
-/// and from there the prompts sent to a model's server the workspace may have chosen.
 /// A protocol file outside the workspace reached through folders inside it whose real path is
 /// longer than the system can name is still outside: judged by the file opened, not by the path
 /// as written.
@@ -637,8 +635,27 @@ fn a_protocol_file_reached_deeper_than_a_path_can_name_is_still_outside() {
     assert!(untrusted.iter().any(|m| m.contains(&expected)), "{untrusted:?}");
     let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
     assert!(!tools.contains("deep.echo"), "{tools}");
+
+    // A file whose own real path is too long to name, through a link to a deep folder outside,
+    // is outside as well.
+    let far: PathBuf = (0..12).map(|_| level("c")).collect();
+    std::fs::create_dir_all(outside.path().join(&far)).unwrap();
+    std::os::unix::fs::symlink(outside.path().join(&far), ws.root().join("L2")).unwrap();
+    let deeper = Path::new("L2").join(&second);
+    std::fs::create_dir_all(ws.root().join(&deeper)).unwrap();
+    std::fs::write(ws.root().join(&deeper).join("spec.json"), SPEC).unwrap();
+    let toml = std::fs::read_to_string(ws.root().join("chainsmith.toml")).unwrap();
+    let toml = toml.replace(&deep.display().to_string(), &deeper.display().to_string());
+    std::fs::write(ws.root().join("chainsmith.toml"), toml).unwrap();
+    let untrusted = ws.untrusted();
+    assert!(untrusted.iter().any(|m| m.contains("toolset `deep` would read")), "{untrusted:?}");
+    let tools = text(&ws.chainsmith(&["tools", "--format", "json"]).stdout);
+    assert!(!tools.contains("deep.echo"), "{tools}");
 }
 
+/// A file outside the workspace that its protocols name — by a `$ref`, as a toolset's file — is
+/// not read before the workspace is trusted to read it: what it holds would enter the catalog,
+/// and from there the prompts sent to a model's server the workspace may have chosen.
 #[test]
 fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
     let outside = tempfile::tempdir().unwrap();
