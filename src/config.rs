@@ -230,7 +230,7 @@ pub struct RuntimeConfig {
     /// Folders (relative to the workspace root) a confined run may write beneath, besides its
     /// scratch folder.
     pub writable: Vec<String>,
-    /// Files and folders (relative to the workspace root, or absolute) a confined run may read
+    /// Files and folders (relative to the workspace root, `~/…`, or absolute) a confined run may read
     /// besides what every run reads: a model cache or a dataset in the home folder, which runs
     /// otherwise do not see. The credential stores stay hidden beneath them.
     pub readable: Vec<String>,

@@ -155,10 +155,8 @@ impl Command {
     pub fn readable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
         let Ok(root) = std::path::absolute(root) else { return Vec::new() };
         let root = std::fs::canonicalize(&root).unwrap_or(root);
-        runtime
-            .readable
-            .iter()
-            .map(|path| resolved_path(&root.join(path)))
+        readable_paths(runtime, &root)
+            .into_iter()
             .filter(|resolved| !resolved.starts_with(&root))
             .map(|resolved| Command {
                 from: "[runtime] readable".into(),
@@ -252,6 +250,24 @@ impl Command {
             format!("run `{line}`")
         }
     }
+}
+
+/// Where the `[runtime] readable` paths lead: relative to the workspace `root`, `~/…` to the
+/// home folder, `..` and links followed.
+pub fn readable_paths(runtime: &RuntimeConfig, root: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    runtime
+        .readable
+        .iter()
+        .map(|path| {
+            let in_home = if path == "~" { Some("") } else { path.strip_prefix("~/") };
+            match (in_home, &home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => root.join(path),
+            }
+        })
+        .map(|path| resolved_path(&path))
+        .collect()
 }
 
 /// How the lines of secrets, sandbox loosening and writable folders begin: each holds an unquoted
@@ -909,6 +925,21 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn readable_paths_lead_from_the_workspace_the_home_folder_or_the_root() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let runtime = crate::config::RuntimeConfig {
+            readable: vec!["~/.cache/models".into(), "data/../in".into(), "/srv/corpus".into(), "~other".into()],
+            ..Default::default()
+        };
+        let home = super::resolved_path(&std::path::PathBuf::from(std::env::var_os("HOME").unwrap()));
+        assert_eq!(
+            super::readable_paths(&runtime, &root),
+            vec![home.join(".cache/models"), root.join("in"), "/srv/corpus".into(), root.join("~other")]
+        );
+    }
 
     #[test]
     fn a_loop_of_links_resolves_as_far_as_the_kernel_would_follow() {
