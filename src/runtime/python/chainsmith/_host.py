@@ -244,8 +244,9 @@ def describe_error(exc):
     message = str(exc)
     if isinstance(exc, ToolError):
         message = exc.message
-    elif isinstance(exc, PermissionError) and exc.filename and os.environ.get("CHAINSMITH_SANDBOX"):
-        # The sandbox's refusal reads like any other: say what a run may read and how to widen it.
+    elif isinstance(exc, PermissionError) and exc.filename and os.environ.get("CHAINSMITH_WRITABLE"):
+        # The sandbox's refusal reads like any other: say what a run may read and how to widen it
+        # (where Landlock confines files: then chainsmith names the writable folders).
         message += (
             " (a confined program reads the workspace, its interpreter's folders and what every user may;"
             " list the path in [runtime] readable to read it, [runtime] writable to write it)"
