@@ -220,8 +220,9 @@ impl RunOutcome {
 }
 
 /// Why no program may run as the workspace configures runs: a `[runtime] python` other than the
-/// default, `sandbox = "off"`, limits above the defaults or a `writable` folder that loosens it (see
-/// [`crate::trust::Command::writable`]), in a workspace not trusted with it ([`crate::trust`]);
+/// default, `sandbox = "off"`, limits above the defaults, a `writable` folder that loosens it (see
+/// [`crate::trust::Command::writable`]) or a `readable` path outside the workspace, in a
+/// workspace not trusted with it ([`crate::trust`]);
 /// `None` when programs may run.
 pub fn untrusted_runtime(config: &Config, catalog: &Catalog) -> Option<String> {
     let trust = &catalog.trust;
