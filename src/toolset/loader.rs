@@ -285,7 +285,12 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     for toolset in &mut toolsets {
         let overlay = super::overlay::overlay_path(&config.root, &toolset.name);
         match boundary.admit(&overlay, || format!("the probed overlay of `{}`", toolset.name)) {
-            Ok(_) => super::overlay::merge(&config.root, toolset, &mut texts, &mut diagnostics),
+            Ok(admitted) => {
+                let read = admitted.read(&overlay, |path| {
+                    crate::files::read_json_text(path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES)
+                });
+                super::overlay::merge_read(&config.root, toolset, read, &mut texts, &mut diagnostics)
+            }
             Err(why) => diagnostics.push(Diagnostic::warning(&overlay, ByteRange::default(), trust::UNTRUSTED, why)),
         }
     }
@@ -504,12 +509,16 @@ impl Admitted {
         PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
     }
 
-    /// The text of the file judged (at `path`), at most `limit` bytes.
-    fn read_text(self, path: &Path, limit: u64) -> Result<String, crate::files::ReadError> {
+    /// What `read` gives of the file judged (at `path`).
+    fn read<T>(
+        self,
+        path: &Path,
+        read: impl FnOnce(&Path) -> Result<T, crate::files::ReadError>,
+    ) -> Result<T, crate::files::ReadError> {
         match self {
-            Admitted::Opened(file) => crate::files::read_text(&Admitted::proc_path(&file), limit),
+            Admitted::Opened(file) => read(&Admitted::proc_path(&file)),
             Admitted::Failed(e) => Err(e.into()),
-            Admitted::ByPath => crate::files::read_text(path, limit),
+            Admitted::ByPath => read(path),
         }
     }
 }
@@ -560,7 +569,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
     };
     let edited = unsaved.get(&absolute(file)).cloned();
     let from_editor = edited.is_some();
-    let from_disk = || admitted.read_text(file, job.max_bytes);
+    let from_disk = || admitted.read(file, |path| crate::files::read_text(path, job.max_bytes));
     let text: Arc<str> = match edited.map(Ok).unwrap_or_else(from_disk) {
         Ok(text) => text.into(),
         Err(e) => {
@@ -580,7 +589,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
             .inspect_err(|why| refusals.borrow_mut().push(why.clone()))?;
         match unsaved.get(&absolute(path)) {
             Some(text) => Ok(text.clone()),
-            None => admitted.read_text(path, job.max_bytes).map_err(|e| read_failure(&e)),
+            None => admitted.read(path, |at| crate::files::read_text(at, job.max_bytes)).map_err(|e| read_failure(&e)),
         }
     };
     let id = super::cache::Identity {

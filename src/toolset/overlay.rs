@@ -82,16 +82,29 @@ pub fn apply(tool: &mut Tool, entry: &OverlayEntry) {
 /// are diagnostics on the overlay file; a broken entry is skipped.
 pub fn merge(root: &Path, toolset: &mut Toolset, texts: &mut Texts, diagnostics: &mut Vec<Diagnostic>) {
     let path = overlay_path(root, &toolset.name);
-    let text: Arc<str> =
-        match crate::files::read_json_text(&path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES) {
-            Ok(text) => text.into(),
-            Err(e) if e.not_found() => return,
-            Err(e) => {
-                let message = format!("the probed overlay cannot be read: {e}");
-                diagnostics.push(Diagnostic::error(&path, ByteRange::default(), "invalid-overlay", message));
-                return;
-            }
-        };
+    let read = crate::files::read_json_text(&path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES);
+    merge_read(root, toolset, read, texts, diagnostics);
+}
+
+/// [`merge`] with the overlay as `read` (the loader reads the file it judged, see
+/// `loader::Boundary`).
+pub fn merge_read(
+    root: &Path,
+    toolset: &mut Toolset,
+    read: Result<String, crate::files::ReadError>,
+    texts: &mut Texts,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let path = overlay_path(root, &toolset.name);
+    let text: Arc<str> = match read {
+        Ok(text) => text.into(),
+        Err(e) if e.not_found() => return,
+        Err(e) => {
+            let message = format!("the probed overlay cannot be read: {e}");
+            diagnostics.push(Diagnostic::error(&path, ByteRange::default(), "invalid-overlay", message));
+            return;
+        }
+    };
     texts.insert(path.clone(), text.clone());
     let node = match doc::parse(&text, Syntax::Json) {
         Ok(n) => n,
