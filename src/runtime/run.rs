@@ -358,6 +358,21 @@ fn execute(
     if request.source.is_none() && !program.is_file() {
         return Err(format!("{}: no such program", request.program.display()));
     }
+    // A program of the workspace read from disk runs from inside it: a link there to
+    // `~/.ssh/id_ed25519` would otherwise be granted to the run as the program, and a module the
+    // workspace ships read it. (Text given to run is read from the run's own copy.)
+    let root = request.root.canonicalize().unwrap_or_else(|_| request.root.clone());
+    if request.source.is_none()
+        && let Ok(real) = program.canonicalize()
+        && std::path::absolute(&request.root).is_ok_and(|given_root| program.starts_with(given_root))
+        && !real.starts_with(&root)
+    {
+        return Err(format!(
+            "{} leads outside the workspace, to {}: a workspace's program runs only from inside it",
+            request.program.display(),
+            real.display()
+        ));
+    }
     let (door, program_door) =
         UnixStream::pair().map_err(|e| format!("cannot make the channel to the program: {e}"))?;
     // The run's folder holds what chainsmith gives the program (its source, the file it writes
@@ -408,7 +423,9 @@ fn execute(
     // that is the root only because no chainsmith.toml lies above a program there.
     let chosen_root = request.root.join("chainsmith.toml").is_file();
     own.retain(|path| (chosen_root && path == &request.root) || !opens_a_home(path));
-    own.push(program.clone());
+    if request.source.is_none() {
+        own.push(program.clone());
+    }
     shared.retain(|path| !opens_a_home(path));
     // What the workspace names, trusted (see `untrusted_runtime`): a home folder whole too.
     shared.extend(crate::trust::readable_paths(&request.config.runtime, &request.root));

@@ -332,6 +332,20 @@ fn a_program_of_roots_reads_what_every_user_may_and_no_more() {
     );
 }
 
+/// A program of the workspace that is a link out of it (to `~/.ssh/id_ed25519`) does not run: the
+/// run would be granted the file it leads to, and a module the workspace ships could read it.
+#[test]
+fn a_program_linked_out_of_the_workspace_does_not_run() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("id_ed25519"), "PRIVATE KEY").unwrap();
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    std::os::unix::fs::symlink(outside.path().join("id_ed25519"), ws.path().join("tool.py")).unwrap();
+    let out = chainsmith(ws.path(), &["run", "tool.py"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "");
+    assert!(text(&out.stderr).contains("tool.py leads outside the workspace"), "{}", text(&out.stderr));
+}
+
 /// The temporary folders hold other programs' private files (a Kerberos ticket cache, another
 /// run's folder): a program reads there only its own, and writes its scratch files.
 #[test]
