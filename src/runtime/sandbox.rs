@@ -748,7 +748,13 @@ fn not_for_every_user(own: &[PathBuf]) -> std::sync::Arc<Vec<PathBuf>> {
     let nested: Vec<PathBuf> =
         folders.iter().filter(|f| folders.iter().any(|other| other != *f && f.starts_with(other))).cloned().collect();
     folders.retain(|f| !nested.contains(f));
-    let found = Arc::new(hidden_from_others(&folders, &skipped, SYSTEM_WALK_BUDGET));
+    // `/etc` first and on a budget of its own: what every program reads (certificates, the
+    // resolver's files) stays readable whatever a large tree elsewhere leaves unwalked.
+    let (etc, rest): (Vec<PathBuf>, Vec<PathBuf>) =
+        folders.into_iter().partition(|f| f.as_path() == std::path::Path::new("/etc"));
+    let mut found = hidden_from_others(&etc, &skipped, SYSTEM_WALK_BUDGET);
+    found.extend(hidden_from_others(&rest, &skipped, SYSTEM_WALK_BUDGET));
+    let found = Arc::new(found);
     *last = Some((skipped, Instant::now(), found.clone()));
     found
 }
@@ -792,6 +798,10 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
             if meta.is_dir() {
                 if others & 0o005 != 0o005 {
                     found.extend(reader.may_read(&meta).then_some(path));
+                } else if others & 0o002 != 0 {
+                    // Anyone may fill it (`/run/lock`, `/var/crash`): hidden whole, not walked, so
+                    // no user can spend the budget there, and no crash dump of root's is read.
+                    found.push(path);
                 } else if meta.dev() == device || !another_machines(&path) {
                     pending.push_back((path, meta.dev()));
                 }
@@ -1299,11 +1309,15 @@ mod tests {
         for folder in ["ssl", "ssl/certs", "skipped"] {
             mode(&root.join(folder), 0o755);
         }
+        std::fs::create_dir(root.join("lock")).unwrap();
+        std::fs::write(root.join("lock/planted"), "x").unwrap();
+        mode(&root.join("lock"), 0o1777);
         std::os::unix::fs::symlink(root.join("ssl/private/host.key"), root.join("link-to-key")).unwrap();
         let mut found = hidden_from_others(&[root.to_path_buf()], &[root.join("skipped")], 100);
         found.sort();
-        // The private folder is hidden whole, not walked; a link is judged where it leads.
-        assert_eq!(found, vec![root.join("group-only.conf"), root.join("ssl/private")]);
+        // The private folder is hidden whole, not walked, and so is one anyone may fill; a link
+        // is judged where it leads.
+        assert_eq!(found, vec![root.join("group-only.conf"), root.join("lock"), root.join("ssl/private")]);
 
         // Past the budget, what is not walked yet is hidden whole.
         let found = hidden_from_others(&[root.to_path_buf(), root.join("ssl")], &[], 0);
