@@ -25,8 +25,8 @@
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
 //!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
 //!   `io_uring` (whose operations would pass the filter by), and nothing that has the kernel
-//!   continue a run stopped by Ctrl-Z (a timer's or message queue's signal, `F_SETSIG` or a
-//!   parent-death signal of SIGCONT or SIGKILL);
+//!   continue a run stopped by Ctrl-Z (a timer's or message queue's signal, `F_SETSIG` of
+//!   SIGCONT or SIGKILL, a parent-death SIGCONT);
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
 //!   (`MemoryError`) instead of taking the machine's memory;
 //! - a process limit (`[runtime] max_processes`): `RLIMIT_NPROC` inside the user namespace, where
@@ -604,9 +604,9 @@ const SYSTEM_SECRETS: [&str; 6] =
 /// (`/usr/local`, where an administrator installs by hand, is walked).
 const SYSTEM_FOLDERS: [&str; 9] = ["/etc", "/var", "/boot", "/opt", "/srv", "/run", "/usr/local", "/mnt", "/media"];
 
-/// The entries of [`SYSTEM_FOLDERS`] looked at, at most, in one walk: a few thousand on an
-/// ordinary system, so only a folder of data planted there (`/opt` holding a dataset) is left
-/// partly unwalked.
+/// The entries looked at, at most, in `/etc` and again in the other [`SYSTEM_FOLDERS`]: a few
+/// thousand on an ordinary system, so only a folder of data planted there (`/opt` holding a
+/// dataset) is left partly unwalked (and hidden).
 const SYSTEM_WALK_BUDGET: usize = 100_000;
 
 /// What a run may read and execute, as the paths of Landlock rules: everything beneath `/` but
