@@ -259,19 +259,22 @@ mod tests {
             unlisted: None,
         };
         let path = overlay_path(dir.path(), "ts");
+        let read = |path: &std::path::Path| {
+            crate::files::read_json_text(path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES)
+        };
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, overlay_text(&path, &[&probed("gone")]).unwrap()).unwrap();
         let (mut texts, mut diagnostics) = (Texts::new(), Vec::new());
-        merge_overlay(dir.path(), &mut toolset, &mut texts, &mut diagnostics);
+        merge_overlay(dir.path(), &mut toolset, read(&path), &mut texts, &mut diagnostics);
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].code, "stale-overlay");
         std::fs::write(&path, "{\"tools\": {\"x\": ").unwrap();
         diagnostics.clear();
-        merge_overlay(dir.path(), &mut toolset, &mut texts, &mut diagnostics);
+        merge_overlay(dir.path(), &mut toolset, read(&path), &mut texts, &mut diagnostics);
         assert_eq!(diagnostics[0].code, "invalid-overlay", "{diagnostics:?}");
         std::fs::write(&path, "{\"tools\": {\"x\": {\"response\": 3}}}").unwrap();
         diagnostics.clear();
-        merge_overlay(dir.path(), &mut toolset, &mut texts, &mut diagnostics);
+        merge_overlay(dir.path(), &mut toolset, read(&path), &mut texts, &mut diagnostics);
         assert_eq!(diagnostics[0].code, "invalid-overlay", "{diagnostics:?}");
         assert!(diagnostics[0].range.start > 0);
     }

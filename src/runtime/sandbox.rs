@@ -626,10 +626,11 @@ fn readable(allowed: &Readable) -> Vec<PathBuf> {
     // linked to `~/.ssh/id_ed25519`, `readable = [".ssh"]` in a workspace that is the home folder).
     shared.retain(|path| !unreadable.iter().any(|hidden| path.starts_with(hidden)));
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
-    rules.extend(not_for_every_user(&own).iter().map(|p| (p.clone(), false)));
+    let private = private_folders();
+    rules.extend(not_for_every_user(&own, &private).iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
     let allowed: Vec<PathBuf> = own.into_iter().chain(shared).collect();
-    rules.extend(private_folders().into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
+    rules.extend(private.into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
     rules.extend(allowed.into_iter().map(|p| (p, true)));
     let mut readable = Vec::new();
     readable_beneath(root, &Rules::new(rules), &mut readable);
@@ -723,15 +724,14 @@ pub fn private_folders() -> Vec<PathBuf> {
 /// all of them (root owns most), another user's what its account or groups may. (Another user's
 /// file a run of root's reads not at all: the run's user namespace maps no one but its user, and
 /// root's powers there reach only files of users it maps.) Not beneath the run's `own` folders
-/// (a workspace in `/srv` keeps its `.env`) nor the [`private_folders`]; walked again only when
+/// (a workspace in `/srv` keeps its `.env`) nor the `private` ones; walked again only when
 /// the last walk is a minute old or skipped other folders (the server runs many).
-fn not_for_every_user(own: &[PathBuf]) -> std::sync::Arc<Vec<PathBuf>> {
+fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Vec<PathBuf>> {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
     type Walk = (Vec<PathBuf>, Instant, Arc<Vec<PathBuf>>);
     static LAST: Mutex<Option<Walk>> = Mutex::new(None);
-    let mut skipped = private_folders();
-    skipped.extend(own.iter().cloned());
+    let mut skipped: Vec<PathBuf> = private.iter().chain(own).cloned().collect();
     skipped.sort();
     skipped.dedup();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
@@ -772,11 +772,10 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
     let mut pending = std::collections::VecDeque::new();
     for folder in folders {
         let Ok(meta) = folder.symlink_metadata() else { continue };
-        if meta.mode() & 0o005 != 0o005 {
-            // A folder others may not enter hides all it holds.
-            found.extend(reader.may_read(&meta).then(|| folder.clone()));
-        } else {
-            pending.push_back((folder.clone(), meta.dev()));
+        match judge_folder(folder, &meta, meta.dev(), &reader) {
+            Folder::Hidden => found.push(folder.clone()),
+            Folder::Walked => pending.push_back((folder.clone(), meta.dev())),
+            Folder::Left => {}
         }
     }
     while let Some((folder, device)) = pending.pop_front() {
@@ -794,24 +793,44 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
             if meta.file_type().is_symlink() || skipped.contains(&path) {
                 continue;
             }
-            let others = meta.mode() & 0o007;
             if meta.is_dir() {
-                if others & 0o005 != 0o005 {
-                    found.extend(reader.may_read(&meta).then_some(path));
-                } else if others & 0o002 != 0 {
-                    // Anyone may fill it (`/run/lock`, `/var/crash`): hidden whole, not walked, so
-                    // no user can spend the budget there, and no crash dump of root's is read.
-                    found.push(path);
-                } else if meta.dev() == device || !another_machines(&path) {
-                    pending.push_back((path, meta.dev()));
+                match judge_folder(&path, &meta, device, &reader) {
+                    Folder::Hidden => found.push(path),
+                    Folder::Walked => pending.push_back((path, meta.dev())),
+                    Folder::Left => {}
                 }
-            } else if others & 0o004 == 0 && reader.may_read(&meta) {
+            } else if meta.mode() & 0o004 == 0 && reader.may_read(&meta) {
                 // What the run could not read anyway needs no rule.
                 found.push(path);
             }
         }
     }
     found
+}
+
+/// What [`hidden_from_others`] does with a folder.
+enum Folder {
+    Hidden,
+    Walked,
+    Left,
+}
+
+/// A folder others may not enter hides all it holds (where the run could read it; else it needs
+/// no rule); one anyone may fill (`/run/lock`, `/var/crash`) is hidden whole, not walked, so no
+/// user can spend the budget there and no crash dump of root's is read; one of another machine's
+/// file systems, mounted beneath one on `device`, is left unwalked.
+fn judge_folder(path: &std::path::Path, meta: &std::fs::Metadata, device: u64, reader: &Reader) -> Folder {
+    use std::os::unix::fs::MetadataExt;
+    let others = meta.mode() & 0o007;
+    if others & 0o005 != 0o005 {
+        if reader.may_read(meta) { Folder::Hidden } else { Folder::Left }
+    } else if others & 0o002 != 0 {
+        Folder::Hidden
+    } else if meta.dev() == device || !another_machines(path) {
+        Folder::Walked
+    } else {
+        Folder::Left
+    }
 }
 
 /// Whom a run reads as: its user and groups, mapped to themselves in its user namespace.

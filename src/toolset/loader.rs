@@ -289,7 +289,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
                 let read = admitted.read(&overlay, |path| {
                     crate::files::read_json_text(path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES)
                 });
-                super::overlay::merge_read(&config.root, toolset, read, &mut texts, &mut diagnostics)
+                super::overlay::merge(&config.root, toolset, read, &mut texts, &mut diagnostics)
             }
             Err(why) => diagnostics.push(Diagnostic::warning(&overlay, ByteRange::default(), trust::UNTRUSTED, why)),
         }

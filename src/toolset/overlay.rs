@@ -78,17 +78,10 @@ pub fn apply(tool: &mut Tool, entry: &OverlayEntry) {
     tool.provenance = Provenance::Probed { date: entry.probed.date.clone(), samples: entry.probed.samples };
 }
 
-/// Applies `.chainsmith/probed/<toolset>.json`, when there is one, to a loaded toolset. Problems
+/// Applies `.chainsmith/probed/<toolset>.json`, when there is one, to a loaded toolset: `read` is
+/// its text as the loader read it, through the file it judged (see `loader::Boundary`). Problems
 /// are diagnostics on the overlay file; a broken entry is skipped.
-pub fn merge(root: &Path, toolset: &mut Toolset, texts: &mut Texts, diagnostics: &mut Vec<Diagnostic>) {
-    let path = overlay_path(root, &toolset.name);
-    let read = crate::files::read_json_text(&path, crate::files::MAX_READ, crate::files::MAX_JSON_VALUES);
-    merge_read(root, toolset, read, texts, diagnostics);
-}
-
-/// [`merge`] with the overlay as `read` (the loader reads the file it judged, see
-/// `loader::Boundary`).
-pub fn merge_read(
+pub fn merge(
     root: &Path,
     toolset: &mut Toolset,
     read: Result<String, crate::files::ReadError>,
