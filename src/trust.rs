@@ -80,6 +80,36 @@ impl Command {
         })
     }
 
+    /// Where the interpreter the workspace chose would read in a home or temporary folder outside
+    /// the workspace (a virtual environment's base in `~/.pyenv`, a `.venv` linked to another
+    /// project), each a line keyed on where it leads: the run line alone names a path the
+    /// workspace can re-link after trust.
+    pub fn interpreter_reads(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
+        if runtime.python == RuntimeConfig::default().python {
+            return Vec::new();
+        }
+        let Ok(root) = std::path::absolute(root) else { return Vec::new() };
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let Some(command) = crate::runtime::run::workspace_interpreter(&runtime.python, &root) else {
+            return Vec::new();
+        };
+        let mut lines: Vec<Command> = crate::runtime::run::interpreter_places(&command)
+            .into_iter()
+            .filter(|(_, place)| place.needs_trust(&root))
+            .map(|(_, place)| Command::interpreter_read(&place))
+            .collect();
+        lines.dedup();
+        lines
+    }
+
+    /// Programs run by the workspace's interpreter read its Python's files at `place`.
+    pub(crate) fn interpreter_read(place: &crate::runtime::run::InterpreterPlace) -> Command {
+        Command {
+            from: "[runtime] python".into(),
+            command: format!("{INTERPRETER_READ_PREFIX}{}>", place.path().display()),
+        }
+    }
+
     pub fn tool(id: &str, argv: &[String]) -> Command {
         Command { from: format!("tool `{id}` (command)"), command: argv_line(argv) }
     }
@@ -90,10 +120,12 @@ impl Command {
             .then(|| Command { from: "[runtime] sandbox".into(), command: format!("{SANDBOX_PREFIX}off>") })
     }
 
-    /// Every line `[runtime]` asks trust for: the interpreter, the sandbox off, raised limits,
-    /// writable folders that loosen the sandbox, readable paths outside the workspace. One list for the check, the record and the run.
+    /// Every line `[runtime]` asks trust for: the interpreter and where it reads outside the
+    /// workspace, the sandbox off, raised limits, writable folders that loosen the sandbox,
+    /// readable paths outside the workspace. One list for the check, the record and the run.
     pub fn runtime(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
         let mut lines: Vec<Command> = Command::python(runtime).into_iter().collect();
+        lines.extend(Command::interpreter_reads(runtime, root));
         lines.extend(Command::sandbox(runtime));
         lines.extend(Command::limits(runtime));
         lines.extend(Command::writable(runtime, root));
@@ -226,6 +258,11 @@ impl Command {
                 "let programs read {}, outside the workspace (what they read they can send to its toolsets)",
                 path.trim_end_matches('>')
             )
+        } else if let Some(path) = line.strip_prefix(INTERPRETER_READ_PREFIX) {
+            format!(
+                "let programs read the interpreter's files at {}, outside the workspace",
+                path.trim_end_matches('>')
+            )
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
         } else if let Some(raised) = line.strip_prefix(LIMITS_PREFIX) {
@@ -279,6 +316,7 @@ const LIMITS_PREFIX: &str = "limits <";
 const REACH_PREFIX: &str = "call <";
 const READ_PREFIX: &str = "read <";
 const PROGRAM_READ_PREFIX: &str = "programs read <";
+const INTERPRETER_READ_PREFIX: &str = "python reads <";
 /// What follows a writable folder's `>` when it is the workspace root itself, or a folder inside.
 const WHOLE_WORKSPACE: &str = " the whole workspace";
 const INSIDE: &str = " inside the workspace";

@@ -122,26 +122,21 @@ fn interpreter(python: &str, root: &Path) -> PathBuf {
     }
 }
 
-/// The folders the interpreter reads from, for a sandbox that hides the user's home folders but
-/// what a run needs.
+/// The folders the user's own interpreter (the default `python3` on `PATH`) reads from, for a
+/// sandbox that hides the user's home folders but what a run needs.
 ///
-/// The default interpreter (`python3` on `PATH`, the user's own) is asked, once per process and
-/// outside the sandbox, as the user's shell would start it (its start runs none of the
-/// workspace's code): `sys.prefix`, `sys.base_prefix` and every `sys.path` entry (user-site
-/// packages, `.pth` paths). A command that is not the interpreter itself (a `pyenv` or `asdf`
-/// shim, a script) runs it from a folder of its tool: the folder above the command's,
-/// `~/.pyenv` of `~/.pyenv/shims/python3`, short of a home folder or `~/.local` themselves.
-///
-/// An interpreter the workspace chose (`[runtime] python`, trusted) runs confined only, so it is
-/// not asked: the command, and a Python's parts of the folder above its own and above the real
-/// executable's (a virtual or conda environment, its base).
-fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
+/// It is asked, once per process and outside the sandbox, as the user's shell would start it (its
+/// start runs none of the workspace's code): `sys.prefix`, `sys.base_prefix` and every `sys.path`
+/// entry (user-site packages, `.pth` paths). A command that is not the interpreter itself (a
+/// `pyenv` or `asdf` shim, a script) runs it from a folder of its tool: the folder above the
+/// command's, `~/.pyenv` of `~/.pyenv/shims/python3`, short of a home folder or `~/.local`
+/// themselves.
+fn users_interpreter_folders(python: &Path) -> Vec<PathBuf> {
     static KNOWN: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
     if let Some((_, folders)) = KNOWN.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(p, _)| p == python) {
         return folders.clone();
     }
-    let command = if python.components().count() > 1 { Some(python.to_path_buf()) } else { on_path(python) };
-    let Some(command) = command else { return Vec::new() };
+    let Some(command) = on_path(python) else { return Vec::new() };
     let homes = super::sandbox::private_folders();
     let tool_folder = |command: &Path| -> Option<PathBuf> {
         let folder = command.parent()?;
@@ -150,41 +145,106 @@ fn interpreter_folders(python: &Path, the_users_own: bool) -> Vec<PathBuf> {
         Some(above.unwrap_or(folder).to_path_buf())
     };
     let mut folders = Vec::new();
-    if !the_users_own {
-        // Where the command and the real executable lie, a Python's parts only: the workspace
-        // chose both (a link in its `.venv` too) and may change them after trust, so neither
-        // opens more — a part that is a link out of its prefix (`lib64 -> ~/projects`) is left
-        // out, and so are the parts of a home folder (an interpreter in `~/tools`).
-        for command in [Some(command.clone()), command.canonicalize().ok()].into_iter().flatten() {
-            let prefix = command.parent().and_then(Path::parent).and_then(|p| p.canonicalize().ok());
-            if let Some(prefix) = prefix.filter(|p| p.parent().is_some() && !homes.contains(p)) {
-                let parts = ["bin", "lib", "lib64", "pyvenv.cfg"].map(|part| prefix.join(part));
-                folders
-                    .extend(parts.into_iter().filter(|part| part.canonicalize().is_ok_and(|r| r.starts_with(&prefix))));
-            }
-            folders.push(command);
-        }
-    } else {
-        let ask = "import sys; sys.stdout.write('\\0'.join([sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))";
-        let argv = [python.to_string_lossy().into_owned(), "-c".into(), ask.into()];
-        let Ok((0, said, _)) = process::run_command(&argv, Path::new("/"), "", Duration::from_secs(10)) else {
-            // Asked again at the next run: a failure here may pass (an interpreter being installed).
-            tracing::warn!(
-                "`{} -c …` did not say where its files are: a run reads none in the home folder",
-                python.display()
-            );
-            return Vec::new();
-        };
-        let mut said = said.split('\0').map(PathBuf::from);
-        let executable = said.next().and_then(|e| e.canonicalize().ok());
-        folders.extend(said.filter(|p| p.is_absolute()));
-        if command.canonicalize().ok() != executable {
-            folders.extend(tool_folder(&command));
-        }
+    let ask = "import sys; sys.stdout.write('\\0'.join([sys.executable, sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path))";
+    let argv = [python.to_string_lossy().into_owned(), "-c".into(), ask.into()];
+    let Ok((0, said, _)) = process::run_command(&argv, Path::new("/"), "", Duration::from_secs(10)) else {
+        // Asked again at the next run: a failure here may pass (an interpreter being installed).
+        tracing::warn!(
+            "`{} -c …` did not say where its files are: a run reads none in the home folder",
+            python.display()
+        );
+        return Vec::new();
+    };
+    let mut said = said.split('\0').map(PathBuf::from);
+    let executable = said.next().and_then(|e| e.canonicalize().ok());
+    folders.extend(said.filter(|p| p.is_absolute()));
+    if command.canonicalize().ok() != executable {
+        folders.extend(tool_folder(&command));
     }
     folders.sort();
     folders.dedup();
     KNOWN.lock().unwrap_or_else(|e| e.into_inner()).push((python.to_path_buf(), folders.clone()));
+    folders
+}
+
+/// The command a workspace's `[runtime] python` names: a path (relative to the workspace `root`)
+/// or a name `PATH` finds.
+pub(crate) fn workspace_interpreter(python: &str, root: &Path) -> Option<PathBuf> {
+    let command = interpreter(python, root);
+    if command.components().count() > 1 { Some(command) } else { on_path(&command) }
+}
+
+/// Where a workspace's interpreter reads, for its command and for its real executable: the folder
+/// above the command's (a virtual or conda environment, its base), whose Python's parts it opens,
+/// or the command alone where that folder is a home or temporary folder itself or `/`. Real
+/// paths, each with the command as given.
+pub(crate) fn interpreter_places(command: &Path) -> Vec<(PathBuf, InterpreterPlace)> {
+    let homes = super::sandbox::private_folders();
+    let mut places = Vec::new();
+    for command in [Some(command.to_path_buf()), command.canonicalize().ok()].into_iter().flatten() {
+        let prefix = command.parent().and_then(Path::parent).and_then(|p| p.canonicalize().ok());
+        let place = match prefix.filter(|p| p.parent().is_some() && !homes.contains(p)) {
+            Some(prefix) => InterpreterPlace::Prefix(prefix),
+            None => match command.canonicalize() {
+                Ok(real) => InterpreterPlace::Command(real),
+                Err(_) => continue,
+            },
+        };
+        places.push((command, place));
+    }
+    places
+}
+
+/// Where a workspace's interpreter reads: see [`interpreter_places`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InterpreterPlace {
+    /// The folder above the command's: its `bin`, `lib`, `lib64` and `pyvenv.cfg` are read.
+    Prefix(PathBuf),
+    /// The command itself, in a folder with no prefix of its own.
+    Command(PathBuf),
+}
+
+impl InterpreterPlace {
+    pub(crate) fn path(&self) -> &Path {
+        match self {
+            InterpreterPlace::Prefix(path) | InterpreterPlace::Command(path) => path,
+        }
+    }
+
+    /// Whether a run reads there only once the workspace is trusted with it: it lies in a home
+    /// or temporary folder, outside the workspace (`root`, a real path), where the workspace
+    /// could re-link its `.venv` after trust.
+    pub(crate) fn needs_trust(&self, root: &Path) -> bool {
+        let path = self.path();
+        !path.starts_with(root) && super::sandbox::private_folders().iter().any(|private| path.starts_with(private))
+    }
+}
+
+/// The folders a workspace's interpreter (`[runtime] python`, trusted) reads from. It runs
+/// confined only, so it is not asked: the command, and a Python's parts of its
+/// [places](interpreter_places). A part that is a link out of its prefix (`lib64 -> ~/projects`)
+/// is left out, and a place in a home or temporary folder outside the workspace opens only where
+/// `trusted` says the workspace is trusted with it (the line of
+/// [`crate::trust::Command::interpreter_read`]): the workspace may change its `.venv` after trust.
+fn workspace_interpreter_folders(
+    command: &Path,
+    root: &Path,
+    trusted: impl Fn(&InterpreterPlace) -> bool,
+) -> Vec<PathBuf> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let mut folders = Vec::new();
+    for (command, place) in interpreter_places(command) {
+        if place.needs_trust(&root) && !trusted(&place) {
+            continue;
+        }
+        if let InterpreterPlace::Prefix(prefix) = &place {
+            let parts = ["bin", "lib", "lib64", "pyvenv.cfg"].map(|part| prefix.join(part));
+            folders.extend(parts.into_iter().filter(|part| part.canonicalize().is_ok_and(|r| r.starts_with(prefix))));
+        }
+        folders.push(command);
+    }
+    folders.sort();
+    folders.dedup();
     folders
 }
 
@@ -409,8 +469,15 @@ fn execute(
     // The run's own folder too: the copy of an editor's unsaved text lies there.
     let mut own = vec![request.root.clone(), package.clone(), work.path().to_path_buf()];
     own.extend(program.parent().map(Path::to_path_buf));
-    let the_users_own = request.config.runtime.python == crate::config::RuntimeConfig::default().python;
-    let mut shared = interpreter_folders(&python, the_users_own);
+    let mut shared = if request.config.runtime.python == crate::config::RuntimeConfig::default().python {
+        users_interpreter_folders(&python)
+    } else {
+        let trust = &request.catalog.trust;
+        let trusted = |place: &InterpreterPlace| trust.allows(&crate::trust::Command::interpreter_read(place).command);
+        workspace_interpreter(&request.config.runtime.python, &request.root)
+            .map(|command| workspace_interpreter_folders(&command, &request.root, trusted))
+            .unwrap_or_default()
+    };
     // Relative entries are relative to the run's folder, which is not chainsmith's.
     shared.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths).filter(|p| p.is_absolute()));
     // None of them opens a home or temporary folder whole (a program or `sys.path` entry in the
@@ -673,13 +740,20 @@ mod tests {
         std::fs::write(venv.join("bin/python"), "").unwrap();
         std::os::unix::fs::symlink(dir.path().join("other"), venv.join("lib64")).unwrap();
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), venv.join("pyvenv.cfg")).unwrap();
-        let folders = interpreter_folders(&venv.join("bin/python"), false);
+        let root = dir.path().join("ws");
+        let trusted_with_none = |_: &InterpreterPlace| false;
+        let folders = workspace_interpreter_folders(&venv.join("bin/python"), &root, trusted_with_none);
         let real = venv.canonicalize().unwrap();
         assert_eq!(folders, vec![real.join("bin"), venv.join("bin/python"), real.join("lib")]);
 
-        // Directly in a temporary folder (as in a home folder), its prefix is that folder.
+        // Directly in a temporary folder (as in a home folder), its prefix is that folder: the
+        // command alone is its place, outside the workspace, and opens only where trusted.
         std::fs::write(dir.path().join("python3"), "").unwrap();
-        assert_eq!(interpreter_folders(&dir.path().join("python3"), false), vec![dir.path().join("python3")]);
+        let command = dir.path().join("python3");
+        let place = InterpreterPlace::Command(command.canonicalize().unwrap());
+        assert_eq!(interpreter_places(&command), vec![(command.clone(), place.clone()), (place.path().into(), place)]);
+        assert_eq!(workspace_interpreter_folders(&command, &root, trusted_with_none), Vec::<PathBuf>::new());
+        assert_eq!(workspace_interpreter_folders(&command, &root, |_| true), vec![command.clone()]);
     }
 
     #[test]

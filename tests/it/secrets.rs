@@ -409,6 +409,54 @@ fn a_readable_path_outside_the_workspace_is_read_only_once_trusted() {
     assert_eq!(text(&out.stdout), "the weights\nPermission denied\n", "{}", text(&out.stderr));
 }
 
+/// A workspace's `.venv` that leads outside it, to a home or temporary folder, opens there only
+/// what the user trusted: changed to lead elsewhere after trust, the run is refused (before, the
+/// trusted `[runtime] python` line, the same text, let the run read the other folder's `lib`).
+#[test]
+fn a_workspace_interpreter_reads_outside_only_where_trusted() {
+    let outside = tempfile::tempdir().unwrap();
+    let python = Command::new("python3")
+        .args(["-c", "import os, sys; sys.stdout.write(os.path.realpath(sys.executable))"])
+        .output()
+        .expect("python3 runs");
+    let python = PathBuf::from(text(&python.stdout));
+    for (env, note) in [("env1", "env1 lib"), ("env2", "env2 private")] {
+        let prefix = outside.path().join(env);
+        std::fs::create_dir_all(prefix.join("bin")).unwrap();
+        std::fs::create_dir_all(prefix.join("lib")).unwrap();
+        std::os::unix::fs::symlink(&python, prefix.join("bin/python")).unwrap();
+        std::fs::write(prefix.join("pyvenv.cfg"), format!("home = {}\n", python.parent().unwrap().display())).unwrap();
+        std::fs::write(prefix.join("lib/note.txt"), note).unwrap();
+    }
+    let program = format!(
+        "for path in [{:?}, {:?}]:\n    try:\n        print(open(path).read())\n    except OSError as e:\n        \
+         print(e.strerror)\n",
+        outside.path().join("env1/lib/note.txt"),
+        outside.path().join("env2/lib/note.txt")
+    );
+    let ws = Workspace::new("[runtime]\npython = \".venv/bin/python\"\n", &program);
+    std::os::unix::fs::symlink(outside.path().join("env1"), ws.root().join(".venv")).unwrap();
+    let line = |env: &str| {
+        format!(
+            "[runtime] python would let programs read the interpreter's files at {}, outside the workspace",
+            outside.path().join(env).canonicalize().unwrap().display()
+        )
+    };
+    let untrusted = ws.untrusted();
+    assert!(untrusted.iter().any(|m| m.starts_with(&line("env1"))), "{untrusted:?}");
+    let trusted = ws.chainsmith(&["trust"]);
+    assert_eq!(trusted.status.code(), Some(0), "{}", text(&trusted.stderr));
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!(text(&out.stdout), "env1 lib\nPermission denied\n", "{}", text(&out.stderr));
+
+    // The same `[runtime] python`, its `.venv` now another folder: not trusted.
+    std::fs::remove_file(ws.root().join(".venv")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("env2"), ws.root().join(".venv")).unwrap();
+    let out = ws.chainsmith(&["run", "p.py"]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(1), String::new()), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&line("env2")), "{}", text(&out.stderr));
+}
+
 #[test]
 fn the_sandbox_is_loosened_only_in_a_trusted_workspace() {
     let outside = tempfile::tempdir().unwrap();
