@@ -54,9 +54,18 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, ReadError> {
 /// The bytes of `path` when it is a regular file of at most `limit` bytes. Opening does not block
 /// on a FIFO, and a file growing while it is read stops at the limit.
 pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    read_opened(open_for_reading(path)?, limit)
+}
+
+/// `path` opened for reading as [`read_bytes`] opens it: never blocking on a FIFO.
+fn open_for_reading(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+}
+
+/// The bytes of an opened file when it is a regular file of at most `limit` bytes.
+fn read_opened(file: std::fs::File, limit: u64) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     use std::os::unix::fs::FileTypeExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let metadata = file.metadata()?;
     let kind = metadata.file_type();
     if !kind.is_file() {
@@ -82,6 +91,45 @@ pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
         return Err(ReadError::TooLarge { size: bytes.len() as u64, limit });
     }
     Ok(bytes)
+}
+
+/// Where an opened file lies, as the kernel names it (`/proc/self/fd/N`): an error where it
+/// cannot (`ENAMETOOLONG` past the length a path can have) or there is no `/proc` to ask.
+pub fn real_path_of(file: &std::fs::File) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+}
+
+/// A workspace's program as chainsmith reads it to run or fix it: [`read_python`]'s text, read
+/// through the file opened and judged. A program given inside the workspace `root` (its folder
+/// lies there, however the paths are spelt) whose file leads outside it (`tool.py ->
+/// ~/.ssh/id_ed25519`), or lies where the kernel cannot name it, is refused: the run, the fix or
+/// the editor would hand another file's text to the workspace's code (a `traceback.py` it ships
+/// reads the run's copy).
+pub fn read_program(path: &Path, root: &Path) -> Result<String, String> {
+    let file = open_for_reading(path).map_err(|e| e.to_string())?;
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
+    let folder = absolute.parent().and_then(|folder| folder.canonicalize().ok());
+    if folder.is_some_and(|folder| folder.starts_with(&root)) {
+        match real_path_of(&file) {
+            Ok(real) if real.starts_with(&root) => {}
+            Ok(real) => {
+                return Err(format!(
+                    "{} leads outside the workspace, to {}: a workspace's program runs only from inside it",
+                    path.display(),
+                    real.display()
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "where {} leads cannot be told ({e}): a workspace's program runs only from inside it",
+                    path.display()
+                ));
+            }
+        }
+    }
+    decode_python(read_opened(file, MAX_SOURCE).map_err(|e| e.to_string())?)
 }
 
 /// A Python source file's text: a regular file of at most [`MAX_SOURCE`] bytes, decoded as

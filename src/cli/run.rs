@@ -55,10 +55,17 @@ pub fn run(
     }
     let root = workspace_root(root, &[file.to_path_buf()])?;
     let (config, catalog) = load_workspace(&root)?;
-    let text =
-        crate::files::read_python(file).map_err(|why| anyhow::anyhow!("cannot read {}: {why}", file.display()))?;
+    let text = match crate::files::read_program(file, &root) {
+        Ok(text) => text,
+        Err(why) => {
+            eprintln!("chainsmith: not running {}: {why}", file.display());
+            return Ok(1);
+        }
+    };
     let catalog = Arc::new(catalog);
     let mut request = RunRequest::new(file, &root, Arc::new(config), catalog.clone());
+    // The run reads the text judged here, never the file again (it may be swapped meanwhile).
+    request.source = Some(text.clone());
     request.inherit_stdin = true;
     let mut ready = match jobs::run::prepare(request, &text, mock) {
         Ok(ready) => ready,

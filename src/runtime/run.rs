@@ -367,9 +367,15 @@ fn same_modes(a: &libc::termios, b: &libc::termios) -> bool {
 pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel) -> RunOutcome {
     let (started, stamp) = trace::timestamps(SystemTime::now());
     let label = program_label(&request.root, &request.program);
-    let text = match &request.source {
-        Some(text) => text.clone(),
-        None => crate::files::read_python(&request.program).unwrap_or_default(),
+    // The program is read once, judged by the file opened ([`crate::files::read_program`]), and
+    // run from the run's own copy of that text: a file swapped after the check is never read.
+    let read = match &request.source {
+        Some(text) => Ok(text.clone()),
+        None => crate::files::read_program(&request.program, &request.root),
+    };
+    let (text, unread) = match read {
+        Ok(text) => (text, None),
+        Err(why) => (String::new(), Some(why)),
     };
     let secrets = Secrets::of(&request.catalog, &request.config);
     let mut outcome = RunOutcome {
@@ -385,7 +391,10 @@ pub fn run(request: RunRequest, observer: Arc<dyn RunObserver>, cancel: &Cancel)
     };
     // Only a run given the user's stdin can reach a terminal of theirs.
     let terminal = if request.inherit_stdin { TerminalState::save() } else { TerminalState { saved: Vec::new() } };
-    let executed = execute(&request, &text, &secrets, observer, cancel, &mut outcome);
+    let executed = match unread {
+        Some(why) => Err(why),
+        None => execute(&request, &text, &secrets, observer, cancel, &mut outcome),
+    };
     terminal.restore();
     if let Err(message) = executed {
         outcome.start_error = Some(message.clone());
@@ -415,24 +424,6 @@ fn execute(
     let package = package::ensure().map_err(|e| format!("{e:#}"))?;
     let work = workdir().map_err(|e| format!("cannot create a temporary folder for the run: {e}"))?;
     let program = std::path::absolute(&request.program).map_err(|e| format!("{}: {e}", request.program.display()))?;
-    if request.source.is_none() && !program.is_file() {
-        return Err(format!("{}: no such program", request.program.display()));
-    }
-    // A program of the workspace read from disk runs from inside it: a link there to
-    // `~/.ssh/id_ed25519` would otherwise be granted to the run as the program, and a module the
-    // workspace ships read it. (Text given to run is read from the run's own copy.)
-    let root = request.root.canonicalize().unwrap_or_else(|_| request.root.clone());
-    if request.source.is_none()
-        && let Ok(real) = program.canonicalize()
-        && std::path::absolute(&request.root).is_ok_and(|given_root| program.starts_with(given_root))
-        && !real.starts_with(&root)
-    {
-        return Err(format!(
-            "{} leads outside the workspace, to {}: a workspace's program runs only from inside it",
-            request.program.display(),
-            real.display()
-        ));
-    }
     let (door, program_door) =
         UnixStream::pair().map_err(|e| format!("cannot make the channel to the program: {e}"))?;
     // The run's folder holds what chainsmith gives the program (its source, the file it writes
@@ -490,9 +481,6 @@ fn execute(
     // that is the root only because no chainsmith.toml lies above a program there.
     let chosen_root = request.root.join("chainsmith.toml").is_file();
     own.retain(|path| (chosen_root && path == &request.root) || !opens_a_home(path));
-    if request.source.is_none() {
-        own.push(program.clone());
-    }
     shared.retain(|path| !opens_a_home(path));
     // What the workspace names, trusted (see `untrusted_runtime`): a home folder whole too.
     shared.extend(crate::trust::readable_paths(&request.config.runtime, &request.root));
@@ -535,11 +523,10 @@ fn execute(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     sandbox.apply(&mut command, program_door.as_raw_fd());
-    if let Some(source) = &request.source {
-        let copy = work.path().join("source.py");
-        std::fs::write(&copy, source).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
-        command.env("CHAINSMITH_SOURCE", copy);
-    }
+    // The program's file is never granted: the run reads the copy of the text chainsmith judged.
+    let copy = work.path().join("source.py");
+    std::fs::write(&copy, text).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+    command.env("CHAINSMITH_SOURCE", copy);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {

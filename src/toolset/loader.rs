@@ -462,7 +462,7 @@ impl<'t> Boundary<'t> {
         let opened = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path);
         let by_path = || path.canonicalize().unwrap_or_else(|_| trust::resolved_path(&absolute(path)));
         let (real, named, opened) = match opened {
-            Ok(file) => match std::fs::read_link(Admitted::proc_path(&file)) {
+            Ok(file) => match crate::files::real_path_of(&file) {
                 Ok(real) => (real, true, Admitted::Opened(file)),
                 Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
                     (absolute(path), false, Admitted::Opened(file))

@@ -344,6 +344,19 @@ fn a_program_linked_out_of_the_workspace_does_not_run() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(text(&out.stdout), "");
     assert!(text(&out.stderr).contains("tool.py leads outside the workspace"), "{}", text(&out.stderr));
+    // The root spelt another way, and `fix`, which hands the program's text to the run, refuse
+    // it too (both read it before; `fix` ran it, and a `traceback.py` of the workspace sent it on).
+    std::fs::create_dir(ws.path().join("sub")).unwrap();
+    let spelled = ws.path().join("sub/..").display().to_string();
+    for args in [vec!["run", "--root", &spelled, "tool.py"], vec!["fix", "tool.py"]] {
+        let out = chainsmith(ws.path(), &args, &[]);
+        assert_eq!((out.status.code(), text(&out.stdout)), (Some(1), String::new()), "{args:?}");
+        let said = text(&out.stderr);
+        assert!(
+            said.contains("tool.py leads outside the workspace") && !said.contains("PRIVATE KEY"),
+            "{args:?}: {said}"
+        );
+    }
 }
 
 /// The temporary folders hold other programs' private files (a Kerberos ticket cache, another

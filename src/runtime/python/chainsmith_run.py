@@ -43,6 +43,14 @@ def _main():
     try:
         with open(source_file, "rb") as f:
             source = f.read()
+        if source_file != program:
+            # chainsmith's copy: the text it read and judged, written as UTF-8 whatever coding
+            # line it holds (which compiling text ignores). Tracebacks show its lines, not those
+            # of a file the run may not read or that changed since.
+            import linecache
+
+            source = source.decode("utf-8")
+            linecache.cache[program] = (len(source), None, source.splitlines(True), program)
         code = compile(source, program, "exec")
         exec(code, main.__dict__)
     except SystemExit:

@@ -59,7 +59,7 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
         Some(snap) => (snap.path.clone(), snap.text().to_string(), Some(snap.version)),
         None => {
             let path = session::document_path(&uri);
-            match crate::files::read_python(&path) {
+            match crate::files::read_program(&path, &root) {
                 Ok(text) => (path, text, None),
                 Err(e) => {
                     let message = format!("chainsmith: cannot run {}: {e}", path.display());
