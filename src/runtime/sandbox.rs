@@ -24,7 +24,8 @@
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
 //!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
-//!   `io_uring` (whose operations would pass the filter by), and nothing that has the kernel
+//!   `io_uring` (whose operations would pass the filter by), no keyring call (the session
+//!   keyring is chainsmith's), and nothing that has the kernel
 //!   continue a run stopped by Ctrl-Z (a timer's or message queue's signal, `F_SETSIG` of
 //!   SIGCONT or SIGKILL, a parent-death SIGCONT);
 //! - an address-space limit (`[runtime] max_memory_mb`): an allocation past it fails in the program
@@ -448,6 +449,12 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
                 (1, SeccompCmpOp::Eq, libc::SIGCONT as u64),
             ])],
         ),
+        // The kernel's keyrings: the run shares chainsmith's session keyring (a Kerberos
+        // `KEYRING:` cache, tokens a tool stored with `keyctl`), which it could read, change
+        // and add to, outliving the run.
+        (libc::SYS_add_key, Vec::new()),
+        (libc::SYS_request_key, Vec::new()),
+        (libc::SYS_keyctl, Vec::new()),
         // A program run by root holds every capability in its user namespace: it could take the
         // run's `nodev` back, or mount over what Landlock's rules name.
         (libc::SYS_mount, Vec::new()),

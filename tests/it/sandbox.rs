@@ -885,6 +885,28 @@ for signo in (signal.SIGCONT, signal.SIGKILL):
     );
 }
 
+/// The run shares chainsmith's session keyring (a Kerberos `KEYRING:` cache, a token stored with
+/// `keyctl`): it may neither read it nor add to it.
+#[test]
+fn a_program_reaches_no_keyring() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = r#"import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+session = ctypes.c_long(-3)
+print("keyctl", libc.syscall(keyctl, 0, session, 0), os.strerror(ctypes.get_errno()))
+print("add_key", libc.syscall(add_key, b"user", b"planted", b"x", 1, session), os.strerror(ctypes.get_errno()))
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(
+        text(&out.stdout),
+        "keyctl -1 Operation not permitted\nadd_key -1 Operation not permitted\n",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// What a program prints reaches the user's terminal with its colours but without other escape
 /// sequences: set the clipboard (OSC 52) or ask the terminal for a report it would answer by
 /// typing into the shell's input, and it would act after the run. A pipe gets the output as written.
