@@ -93,6 +93,23 @@ fn read_opened(file: std::fs::File, limit: u64) -> Result<Vec<u8>, ReadError> {
     Ok(bytes)
 }
 
+/// `a/./b/../c` → `a/c`, without touching the file system (a link is not followed).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
 /// Where an opened file lies, as the kernel names it (`/proc/self/fd/N`): an error where it
 /// cannot (`ENAMETOOLONG` past the length a path can have) or there is no `/proc` to ask.
 pub fn real_path_of(file: &std::fs::File) -> std::io::Result<PathBuf> {

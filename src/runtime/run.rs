@@ -459,7 +459,12 @@ fn execute(
     let python = interpreter(&request.config.runtime.python, &request.root);
     // The run's own folder too: the copy of an editor's unsaved text lies there.
     let mut own = vec![request.root.clone(), package.clone(), work.path().to_path_buf()];
-    own.extend(program.parent().map(Path::to_path_buf));
+    // A program's folder in the workspace is the workspace's: granted as part of it, never on its
+    // own (swapped for a link to the home folder after the program was read, it would grant that).
+    let root_as_written = crate::files::normalize(&std::path::absolute(&request.root).unwrap_or_default());
+    if !crate::files::normalize(&program).starts_with(&root_as_written) {
+        own.extend(program.parent().map(Path::to_path_buf));
+    }
     let mut shared = if request.config.runtime.python == crate::config::RuntimeConfig::default().python {
         users_interpreter_folders(&python)
     } else {
@@ -474,13 +479,17 @@ fn execute(
     // None of them opens a home or temporary folder whole (a program or `sys.path` entry in the
     // home folder or `/tmp` itself): the program's own file, the workspace's root, what lies
     // beneath stay.
+    // Judged, and handed to the sandbox, as real paths resolved once: the sandbox grants a path
+    // only while it still resolves there (see `sandbox::Readable`).
+    let real = |paths: Vec<PathBuf>| -> Vec<PathBuf> { paths.iter().filter_map(|p| p.canonicalize().ok()).collect() };
+    let (mut own, mut shared) = (real(own), real(shared));
     let homes = super::sandbox::private_folders();
-    let opens_a_home =
-        |path: &Path| path.canonicalize().is_ok_and(|real| homes.iter().any(|home| home.starts_with(&real)));
+    let opens_a_home = |real: &Path| homes.iter().any(|home| home.starts_with(real));
     // The workspace's root may be a home folder the user opened as the workspace, not one
     // that is the root only because no chainsmith.toml lies above a program there.
-    let chosen_root = request.root.join("chainsmith.toml").is_file();
-    own.retain(|path| (chosen_root && path == &request.root) || !opens_a_home(path));
+    let chosen_root =
+        request.root.join("chainsmith.toml").is_file().then(|| request.root.canonicalize().ok()).flatten();
+    own.retain(|path| chosen_root.as_ref() == Some(path) || !opens_a_home(path));
     shared.retain(|path| !opens_a_home(path));
     // What the workspace names, trusted (see `untrusted_runtime`): a home folder whole too.
     shared.extend(crate::trust::readable_paths(&request.config.runtime, &request.root));

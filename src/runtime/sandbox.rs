@@ -626,7 +626,11 @@ const SYSTEM_WALK_BUDGET: usize = 100_000;
 /// still hides the credential stores. A link is judged by where it leads (a link to `/`, into
 /// `/dev` or to `~/.ssh` would grant what it leads to).
 fn readable(allowed: &Readable) -> Vec<PathBuf> {
-    let real = |paths: &[PathBuf]| -> Vec<PathBuf> { paths.iter().filter_map(|p| p.canonicalize().ok()).collect() };
+    // Real paths as given, still leading where they did when the caller judged them: one a link
+    // now (a folder swapped for a link to the home folder meanwhile) is left out.
+    let real = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        paths.iter().filter(|p| p.canonicalize().is_ok_and(|real| &real == *p)).cloned().collect()
+    };
     let (own, mut shared) = (real(&allowed.own), real(&allowed.shared));
     let unreadable = unreadable();
     // Nothing a workspace can point elsewhere opens a credential store (a `.venv/bin/python`
@@ -641,8 +645,29 @@ fn readable(allowed: &Readable) -> Vec<PathBuf> {
     rules.extend(allowed.into_iter().map(|p| (p, true)));
     let mut readable = Vec::new();
     readable_beneath(root, &Rules::new(rules), &mut readable);
-    readable.extend(READABLE_DEVICES.iter().map(PathBuf::from).filter(|p| p.exists()));
+    readable.extend(READABLE_DEVICES.iter().filter_map(|p| PathBuf::from(p).canonicalize().ok()));
     readable
+}
+
+/// Landlock rules granting `access` beneath each of `paths`, real paths [`readable`] judged: each
+/// opened once, and granted only where the file opened lies at that very path, so no link
+/// re-pointed or folder swapped for a link since the judgement grants another place — and what is
+/// renamed afterwards keeps the rule on the file judged.
+fn judged_rules(
+    paths: Vec<PathBuf>,
+    access: landlock::BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<landlock::PathBeneath<std::fs::File>, landlock::RulesetError>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    paths.into_iter().filter_map(move |path| {
+        let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).ok()?;
+        if crate::files::real_path_of(&file).ok()? != path {
+            return None;
+        }
+        // A file takes only the rights a file has (Landlock refuses a folder's on it).
+        let is_folder = file.metadata().ok()?.is_dir();
+        let access = if is_folder { access } else { access & AccessFs::from_file(LANDLOCK_ABI) };
+        Some(Ok(landlock::PathBeneath::new(file, access)))
+    })
 }
 
 /// The read rules of a run, indexed by path: each path's verdict (refusing at a tie), and for
@@ -940,7 +965,8 @@ fn readable_beneath(folder: &std::path::Path, rules: &Rules, out: &mut Vec<PathB
         let may = rules.may_read(&real);
         if !rules.mixed(&real, may) {
             if may {
-                out.push(path);
+                // Granted where it was judged: a link's rule would follow the link anew.
+                out.push(real);
             }
         } else if entry.file_type().is_ok_and(|t| t.is_dir()) && real == path {
             readable_beneath(&path, rules, out);
@@ -962,7 +988,7 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &Readable)
         .and_then(|r| r.handle_access(AccessNet::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.scope(Scope::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rules(path_beneath_rules(readable(allowed), read)))
+        .and_then(|r| r.add_rules(judged_rules(readable(allowed), read)))
         .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
         .map_err(|e| e.to_string())?;
     let fd: Option<OwnedFd> = ruleset.into();

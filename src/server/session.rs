@@ -544,7 +544,7 @@ impl Session {
 /// `path` as given and canonicalized (when it exists), so `/tmp/x` and a symlinked spelling of it
 /// compare equal.
 fn equivalent_paths(path: &Path) -> Vec<PathBuf> {
-    let mut out = vec![normalize(path)];
+    let mut out = vec![crate::files::normalize(path)];
     if let Ok(canonical) = std::fs::canonicalize(path)
         && !out.contains(&canonical)
     {
@@ -555,23 +555,6 @@ fn equivalent_paths(path: &Path) -> Vec<PathBuf> {
 
 fn same_file(candidates: &[PathBuf], other: &Path) -> bool {
     equivalent_paths(other).iter().any(|o| candidates.contains(o))
-}
-
-/// Removes `.` components and folds `..` lexically.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// The path of a document URI: the file path for `file:` URIs, else the URI's path (untitled

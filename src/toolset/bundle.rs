@@ -11,7 +11,7 @@
 //! or parsed, or a pointer it lacks, is a located error on the `$ref`.
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::doc::{self, Node, NodeKind, Syntax};
 use crate::diagnostic::Diagnostic;
@@ -41,7 +41,7 @@ pub fn bundle(
         return (None, Vec::new());
     }
     let mut bundler = Bundler {
-        main: normalize(file),
+        main: crate::files::normalize(file),
         read,
         aliases,
         docs: HashMap::new(),
@@ -165,7 +165,7 @@ impl Bundler<'_> {
         let path = match (file_part.is_empty(), cx.this) {
             (true, None) => return keep,
             (true, Some(this)) => this.to_path_buf(),
-            (false, _) => normalize(&cx.base.join(file_part)),
+            (false, _) => crate::files::normalize(&cx.base.join(file_part)),
         };
         if path == self.main {
             return Node { kind: NodeKind::String(format!("#{fragment}")), range: at };
@@ -216,23 +216,6 @@ impl Bundler<'_> {
     fn error(&mut self, range: ByteRange, message: String) {
         self.diagnostics.push(Diagnostic::error(&self.main, range, "unresolved-ref", message));
     }
-}
-
-/// `a/./b/../c` → `a/c`, without touching the file system (a link is not followed).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
