@@ -625,7 +625,7 @@ const SYSTEM_WALK_BUDGET: usize = 100_000;
 /// path decides, and at the same path refusing does: a workspace that is the home folder itself
 /// still hides the credential stores. A link is judged by where it leads (a link to `/`, into
 /// `/dev` or to `~/.ssh` would grant what it leads to).
-fn readable(allowed: &Readable) -> Vec<PathBuf> {
+fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     // Real paths as given, still leading where they did when the caller judged them: one a link
     // now (a folder swapped for a link to the home folder meanwhile) is left out.
     let real = |paths: &[PathBuf]| -> Vec<PathBuf> {
@@ -638,33 +638,47 @@ fn readable(allowed: &Readable) -> Vec<PathBuf> {
     shared.retain(|path| !unreadable.iter().any(|hidden| path.starts_with(hidden)));
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
     let private = private_folders();
-    rules.extend(not_for_every_user(&own, &private).iter().map(|p| (p.clone(), false)));
+    let hidden = not_for_every_user(&own, &private);
+    rules.extend(hidden.paths.iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
     let allowed: Vec<PathBuf> = own.into_iter().chain(shared).collect();
     rules.extend(private.into_iter().filter(|h| h != root && !allowed.contains(h)).map(|h| (h, false)));
     rules.extend(allowed.into_iter().map(|p| (p, true)));
     let mut readable = Vec::new();
-    readable_beneath(root, &Rules::new(rules), &mut readable);
-    readable.extend(READABLE_DEVICES.iter().filter_map(|p| PathBuf::from(p).canonicalize().ok()));
+    readable_beneath(root, &Rules::new(rules), &hidden, &mut readable);
+    readable.extend(READABLE_DEVICES.iter().filter_map(|p| PathBuf::from(p).canonicalize().ok()).map(|p| {
+        let id = file_id(&p);
+        (p, id)
+    }));
     readable
 }
 
+/// A file's identity, which a rename keeps: its device and inode.
+type FileId = (u64, u64);
+
+fn file_id(path: &std::path::Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|meta| (meta.dev(), meta.ino()))
+}
+
 /// Landlock rules granting `access` beneath each of `paths`, real paths [`readable`] judged: each
-/// opened once, and granted only where the file opened lies at that very path, so no link
-/// re-pointed or folder swapped for a link since the judgement grants another place — and what is
-/// renamed afterwards keeps the rule on the file judged.
+/// opened once, and granted only where the file opened lies at that very path and is the file
+/// judged (where its identity was taken), so no link re-pointed, folder swapped for a link or
+/// other file renamed there since the judgement grants another place — and what is renamed
+/// afterwards keeps the rule on the file judged.
 fn judged_rules(
-    paths: Vec<PathBuf>,
+    paths: Vec<(PathBuf, Option<FileId>)>,
     access: landlock::BitFlags<AccessFs>,
 ) -> impl Iterator<Item = Result<landlock::PathBeneath<std::fs::File>, landlock::RulesetError>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    paths.into_iter().filter_map(move |path| {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    paths.into_iter().filter_map(move |(path, judged)| {
         let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).ok()?;
-        if crate::files::real_path_of(&file).ok()? != path {
+        let meta = file.metadata().ok()?;
+        if crate::files::real_path_of(&file).ok()? != path || judged.is_some_and(|id| id != (meta.dev(), meta.ino())) {
             return None;
         }
         // A file takes only the rights a file has (Landlock refuses a folder's on it).
-        let is_folder = file.metadata().ok()?.is_dir();
+        let is_folder = meta.is_dir();
         let access = if is_folder { access } else { access & AccessFs::from_file(LANDLOCK_ABI) };
         Some(Ok(landlock::PathBeneath::new(file, access)))
     })
@@ -758,10 +772,10 @@ pub fn private_folders() -> Vec<PathBuf> {
 /// root's powers there reach only files of users it maps.) Not beneath the run's `own` folders
 /// (a workspace in `/srv` keeps its `.env`) nor the `private` ones; walked again only when
 /// the last walk is a minute old or skipped other folders (the server runs many).
-fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Vec<PathBuf>> {
+fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Hidden> {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
-    type Walk = (Vec<PathBuf>, Instant, Arc<Vec<PathBuf>>);
+    type Walk = (Vec<PathBuf>, Instant, Arc<Hidden>);
     static LAST: Mutex<Option<Walk>> = Mutex::new(None);
     let mut skipped: Vec<PathBuf> = private.iter().chain(own).cloned().collect();
     skipped.sort();
@@ -785,7 +799,10 @@ fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Ve
     let (etc, rest): (Vec<PathBuf>, Vec<PathBuf>) =
         folders.into_iter().partition(|f| f.as_path() == std::path::Path::new("/etc"));
     let mut found = hidden_from_others(&etc, &skipped, SYSTEM_WALK_BUDGET);
-    found.extend(hidden_from_others(&rest, &skipped, SYSTEM_WALK_BUDGET));
+    let more = hidden_from_others(&rest, &skipped, SYSTEM_WALK_BUDGET);
+    found.paths.extend(more.paths);
+    found.ids.extend(more.ids);
+    found.around.extend(more.around);
     let found = Arc::new(found);
     *last = Some((skipped, Instant::now(), found.clone()));
     found
@@ -796,48 +813,86 @@ fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Ve
 /// FUSE) mounted there is not walked: a data share can hold millions of files. Past `budget`
 /// entries what is not walked yet is hidden whole: a large tree planted in `/srv` must not leave
 /// `/var/log` unwalked and readable.
-fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -> Vec<PathBuf> {
-    use std::os::unix::fs::MetadataExt;
+fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -> Hidden {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let reader = Reader::this_process();
-    let mut found = Vec::new();
+    let mut found: Vec<(PathBuf, FileId)> = Vec::new();
+    // Every folder walked, by path, for the identities of the folders holding what is hidden.
+    let mut walked: std::collections::HashMap<PathBuf, FileId> = std::collections::HashMap::new();
     let mut left = budget;
     let mut pending = std::collections::VecDeque::new();
     for folder in folders {
         let Ok(meta) = folder.symlink_metadata() else { continue };
+        let id = (meta.dev(), meta.ino());
         match judge_folder(folder, &meta, meta.dev(), &reader) {
-            Folder::Hidden => found.push(folder.clone()),
-            Folder::Walked => pending.push_back((folder.clone(), meta.dev())),
+            Folder::Hidden => found.push((folder.clone(), id)),
+            Folder::Walked => pending.push_back((folder.clone(), id)),
             Folder::Left => {}
         }
     }
-    while let Some((folder, device)) = pending.pop_front() {
-        let Ok(entries) = std::fs::read_dir(&folder) else { continue };
+    'walk: while let Some((folder, folder_id)) = pending.pop_front() {
+        walked.insert(folder.clone(), folder_id);
+        // Listed through the folder opened, and only if it is the folder judged: one renamed in
+        // its place meanwhile, or one the run could list but this walk cannot (a path past the
+        // length the kernel takes), is hidden, not left unjudged.
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(&folder)
+            .ok()
+            .filter(|dir| dir.metadata().is_ok_and(|meta| (meta.dev(), meta.ino()) == folder_id));
+        let entries = opened.and_then(|dir| {
+            use std::os::fd::AsRawFd;
+            // Kept open while it is listed: the listing reads through this descriptor.
+            let listing = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
+            Some((dir, listing))
+        });
+        let Some((_dir, entries)) = entries else {
+            found.push((folder, folder_id));
+            continue;
+        };
         for entry in entries.flatten() {
             if left == 0 {
-                found.push(folder);
-                found.extend(pending.into_iter().map(|(folder, _)| folder));
-                return found;
+                found.push((folder, folder_id));
+                found.extend(pending.drain(..));
+                break 'walk;
             }
             left -= 1;
             // Not followed: a link is judged where it leads, if that is walked.
             let Ok(meta) = entry.metadata() else { continue };
-            let path = entry.path();
+            let path = folder.join(entry.file_name());
             if meta.file_type().is_symlink() || skipped.contains(&path) {
                 continue;
             }
+            let id = (meta.dev(), meta.ino());
             if meta.is_dir() {
-                match judge_folder(&path, &meta, device, &reader) {
-                    Folder::Hidden => found.push(path),
-                    Folder::Walked => pending.push_back((path, meta.dev())),
+                match judge_folder(&path, &meta, folder_id.0, &reader) {
+                    Folder::Hidden => found.push((path, id)),
+                    Folder::Walked => pending.push_back((path, id)),
                     Folder::Left => {}
                 }
             } else if meta.mode() & 0o004 == 0 && reader.may_read(&meta) {
                 // What the run could not read anyway needs no rule.
-                found.push(path);
+                found.push((path, id));
             }
         }
     }
-    found
+    let around = found
+        .iter()
+        .flat_map(|(path, _)| path.ancestors().skip(1).filter_map(|folder| walked.get(folder).copied()))
+        .collect();
+    let ids = found.iter().map(|(_, id)| *id).collect();
+    Hidden { paths: found.into_iter().map(|(path, _)| path).collect(), ids, around }
+}
+
+/// What of the system's folders a run may not read ([`not_for_every_user`]): the paths, and the
+/// identities of what they name and of the folders holding them, so that a rename after the
+/// walk moves no hidden file out of sight of the rules.
+#[derive(Default)]
+struct Hidden {
+    paths: Vec<PathBuf>,
+    ids: std::collections::HashSet<FileId>,
+    around: std::collections::HashSet<FileId>,
 }
 
 /// What [`hidden_from_others`] does with a folder.
@@ -957,19 +1012,29 @@ fn account_home() -> Option<PathBuf> {
 
 /// Adds to `out` what beneath `folder` a run may read ([`Rules::may_read`]): whole entries where no rule
 /// beneath decides otherwise, the entries of a real folder where one does.
-fn readable_beneath(folder: &std::path::Path, rules: &Rules, out: &mut Vec<PathBuf>) {
+fn readable_beneath(
+    folder: &std::path::Path,
+    rules: &Rules,
+    hidden: &Hidden,
+    out: &mut Vec<(PathBuf, Option<FileId>)>,
+) {
     let Ok(entries) = std::fs::read_dir(folder) else { return };
     for entry in entries.flatten() {
         let path = entry.path();
         let Ok(real) = path.canonicalize() else { continue };
-        let may = rules.may_read(&real);
-        if !rules.mixed(&real, may) {
+        // Judged by path and by identity: what the walk hid, or held hidden entries, renamed
+        // since (a folder of root's private files swapped with a readable one's name) is still
+        // hidden, or walked.
+        let id = file_id(&real);
+        let may = rules.may_read(&real) && !id.is_some_and(|id| hidden.ids.contains(&id));
+        let mixed = rules.mixed(&real, may) || (may && id.is_some_and(|id| hidden.around.contains(&id)));
+        if !mixed {
             if may {
                 // Granted where it was judged: a link's rule would follow the link anew.
-                out.push(real);
+                out.push((real, id));
             }
         } else if entry.file_type().is_ok_and(|t| t.is_dir()) && real == path {
-            readable_beneath(&path, rules, out);
+            readable_beneath(&path, rules, hidden, out);
         }
         // A link to a folder holding rules of both kinds (`/`, the home folder) grants nothing:
         // the folder itself is walked under its own path.
@@ -1365,14 +1430,42 @@ mod tests {
         std::fs::write(root.join("lock/planted"), "x").unwrap();
         mode(&root.join("lock"), 0o1777);
         std::os::unix::fs::symlink(root.join("ssl/private/host.key"), root.join("link-to-key")).unwrap();
-        let mut found = hidden_from_others(&[root.to_path_buf()], &[root.join("skipped")], 100);
+        let mut found = hidden_from_others(&[root.to_path_buf()], &[root.join("skipped")], 100).paths;
         found.sort();
         // The private folder is hidden whole, not walked, and so is one anyone may fill; a link
         // is judged where it leads.
         assert_eq!(found, vec![root.join("group-only.conf"), root.join("lock"), root.join("ssl/private")]);
 
         // Past the budget, what is not walked yet is hidden whole.
-        let found = hidden_from_others(&[root.to_path_buf(), root.join("ssl")], &[], 0);
+        let found = hidden_from_others(&[root.to_path_buf(), root.join("ssl")], &[], 0).paths;
         assert_eq!(found, vec![root.to_path_buf(), root.join("ssl")]);
+    }
+
+    /// A rename after the walk (a folder of private files swapped with a readable one's name)
+    /// moves nothing hidden into what the rules grant: the hidden entries and the folders
+    /// holding them are known by identity too.
+    #[test]
+    fn what_the_walk_hid_stays_hidden_under_another_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/priv")).unwrap();
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        std::fs::write(root.join("a/priv/secret"), "x").unwrap();
+        std::fs::write(root.join("b/readme"), "x").unwrap();
+        for (folder, mode) in [("a", 0o755), ("a/priv", 0o700), ("b", 0o755)] {
+            std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let hidden = hidden_from_others(&[root.to_path_buf()], &[], 100);
+        assert_eq!(hidden.paths, vec![root.join("a/priv")]);
+        std::fs::rename(root.join("a"), root.join("swap")).unwrap();
+        std::fs::rename(root.join("b"), root.join("a")).unwrap();
+        std::fs::rename(root.join("swap"), root.join("b")).unwrap();
+        let rules = Rules::new(hidden.paths.iter().map(|p| (p.clone(), false)));
+        let mut granted = Vec::new();
+        readable_beneath(root, &rules, &hidden, &mut granted);
+        let granted: Vec<PathBuf> = granted.into_iter().map(|(path, _)| path).collect();
+        let real = root.canonicalize().unwrap();
+        assert!(granted.contains(&real.join("a/readme")), "{granted:?}");
+        assert!(!granted.iter().any(|p| real.join("b/priv/secret").starts_with(p)), "{granted:?}");
     }
 }
