@@ -132,6 +132,16 @@ impl Command {
         lines
     }
 
+    /// A toolset's `max_mb` above the default size of a protocol file read: parsed, a file that
+    /// large can take gigabytes of memory (a JSON array of zeros: some fifty times its size), and
+    /// `check`, `tools` and the editor read the workspace's files before any trust.
+    pub fn max_read(toolset: &crate::config::ToolsetConfig) -> Option<Command> {
+        (toolset.max_bytes > crate::files::MAX_READ).then(|| Command {
+            from: format!("toolset `{}` (max_mb)", toolset.name),
+            command: format!("{READ_LIMIT_PREFIX}{} MiB>", toolset.max_bytes >> 20),
+        })
+    }
+
     /// The sandbox's limits a workspace raises above the defaults (`max_memory_mb`,
     /// `max_processes`, `max_scratch_mb`, `max_response_mb`): a folder could otherwise give its
     /// own chain room to take the machine's memory or process table. Lowering them asks nothing.
@@ -260,6 +270,12 @@ impl Command {
                 "let programs read the interpreter's files at {}, outside the workspace",
                 path.trim_end_matches('>')
             )
+        } else if let Some(size) = line.strip_prefix(READ_LIMIT_PREFIX) {
+            format!(
+                "read its protocol files up to {} (the default is {} MiB; parsed, a file that large can take many times its size in memory)",
+                size.trim_end_matches('>'),
+                crate::files::MAX_READ >> 20
+            )
         } else if line.starts_with(SANDBOX_PREFIX) {
             "run programs with the sandbox off".into()
         } else if let Some(raised) = line.strip_prefix(LIMITS_PREFIX) {
@@ -320,6 +336,7 @@ const LIMITS_PREFIX: &str = "limits <";
 const REACH_PREFIX: &str = "call <";
 const READ_PREFIX: &str = "read <";
 const PROGRAM_READ_PREFIX: &str = "programs read <";
+const READ_LIMIT_PREFIX: &str = "read protocol files up to <";
 const INTERPRETER_READ_PREFIX: &str = "python reads <";
 /// What follows a writable folder's `>` when it is the workspace root itself, or a folder inside.
 const WHOLE_WORKSPACE: &str = " the whole workspace";
@@ -684,6 +701,7 @@ pub fn config_commands(config: &Config) -> Vec<Command> {
             _ => None,
         })
         .collect();
+    out.extend(config.toolsets.iter().filter_map(Command::max_read));
     out.extend(Command::runtime(&config.runtime, &config.root));
     out.extend(Command::llm_reach(&config.llm));
     out.extend(Command::llm(&config.llm));

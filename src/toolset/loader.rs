@@ -207,11 +207,16 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             .flat_map(|ts| {
                 let (kind, files) = protocol_files(&ts.source);
                 let named_in = Some((config_file.as_path(), ts.range));
+                // Past the default only once trusted (said below, on the entry).
+                let max_bytes = match trust::Command::max_read(ts) {
+                    Some(line) if !trust.allows(&line.command) => crate::files::MAX_READ,
+                    _ => ts.max_bytes,
+                };
                 files.iter().map(move |rel| FileJob {
                     file: config.root.join(rel),
                     toolset: Some(&ts.name),
                     kind,
-                    max_bytes: ts.max_bytes,
+                    max_bytes,
                     named_in,
                     aliases,
                     boundary,
@@ -302,7 +307,8 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
         .into_iter()
         .map(|line| (line, config.runtime_range))
         .chain(trust::Command::llm_reach(&config.llm).map(|line| (line, config.llm_range)))
-        .chain(trust::Command::llm(&config.llm).map(|line| (line, config.llm_range)));
+        .chain(trust::Command::llm(&config.llm).map(|line| (line, config.llm_range)))
+        .chain(config.toolsets.iter().filter_map(|ts| trust::Command::max_read(ts).map(|line| (line, ts.range))));
     for (line, range) in loosenings {
         if !trust.allows(&line.command) {
             diagnostics.push(Diagnostic::warning(&config_file, range, trust::UNTRUSTED, trust.refusal(&line)));

@@ -332,6 +332,19 @@ fn the_protocol_size_cap_is_set_per_toolset() {
     std::fs::write(dir.path().join("chainsmith.toml"), toml(0)).unwrap();
     let (_, stdout, _) = chainsmith(&["--root", root, "check"]);
     assert!(stdout.contains("`max_mb` must be between 1 and 65536"), "{stdout}");
+
+    // Above the default, the limit is a loosening an untrusted folder does not get: parsed, a
+    // file that large takes gigabytes. (Sparse: it takes no disk.)
+    std::fs::File::create(dir.path().join("tmdb.json")).unwrap().set_len(257 << 20).unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), toml(300)).unwrap();
+    let (_, stdout, _) = chainsmith(&["--root", root, "check"]);
+    assert!(stdout.contains("larger than the 256 MiB limit"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "warning[workspace-untrusted]: toolset `tmdb` (max_mb) would read its protocol files up to 300 MiB"
+        ),
+        "{stdout}"
+    );
 }
 
 /// A latin-1 program with its coding line is checked; one without is reported on itself alone.
