@@ -125,8 +125,9 @@ pub struct Readable {
     /// The workspace, the program's and the run's own folders, chainsmith's package: read whole,
     /// what only their owner may read included (the workspace's `.env`).
     pub own: Vec<PathBuf>,
-    /// The interpreter's folders, `PYTHONPATH`, `[runtime] readable`: read as any user may, so a
-    /// `.venv` the workspace points elsewhere after trust opens no root-only file there.
+    /// The interpreter's folders, `PYTHONPATH`, `[runtime] readable`: in the system's folders
+    /// read as any user may, so a `.venv` the workspace points there after trust opens no
+    /// root-only file; in a home folder read whole (the user's or a trusted choice).
     pub shared: Vec<PathBuf>,
 }
 
