@@ -113,8 +113,13 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// Where an opened file lies, as the kernel names it (`/proc/self/fd/N`): an error where it
 /// cannot (`ENAMETOOLONG` past the length a path can have) or there is no `/proc` to ask.
 pub fn real_path_of(file: &std::fs::File) -> std::io::Result<PathBuf> {
+    std::fs::read_link(fd_path(file))
+}
+
+/// The path that reaches an opened file through its descriptor (`/proc/self/fd/N`).
+pub fn fd_path(file: &std::fs::File) -> PathBuf {
     use std::os::fd::AsRawFd;
-    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// A workspace's program as chainsmith reads it to run or fix it: [`read_python`]'s text, read
@@ -125,28 +130,40 @@ pub fn real_path_of(file: &std::fs::File) -> std::io::Result<PathBuf> {
 /// reads the run's copy).
 pub fn read_program(path: &Path, root: &Path) -> Result<String, String> {
     let file = open_for_reading(path).map_err(|e| e.to_string())?;
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
-    let folder = absolute.parent().and_then(|folder| folder.canonicalize().ok());
-    if folder.is_some_and(|folder| folder.starts_with(&root)) {
-        match real_path_of(&file) {
-            Ok(real) if real.starts_with(&root) => {}
-            Ok(real) => {
-                return Err(format!(
-                    "{} leads outside the workspace, to {}: a workspace's program runs only from inside it",
-                    path.display(),
-                    real.display()
-                ));
-            }
-            Err(e) => {
-                return Err(format!(
-                    "where {} leads cannot be told ({e}): a workspace's program runs only from inside it",
-                    path.display()
-                ));
-            }
-        }
-    }
+    judge_program(&file, path, root)?;
     decode_python(read_opened(file, MAX_SOURCE).map_err(|e| e.to_string())?)
+}
+
+/// Why the program at `path` may not run (see [`read_program`]): the editor's open document is
+/// judged too, its text taken from the editor.
+pub fn program_refusal(path: &Path, root: &Path) -> Option<String> {
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path).ok()?;
+    judge_program(&file, path, root).err()
+}
+
+/// Whether the opened program may run: given inside the workspace `root` (as written — `sub/p.py`
+/// with `sub` a link out of it — or as its folder resolves), it must lie inside it.
+fn judge_program(file: &std::fs::File, path: &Path, root_given: &Path) -> Result<(), String> {
+    let root = root_given.canonicalize().unwrap_or_else(|_| root_given.to_path_buf());
+    let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
+    let written_inside =
+        std::path::absolute(root_given).is_ok_and(|given| normalize(&absolute).starts_with(normalize(&given)));
+    let folder = absolute.parent().and_then(|folder| folder.canonicalize().ok());
+    if !written_inside && !folder.is_some_and(|folder| folder.starts_with(&root)) {
+        return Ok(());
+    }
+    match real_path_of(file) {
+        Ok(real) if real.starts_with(&root) => Ok(()),
+        Ok(real) => Err(format!(
+            "{} leads outside the workspace, to {}: a workspace's program runs only from inside it",
+            path.display(),
+            real.display()
+        )),
+        Err(e) => Err(format!(
+            "where {} leads cannot be told ({e}): a workspace's program runs only from inside it",
+            path.display()
+        )),
+    }
 }
 
 /// A Python source file's text: a regular file of at most [`MAX_SOURCE`] bytes, decoded as
@@ -493,6 +510,48 @@ pub fn append_line(boundary: Option<&Path>, path: &Path, line: &str) -> Result<(
         )));
     }
     file.write_all(format!("{line}\n").as_bytes()).map_err(io)
+}
+
+/// The folders read by an allow list: the user's home folders and the temporary ones, which hold
+/// other programs' private files (a Kerberos ticket cache, another run's folder, an editor's swap
+/// files), as real paths.
+pub fn private_folders() -> Vec<PathBuf> {
+    let temporary = [Some(std::env::temp_dir()), Some(PathBuf::from("/tmp")), Some(PathBuf::from("/var/tmp"))];
+    let mut folders = home_folders();
+    folders.extend(temporary.into_iter().flatten().filter_map(|folder| folder.canonicalize().ok()));
+    folders.sort();
+    folders.dedup();
+    folders
+}
+
+/// The user's home folders, as real paths: the one the environment names, and the account's own
+/// where it names another (or none): a run's environment need not be the user's.
+pub fn home_folders() -> Vec<PathBuf> {
+    let mut homes: Vec<PathBuf> = [std::env::var_os("HOME").map(PathBuf::from), account_home()]
+        .into_iter()
+        .flatten()
+        .filter_map(|home| home.canonicalize().ok())
+        .collect();
+    homes.dedup();
+    homes
+}
+
+/// The home folder of the account chainsmith runs as (from the password database).
+fn account_home() -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: a plain C struct, all integers and pointers, for which zero is a valid value.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut buffer = vec![0 as libc::c_char; 16 << 10];
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes the entry into `entry`, its strings into `buffer` (of the length
+    // given), and `found` points at `entry` or is null.
+    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut found) };
+    if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: pw_dir points at a NUL-terminated string inside `buffer`, alive here.
+    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
+    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 #[cfg(test)]

@@ -89,10 +89,10 @@ impl Command {
             return Vec::new();
         }
         let Some(root) = real_root(root) else { return Vec::new() };
-        let Some(command) = crate::runtime::run::workspace_interpreter(&runtime.python, &root) else {
+        let Some(command) = workspace_interpreter(&runtime.python, &root) else {
             return Vec::new();
         };
-        let mut lines: Vec<Command> = crate::runtime::run::interpreter_places(&command)
+        let mut lines: Vec<Command> = interpreter_places(&command)
             .into_iter()
             .filter(|(_, place)| place.needs_trust(&root))
             .map(|(_, place)| Command::interpreter_read(&place))
@@ -102,7 +102,7 @@ impl Command {
     }
 
     /// Programs run by the workspace's interpreter read its Python's files at `place`.
-    pub(crate) fn interpreter_read(place: &crate::runtime::run::InterpreterPlace) -> Command {
+    pub(crate) fn interpreter_read(place: &InterpreterPlace) -> Command {
         Command {
             from: "[runtime] python".into(),
             command: format!("{INTERPRETER_READ_PREFIX}{}>", place.path().display()),
@@ -981,6 +981,78 @@ impl Store {
         drop(lock);
         Ok(())
     }
+}
+
+/// The interpreter to run: a relative path with a folder in it is relative to the workspace root.
+pub(crate) fn interpreter(python: &str, root: &Path) -> PathBuf {
+    let path = Path::new(python);
+    if path.is_relative() && path.components().count() > 1 {
+        std::path::absolute(root.join(path)).unwrap_or_else(|_| root.join(path))
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// The command a workspace's `[runtime] python` names: a path (relative to the workspace `root`)
+/// or a name `PATH` finds.
+pub(crate) fn workspace_interpreter(python: &str, root: &Path) -> Option<PathBuf> {
+    let command = interpreter(python, root);
+    if command.components().count() > 1 { Some(command) } else { on_path(&command) }
+}
+
+/// Where a workspace's interpreter reads, for its command and for its real executable: the folder
+/// above the command's (a virtual or conda environment, its base), whose Python's parts it opens,
+/// or the command alone where that folder is a home or temporary folder itself or `/`. Real
+/// paths, each with the command as given.
+pub(crate) fn interpreter_places(command: &Path) -> Vec<(PathBuf, InterpreterPlace)> {
+    let homes = crate::files::private_folders();
+    let mut places = Vec::new();
+    for command in [Some(command.to_path_buf()), command.canonicalize().ok()].into_iter().flatten() {
+        let prefix = command.parent().and_then(Path::parent).and_then(|p| p.canonicalize().ok());
+        let place = match prefix.filter(|p| p.parent().is_some() && !homes.contains(p)) {
+            Some(prefix) => InterpreterPlace::Prefix(prefix),
+            None => match command.canonicalize() {
+                Ok(real) => InterpreterPlace::Command(real),
+                Err(_) => continue,
+            },
+        };
+        places.push((command, place));
+    }
+    places
+}
+
+/// Where a workspace's interpreter reads: see [`interpreter_places`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum InterpreterPlace {
+    /// The folder above the command's: its `bin`, `lib`, `lib64` and `pyvenv.cfg` are read.
+    Prefix(PathBuf),
+    /// The command itself, in a folder with no prefix of its own.
+    Command(PathBuf),
+}
+
+impl InterpreterPlace {
+    pub(crate) fn path(&self) -> &Path {
+        match self {
+            InterpreterPlace::Prefix(path) | InterpreterPlace::Command(path) => path,
+        }
+    }
+
+    /// Whether a run reads there only once the workspace is trusted with it: it lies in a home
+    /// or temporary folder, outside the workspace (`root`, a real path), where the workspace
+    /// could re-link its `.venv` after trust.
+    pub(crate) fn needs_trust(&self, root: &Path) -> bool {
+        let path = self.path();
+        !path.starts_with(root) && crate::files::private_folders().iter().any(|private| path.starts_with(private))
+    }
+}
+
+/// Where `PATH` finds a command given by name.
+pub(crate) fn on_path(name: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|folder| folder.join(name))
+        .find(|candidate| candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 #[cfg(test)]

@@ -114,13 +114,8 @@ pub fn fix(root: Option<&Path>, file: &Path, yes: bool) -> Result<u8> {
     }
     let root = workspace_root(root, &[file.to_path_buf()])?;
     let (config, catalog) = load_workspace(&root)?;
-    let text = match crate::files::read_program(file, &root) {
-        Ok(text) => text,
-        Err(why) => {
-            eprintln!("chainsmith: not fixing {}: {why}", file.display());
-            return Ok(1);
-        }
-    };
+    let text = crate::files::read_program(file, &root)
+        .map_err(|why| anyhow::anyhow!("not fixing {}: {why}", file.display()))?;
     let index = super::retrieval_index(&catalog, &config);
     let ws = workspace(&root, config, catalog, &index);
     let request = ChainRequest {

@@ -24,6 +24,7 @@ use super::process::{self, has_exited, kill_group};
 use super::sandbox::Sandbox;
 use super::trace::{self, Replay, Secrets, Trace, TraceError};
 use super::{Cancel, RunObserver, RunOutcome, RunRequest, Stop, Stream, package};
+use crate::trust::{InterpreterPlace, interpreter, interpreter_places, on_path, workspace_interpreter};
 
 /// How often the run checks its limits and the program's state.
 const POLL: Duration = Duration::from_millis(10);
@@ -112,16 +113,6 @@ fn program_label(root: &Path, program: &Path) -> String {
     }
 }
 
-/// The interpreter to run: a relative path with a folder in it is relative to the workspace root.
-fn interpreter(python: &str, root: &Path) -> PathBuf {
-    let path = Path::new(python);
-    if path.is_relative() && path.components().count() > 1 {
-        std::path::absolute(root.join(path)).unwrap_or_else(|_| root.join(path))
-    } else {
-        path.to_path_buf()
-    }
-}
-
 /// The folders the user's own interpreter (the default `python3` on `PATH`) reads from, for a
 /// sandbox that hides the user's home folders but what a run needs.
 ///
@@ -137,7 +128,7 @@ fn users_interpreter_folders(python: &Path) -> Vec<PathBuf> {
         return folders.clone();
     }
     let Some(command) = on_path(python) else { return Vec::new() };
-    let homes = super::sandbox::private_folders();
+    let homes = crate::files::private_folders();
     let tool_folder = |command: &Path| -> Option<PathBuf> {
         let folder = command.parent()?;
         let above = folder.parent().filter(|p| p.parent().is_some() && !p.ends_with(".local"));
@@ -167,59 +158,6 @@ fn users_interpreter_folders(python: &Path) -> Vec<PathBuf> {
     folders
 }
 
-/// The command a workspace's `[runtime] python` names: a path (relative to the workspace `root`)
-/// or a name `PATH` finds.
-pub(crate) fn workspace_interpreter(python: &str, root: &Path) -> Option<PathBuf> {
-    let command = interpreter(python, root);
-    if command.components().count() > 1 { Some(command) } else { on_path(&command) }
-}
-
-/// Where a workspace's interpreter reads, for its command and for its real executable: the folder
-/// above the command's (a virtual or conda environment, its base), whose Python's parts it opens,
-/// or the command alone where that folder is a home or temporary folder itself or `/`. Real
-/// paths, each with the command as given.
-pub(crate) fn interpreter_places(command: &Path) -> Vec<(PathBuf, InterpreterPlace)> {
-    let homes = super::sandbox::private_folders();
-    let mut places = Vec::new();
-    for command in [Some(command.to_path_buf()), command.canonicalize().ok()].into_iter().flatten() {
-        let prefix = command.parent().and_then(Path::parent).and_then(|p| p.canonicalize().ok());
-        let place = match prefix.filter(|p| p.parent().is_some() && !homes.contains(p)) {
-            Some(prefix) => InterpreterPlace::Prefix(prefix),
-            None => match command.canonicalize() {
-                Ok(real) => InterpreterPlace::Command(real),
-                Err(_) => continue,
-            },
-        };
-        places.push((command, place));
-    }
-    places
-}
-
-/// Where a workspace's interpreter reads: see [`interpreter_places`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum InterpreterPlace {
-    /// The folder above the command's: its `bin`, `lib`, `lib64` and `pyvenv.cfg` are read.
-    Prefix(PathBuf),
-    /// The command itself, in a folder with no prefix of its own.
-    Command(PathBuf),
-}
-
-impl InterpreterPlace {
-    pub(crate) fn path(&self) -> &Path {
-        match self {
-            InterpreterPlace::Prefix(path) | InterpreterPlace::Command(path) => path,
-        }
-    }
-
-    /// Whether a run reads there only once the workspace is trusted with it: it lies in a home
-    /// or temporary folder, outside the workspace (`root`, a real path), where the workspace
-    /// could re-link its `.venv` after trust.
-    pub(crate) fn needs_trust(&self, root: &Path) -> bool {
-        let path = self.path();
-        !path.starts_with(root) && super::sandbox::private_folders().iter().any(|private| path.starts_with(private))
-    }
-}
-
 /// The folders a workspace's interpreter (`[runtime] python`, trusted) reads from. It runs
 /// confined only, so it is not asked: the command, and a Python's parts of its
 /// [places](interpreter_places). A part that is a link out of its prefix (`lib64 -> ~/projects`)
@@ -246,15 +184,6 @@ fn workspace_interpreter_folders(
     folders.sort();
     folders.dedup();
     folders
-}
-
-/// Where `PATH` finds a command given by name.
-fn on_path(name: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|folder| folder.join(name))
-        .find(|candidate| candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 /// The program's stdin when it is given the user's: a terminal is opened afresh for reading only,
@@ -457,13 +386,16 @@ fn execute(
     writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
     let limits = &request.config.runtime;
     let python = interpreter(&request.config.runtime.python, &request.root);
-    // The run's own folder too: the copy of an editor's unsaved text lies there.
+    // The run's own folder too: the copy of the program's text it runs lies there.
     let mut own = vec![request.root.clone(), package.clone(), work.path().to_path_buf()];
     // A program's folder in the workspace is the workspace's: granted as part of it, never on its
     // own (swapped for a link to the home folder after the program was read, it would grant that).
+    // One the user named outside it is read with its folder, or alone where that folder is a
+    // home or temporary folder (`open(__file__)`, multiprocessing's spawn read it again).
     let root_as_written = crate::files::normalize(&std::path::absolute(&request.root).unwrap_or_default());
     if !crate::files::normalize(&program).starts_with(&root_as_written) {
         own.extend(program.parent().map(Path::to_path_buf));
+        own.push(program.clone());
     }
     let mut shared = if request.config.runtime.python == crate::config::RuntimeConfig::default().python {
         users_interpreter_folders(&python)
@@ -477,13 +409,12 @@ fn execute(
     // Relative entries are relative to the run's folder, which is not chainsmith's.
     shared.extend(std::env::var_os("PYTHONPATH").iter().flat_map(std::env::split_paths).filter(|p| p.is_absolute()));
     // None of them opens a home or temporary folder whole (a program or `sys.path` entry in the
-    // home folder or `/tmp` itself): the program's own file, the workspace's root, what lies
-    // beneath stay.
-    // Judged, and handed to the sandbox, as real paths resolved once: the sandbox grants a path
-    // only while it still resolves there (see `sandbox::Readable`).
+    // home folder or `/tmp` itself): a program's own file, the workspace's root, what lies
+    // beneath stay. Judged, and handed to the sandbox, as real paths resolved once: the sandbox
+    // grants a path only while it still resolves there and is the same file.
     let real = |paths: Vec<PathBuf>| -> Vec<PathBuf> { paths.iter().filter_map(|p| p.canonicalize().ok()).collect() };
     let (mut own, mut shared) = (real(own), real(shared));
-    let homes = super::sandbox::private_folders();
+    let homes = crate::files::private_folders();
     let opens_a_home = |real: &Path| homes.iter().any(|home| home.starts_with(real));
     // The workspace's root may be a home folder the user opened as the workspace, not one
     // that is the root only because no chainsmith.toml lies above a program there.

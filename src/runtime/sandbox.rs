@@ -122,7 +122,8 @@ impl IdMaps {
 
 /// What a run reads beyond what any user's program may (see [`readable`]).
 pub struct Readable {
-    /// The workspace, the program's and the run's own folders, chainsmith's package: read whole,
+    /// The workspace, the run's own folder, chainsmith's package, a program named outside the
+    /// workspace and its folder: read whole,
     /// what only their owner may read included (the workspace's `.env`).
     pub own: Vec<PathBuf>,
     /// The interpreter's folders, `PYTHONPATH`, `[runtime] readable`: in the system's folders
@@ -619,7 +620,7 @@ const SYSTEM_WALK_BUDGET: usize = 100_000;
 
 /// What a run may read and execute, as the paths of Landlock rules: everything beneath `/` but
 /// what [`unreadable`] names, what of the system's folders not every user may read, and the
-/// [`private_folders`], of which only the parts of `allowed` (the workspace, the program's folder,
+/// [`crate::files::private_folders`], of which only the parts of `allowed` (the workspace, the program's folder,
 /// the interpreter's folders) — and [`READABLE_DEVICES`]. A home folder is read by an allow list
 /// because no list of its secrets is ever complete (another project's `.env`, a tool's login no
 /// one listed). Where rules nest, the longest
@@ -638,7 +639,7 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     // linked to `~/.ssh/id_ed25519`, `readable = [".ssh"]` in a workspace that is the home folder).
     shared.retain(|path| !unreadable.iter().any(|hidden| path.starts_with(hidden)));
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
-    let private = private_folders();
+    let private = crate::files::private_folders();
     let hidden = not_for_every_user(&own, &private);
     rules.extend(hidden.paths.iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
@@ -675,7 +676,7 @@ fn judged_rules(
     paths.into_iter().filter_map(move |(path, judged)| {
         let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).ok()?;
         let meta = file.metadata().ok()?;
-        if crate::files::real_path_of(&file).ok()? != path || judged.is_some_and(|id| id != (meta.dev(), meta.ino())) {
+        if crate::files::real_path_of(&file).ok()? != path || judged != Some((meta.dev(), meta.ino())) {
             return None;
         }
         // A file takes only the rights a file has (Landlock refuses a folder's on it).
@@ -731,7 +732,7 @@ fn unreadable() -> Vec<PathBuf> {
     let mut excluded = vec![PathBuf::from("/dev")];
     excluded.extend(SYSTEM_SECRETS.iter().map(PathBuf::from));
     excluded.extend(ssh_host_keys());
-    for home in home_folders() {
+    for home in crate::files::home_folders() {
         excluded.extend(CREDENTIAL_STORES.iter().map(|store| home.join(store)));
     }
     // The user's runtime folder: container registries' logins (`containers/auth.json`), session
@@ -752,18 +753,6 @@ fn ssh_host_keys() -> Vec<PathBuf> {
             name.starts_with("ssh_host_") && name.ends_with("_key")
         })
         .collect()
-}
-
-/// The folders read by an allow list: the user's home folders and the temporary ones, which hold
-/// other programs' private files (a Kerberos ticket cache, another run's folder, an editor's swap
-/// files), as real paths.
-pub fn private_folders() -> Vec<PathBuf> {
-    let temporary = [Some(std::env::temp_dir()), Some(PathBuf::from("/tmp")), Some(PathBuf::from("/var/tmp"))];
-    let mut folders = home_folders();
-    folders.extend(temporary.into_iter().flatten().filter_map(|folder| folder.canonicalize().ok()));
-    folders.sort();
-    folders.dedup();
-    folders
 }
 
 /// What of the [`SYSTEM_FOLDERS`] not every user may read: a file others may not read, a folder
@@ -843,9 +832,8 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
             .ok()
             .filter(|dir| dir.metadata().is_ok_and(|meta| (meta.dev(), meta.ino()) == folder_id));
         let entries = opened.and_then(|dir| {
-            use std::os::fd::AsRawFd;
             // Kept open while it is listed: the listing reads through this descriptor.
-            let listing = std::fs::read_dir(format!("/proc/self/fd/{}", dir.as_raw_fd())).ok()?;
+            let listing = std::fs::read_dir(crate::files::fd_path(&dir)).ok()?;
             Some((dir, listing))
         });
         let Some((_dir, entries)) = entries else {
@@ -979,36 +967,6 @@ fn another_machines(folder: &std::path::Path) -> bool {
         return true;
     }
     REMOTE.contains(&(info.f_type as u64))
-}
-
-/// The user's home folders, as real paths: the one the environment names, and the account's own
-/// where it names another (or none): a run's environment need not be the user's.
-pub fn home_folders() -> Vec<PathBuf> {
-    let mut homes: Vec<PathBuf> = [std::env::var_os("HOME").map(PathBuf::from), account_home()]
-        .into_iter()
-        .flatten()
-        .filter_map(|home| home.canonicalize().ok())
-        .collect();
-    homes.dedup();
-    homes
-}
-
-/// The home folder of the account chainsmith runs as (from the password database).
-fn account_home() -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    // SAFETY: a plain C struct, all integers and pointers, for which zero is a valid value.
-    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut buffer = vec![0 as libc::c_char; 16 << 10];
-    let mut found: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: getpwuid_r writes the entry into `entry`, its strings into `buffer` (of the length
-    // given), and `found` points at `entry` or is null.
-    let rc = unsafe { libc::getpwuid_r(libc::getuid(), &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut found) };
-    if rc != 0 || found.is_null() || entry.pw_dir.is_null() {
-        return None;
-    }
-    // SAFETY: pw_dir points at a NUL-terminated string inside `buffer`, alive here.
-    let dir = unsafe { std::ffi::CStr::from_ptr(entry.pw_dir) };
-    Some(PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes())))
 }
 
 /// Adds to `out` what beneath `folder` a run may read ([`Rules::may_read`]): whole entries where no rule

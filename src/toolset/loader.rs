@@ -510,11 +510,6 @@ enum Admitted {
 }
 
 impl Admitted {
-    fn proc_path(file: &std::fs::File) -> PathBuf {
-        use std::os::fd::AsRawFd;
-        PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
-    }
-
     /// What `read` gives of the file judged (at `path`).
     fn read<T>(
         self,
@@ -522,7 +517,7 @@ impl Admitted {
         read: impl FnOnce(&Path) -> Result<T, crate::files::ReadError>,
     ) -> Result<T, crate::files::ReadError> {
         match self {
-            Admitted::Opened(file) => read(&Admitted::proc_path(&file)),
+            Admitted::Opened(file) => read(&crate::files::fd_path(&file)),
             Admitted::Failed(e) => Err(e.into()),
             Admitted::ByPath => read(path),
         }

@@ -124,9 +124,19 @@ fn fix_never_writes_through_a_program_that_is_a_link() {
     let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("bio.py") && stderr.contains("symbolic link"), "{stderr}");
+    // Not even read: its text would reach the run and the model.
+    assert!(stderr.contains("bio.py leads outside the workspace"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), broken);
     assert!(std::fs::symlink_metadata(ws.path().join("bio.py")).unwrap().file_type().is_symlink());
+    // A link to a file inside the workspace is read, and fixed nowhere either.
+    std::fs::write(ws.path().join("real.py"), broken).unwrap();
+    std::fs::remove_file(ws.path().join("bio.py")).unwrap();
+    std::os::unix::fs::symlink(ws.path().join("real.py"), ws.path().join("bio.py")).unwrap();
+    let out = chainsmith(ws.path(), &["--trust", "fix", "bio.py"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bio.py") && stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(ws.path().join("real.py")).unwrap(), broken);
 
     // Nor through a folder of the workspace that is a link out of it.
     let outside = tempfile::tempdir().unwrap();
@@ -135,7 +145,7 @@ fn fix_never_writes_through_a_program_that_is_a_link() {
     let out = chainsmith(ws.path(), &["--trust", "fix", "sub/p.py"], &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("refusing to write sub/p.py"), "{stderr}");
+    assert!(stderr.contains("sub/p.py leads outside the workspace"), "{stderr}");
     assert_eq!(std::fs::read_to_string(outside.path().join("p.py")).unwrap(), broken);
 }
 

@@ -47,10 +47,12 @@ def _main():
             # chainsmith's copy: the text it read and judged, written as UTF-8 whatever coding
             # line it holds (which compiling text ignores). Tracebacks show its lines, not those
             # of a file the run may not read or that changed since.
+            import io
             import linecache
 
-            source = source.decode("utf-8")
-            linecache.cache[program] = (len(source), None, source.splitlines(True), program)
+            source = source.decode("utf-8-sig")
+            lines = io.StringIO(source, newline="").readlines()
+            linecache.cache[program] = (len(source), None, lines, program)
         code = compile(source, program, "exec")
         exec(code, main.__dict__)
     except SystemExit:

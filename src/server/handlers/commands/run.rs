@@ -69,6 +69,13 @@ pub async fn execute(ctx: &Context, params: lsp::ExecuteCommandParams) -> Result
             }
         }
     };
+    // An open document's text is the editor's, but a link out of the workspace is not run either.
+    if let Some(why) = crate::files::program_refusal(&path, &root) {
+        ctx.client
+            .show_message(lsp::MessageType::ERROR, format!("chainsmith: cannot run {}: {why}", path.display()))
+            .await;
+        return Ok(None);
+    }
     let mut request = RunRequest::new(&path, &root, world.config.clone(), world.catalog.clone());
     request.source = Some(text.clone());
     request.mcp = Some(ctx.mcp.clone());
