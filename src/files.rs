@@ -110,6 +110,13 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// A workspace's root as paths judged by where they lead compare it: absolute, and real where it
+/// exists.
+pub fn real_root(root: &Path) -> Option<PathBuf> {
+    let root = std::path::absolute(root).ok()?;
+    Some(std::fs::canonicalize(&root).unwrap_or(root))
+}
+
 /// Where an opened file lies, as the kernel names it (`/proc/self/fd/N`): an error where it
 /// cannot (`ENAMETOOLONG` past the length a path can have) or there is no `/proc` to ask.
 pub fn real_path_of(file: &std::fs::File) -> std::io::Result<PathBuf> {
@@ -144,7 +151,7 @@ pub fn program_refusal(path: &Path, root: &Path) -> Option<String> {
 /// Whether the opened program may run: given inside the workspace `root` (as written — `sub/p.py`
 /// with `sub` a link out of it — or as its folder resolves), it must lie inside it.
 fn judge_program(file: &std::fs::File, path: &Path, root_given: &Path) -> Result<(), String> {
-    let root = root_given.canonicalize().unwrap_or_else(|_| root_given.to_path_buf());
+    let root = real_root(root_given).ok_or_else(|| format!("{}: no such workspace", root_given.display()))?;
     let absolute = std::path::absolute(path).map_err(|e| e.to_string())?;
     let written_inside =
         std::path::absolute(root_given).is_ok_and(|given| normalize(&absolute).starts_with(normalize(&given)));

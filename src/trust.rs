@@ -88,7 +88,7 @@ impl Command {
         if runtime.python == RuntimeConfig::default().python {
             return Vec::new();
         }
-        let Some(root) = real_root(root) else { return Vec::new() };
+        let Some(root) = crate::files::real_root(root) else { return Vec::new() };
         let Some(command) = workspace_interpreter(&runtime.python, &root) else {
             return Vec::new();
         };
@@ -168,7 +168,7 @@ impl Command {
     /// the workspace itself, or one inside it — where a chain could make a `.git` whose hooks or
     /// `core.fsmonitor` git runs outside the sandbox, or settings an editor or chainsmith reads.
     pub fn writable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
-        let Some(root) = real_root(root) else { return Vec::new() };
+        let Some(root) = crate::files::real_root(root) else { return Vec::new() };
         runtime
             .writable
             .iter()
@@ -193,7 +193,7 @@ impl Command {
     /// links count): what a chain reads there it can send to the workspace's toolsets. One inside
     /// asks nothing: runs read the workspace already.
     pub fn readable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
-        let Some(root) = real_root(root) else { return Vec::new() };
+        let Some(root) = crate::files::real_root(root) else { return Vec::new() };
         readable_paths(runtime, &root)
             .into_iter()
             .filter(|resolved| !resolved.starts_with(&root))
@@ -300,13 +300,6 @@ impl Command {
             format!("run `{line}`")
         }
     }
-}
-
-/// The workspace's root as the lines keyed on where a path leads compare it: absolute, and real
-/// where it exists.
-fn real_root(root: &Path) -> Option<PathBuf> {
-    let root = std::path::absolute(root).ok()?;
-    Some(std::fs::canonicalize(&root).unwrap_or(root))
 }
 
 /// Where the `[runtime] readable` paths lead: relative to the workspace `root`, `~/…` to the

@@ -169,7 +169,7 @@ fn workspace_interpreter_folders(
     root: &Path,
     trusted: impl Fn(&InterpreterPlace) -> bool,
 ) -> Vec<PathBuf> {
-    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let root = crate::files::real_root(root).unwrap_or_else(|| root.to_path_buf());
     let mut folders = Vec::new();
     for (command, place) in interpreter_places(command) {
         if place.needs_trust(&root) && !trusted(&place) {

@@ -620,8 +620,8 @@ const SYSTEM_WALK_BUDGET: usize = 100_000;
 
 /// What a run may read and execute, as the paths of Landlock rules: everything beneath `/` but
 /// what [`unreadable`] names, what of the system's folders not every user may read, and the
-/// [`crate::files::private_folders`], of which only the parts of `allowed` (the workspace, the program's folder,
-/// the interpreter's folders) — and [`READABLE_DEVICES`]. A home folder is read by an allow list
+/// [`crate::files::private_folders`], of which only the parts of `allowed` (the workspace, a
+/// program named outside it, the interpreter's folders) — and [`READABLE_DEVICES`]. A home folder is read by an allow list
 /// because no list of its secrets is ever complete (another project's `.env`, a tool's login no
 /// one listed). Where rules nest, the longest
 /// path decides, and at the same path refusing does: a workspace that is the home folder itself
@@ -659,8 +659,12 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
 type FileId = (u64, u64);
 
 fn file_id(path: &std::path::Path) -> Option<FileId> {
+    std::fs::metadata(path).ok().map(|meta| id_of(&meta))
+}
+
+fn id_of(meta: &std::fs::Metadata) -> FileId {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|meta| (meta.dev(), meta.ino()))
+    (meta.dev(), meta.ino())
 }
 
 /// Landlock rules granting `access` beneath each of `paths`, real paths [`readable`] judged: each
@@ -672,11 +676,11 @@ fn judged_rules(
     paths: Vec<(PathBuf, Option<FileId>)>,
     access: landlock::BitFlags<AccessFs>,
 ) -> impl Iterator<Item = Result<landlock::PathBeneath<std::fs::File>, landlock::RulesetError>> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     paths.into_iter().filter_map(move |(path, judged)| {
         let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(&path).ok()?;
         let meta = file.metadata().ok()?;
-        if crate::files::real_path_of(&file).ok()? != path || judged != Some((meta.dev(), meta.ino())) {
+        if crate::files::real_path_of(&file).ok()? != path || judged != Some(id_of(&meta)) {
             return None;
         }
         // A file takes only the rights a file has (Landlock refuses a folder's on it).
@@ -813,7 +817,7 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
     let mut pending = std::collections::VecDeque::new();
     for folder in folders {
         let Ok(meta) = folder.symlink_metadata() else { continue };
-        let id = (meta.dev(), meta.ino());
+        let id = id_of(&meta);
         match judge_folder(folder, &meta, meta.dev(), &reader) {
             Folder::Hidden => found.push((folder.clone(), id)),
             Folder::Walked => pending.push_back((folder.clone(), id)),
@@ -830,7 +834,7 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
             .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
             .open(&folder)
             .ok()
-            .filter(|dir| dir.metadata().is_ok_and(|meta| (meta.dev(), meta.ino()) == folder_id));
+            .filter(|dir| dir.metadata().is_ok_and(|meta| id_of(&meta) == folder_id));
         let entries = opened.and_then(|dir| {
             // Kept open while it is listed: the listing reads through this descriptor.
             let listing = std::fs::read_dir(crate::files::fd_path(&dir)).ok()?;
@@ -853,7 +857,7 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
             if meta.file_type().is_symlink() || skipped.contains(&path) {
                 continue;
             }
-            let id = (meta.dev(), meta.ino());
+            let id = id_of(&meta);
             if meta.is_dir() {
                 match judge_folder(&path, &meta, folder_id.0, &reader) {
                     Folder::Hidden => found.push((path, id)),
