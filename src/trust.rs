@@ -168,40 +168,14 @@ impl Command {
     /// the workspace itself, or one inside it — where a chain could make a `.git` whose hooks or
     /// `core.fsmonitor` git runs outside the sandbox, or settings an editor or chainsmith reads.
     pub fn writable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
-        let Some(root) = crate::files::real_root(root) else { return Vec::new() };
-        runtime
-            .writable
-            .iter()
-            .map(|folder| {
-                let resolved = resolved_path(&root.join(folder));
-                let place = if !resolved.starts_with(&root) {
-                    ""
-                } else if resolved == root {
-                    WHOLE_WORKSPACE
-                } else {
-                    INSIDE
-                };
-                Command {
-                    from: "[runtime] writable".into(),
-                    command: format!("{WRITE_PREFIX}{}>{place}", resolved.display()),
-                }
-            })
-            .collect()
+        writable_places(runtime, root).into_iter().map(|(_, line)| line).collect()
     }
 
     /// The `[runtime] readable` paths outside the workspace, each keyed on where it leads (`..` and
     /// links count): what a chain reads there it can send to the workspace's toolsets. One inside
     /// asks nothing: runs read the workspace already.
     pub fn readable(runtime: &RuntimeConfig, root: &Path) -> Vec<Command> {
-        let Some(root) = crate::files::real_root(root) else { return Vec::new() };
-        readable_paths(runtime, &root)
-            .into_iter()
-            .filter(|resolved| !resolved.starts_with(&root))
-            .map(|resolved| Command {
-                from: "[runtime] readable".into(),
-                command: format!("{PROGRAM_READ_PREFIX}{}>", resolved.display()),
-            })
-            .collect()
+        readable_places(runtime, root).into_iter().filter_map(|(_, line)| line).collect()
     }
 
     /// A secret of the user's environment (`$var`) that a request to `url` would carry, as `how`
@@ -317,6 +291,48 @@ pub fn readable_paths(runtime: &RuntimeConfig, root: &Path) -> Vec<PathBuf> {
             }
         })
         .map(|path| resolved_path(&path))
+        .collect()
+}
+
+/// Where the `[runtime] writable` folders lead, resolved once, each with the line that trusts
+/// writing there. A run grants the very places it judged by these lines: resolved again later, a
+/// folder re-linked meanwhile would lead where no one trusted.
+pub fn writable_places(runtime: &RuntimeConfig, root: &Path) -> Vec<(PathBuf, Command)> {
+    let Some(root) = crate::files::real_root(root) else { return Vec::new() };
+    runtime
+        .writable
+        .iter()
+        .map(|folder| {
+            let resolved = resolved_path(&root.join(folder));
+            let place = if !resolved.starts_with(&root) {
+                ""
+            } else if resolved == root {
+                WHOLE_WORKSPACE
+            } else {
+                INSIDE
+            };
+            let line = Command {
+                from: "[runtime] writable".into(),
+                command: format!("{WRITE_PREFIX}{}>{place}", resolved.display()),
+            };
+            (resolved, line)
+        })
+        .collect()
+}
+
+/// Where the `[runtime] readable` paths lead, resolved once, each with the line that trusts
+/// reading there (none inside the workspace, which runs read already).
+pub fn readable_places(runtime: &RuntimeConfig, root: &Path) -> Vec<(PathBuf, Option<Command>)> {
+    let Some(root) = crate::files::real_root(root) else { return Vec::new() };
+    readable_paths(runtime, &root)
+        .into_iter()
+        .map(|resolved| {
+            let line = (!resolved.starts_with(&root)).then(|| Command {
+                from: "[runtime] readable".into(),
+                command: format!("{PROGRAM_READ_PREFIX}{}>", resolved.display()),
+            });
+            (resolved, line)
+        })
         .collect()
 }
 

@@ -350,6 +350,19 @@ fn execute(
     if let Some(why) = super::untrusted_runtime(&request.config, &request.catalog) {
         return Err(why);
     }
+    // The places the workspace names, resolved once and judged by their trust lines again here
+    // (re-linked since the check above, one would lead where no one trusted): the sandbox grants
+    // these very paths, and only while they still lead to themselves.
+    let trust = &request.catalog.trust;
+    let writable_places = crate::trust::writable_places(&request.config.runtime, &request.root);
+    let readable_places = crate::trust::readable_places(&request.config.runtime, &request.root);
+    let lines = writable_places
+        .iter()
+        .map(|(_, line)| line)
+        .chain(readable_places.iter().filter_map(|(_, line)| line.as_ref()));
+    if let Some(line) = lines.into_iter().find(|line| !trust.allows(&line.command)) {
+        return Err(trust.refusal(line));
+    }
     let package = package::ensure().map_err(|e| format!("{e:#}"))?;
     let work = workdir().map_err(|e| format!("cannot create a temporary folder for the run: {e}"))?;
     let program = std::path::absolute(&request.program).map_err(|e| format!("{}: {e}", request.program.display()))?;
@@ -382,8 +395,9 @@ fn execute(
     }));
     let accept = host.serve(door.try_clone().map_err(|e| format!("cannot make the channel to the program: {e}"))?);
 
-    let mut writable = vec![scratch.clone(), fault_file.clone()];
-    writable.extend(request.config.runtime.writable.iter().map(|w| request.root.join(w)));
+    let mut writable: Vec<PathBuf> =
+        [&scratch, &fault_file].into_iter().filter_map(|p| p.canonicalize().ok()).collect();
+    writable.extend(writable_places.into_iter().map(|(place, _)| place));
     let limits = &request.config.runtime;
     let python = interpreter(&request.config.runtime.python, &request.root);
     // The run's own folder too: the copy of the program's text it runs lies there.
@@ -400,7 +414,6 @@ fn execute(
     let mut shared = if request.config.runtime.python == crate::config::RuntimeConfig::default().python {
         users_interpreter_folders(&python)
     } else {
-        let trust = &request.catalog.trust;
         let trusted = |place: &InterpreterPlace| trust.allows(&crate::trust::Command::interpreter_read(place).command);
         workspace_interpreter(&request.config.runtime.python, &request.root)
             .map(|command| workspace_interpreter_folders(&command, &request.root, trusted))
@@ -422,8 +435,8 @@ fn execute(
         request.root.join("chainsmith.toml").is_file().then(|| request.root.canonicalize().ok()).flatten();
     own.retain(|path| chosen_root.as_ref() == Some(path) || !opens_a_home(path));
     shared.retain(|path| !opens_a_home(path));
-    // What the workspace names, trusted (see `untrusted_runtime`): a home folder whole too.
-    shared.extend(crate::trust::readable_paths(&request.config.runtime, &request.root));
+    // What the workspace names, trusted above: a home folder whole too.
+    shared.extend(readable_places.into_iter().map(|(place, _)| place));
     let readable = super::sandbox::Readable { own, shared };
     let sandbox = match Sandbox::prepare(
         limits.sandbox,

@@ -51,14 +51,13 @@
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
-    path_beneath_rules,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
@@ -133,8 +132,9 @@ pub struct Readable {
 }
 
 impl Sandbox {
-    /// Prepares the sandbox of one run that may write beneath `writable` (the scratch folder first,
-    /// holding at most `max_scratch_mb`) and read, of the user's home and temporary folders, what
+    /// Prepares the sandbox of one run that may write beneath `writable` (real paths, the scratch
+    /// folder first, holding at most `max_scratch_mb`: each granted only while it still leads to
+    /// itself, as the read rules are) and read, of the user's home and temporary folders, what
     /// lies beneath `readable`. In strict mode a missing layer is an error.
     pub fn prepare(
         mode: SandboxMode,
@@ -164,18 +164,14 @@ impl Sandbox {
         // What any program may write: the null device, its controlling terminal (it has none, so
         // opening it fails as it would outside a terminal), shared memory. Not the user's other
         // terminals, whose answers to escape sequences would be typed there.
-        writable.extend(["/dev/null", "/dev/tty", "/dev/shm"].map(PathBuf::from));
+        writable.extend(["/dev/null", "/dev/tty", "/dev/shm"].iter().filter_map(|p| Path::new(p).canonicalize().ok()));
         writable.retain(|p| p.exists());
         let mut missing = Vec::new();
         let support = namespace_support();
         // A run whose scratch folder (or a writable folder) lies in /dev/shm (`TMPDIR=/dev/shm`)
         // needs the host's: a /dev/shm of its own would hide it.
-        let shm = std::path::Path::new("/dev/shm");
-        let needs_hosts_shm = writable
-            .iter()
-            .filter(|p| p.as_path() != shm)
-            .filter_map(|p| p.canonicalize().ok())
-            .any(|p| p.starts_with(shm));
+        let shm = &Path::new("/dev/shm").canonicalize().unwrap_or_else(|_| PathBuf::from("/dev/shm"));
+        let needs_hosts_shm = writable.iter().filter(|p| p != &shm).any(|p| p.starts_with(shm));
         let namespaces = match &support.namespaces {
             Ok(()) => Some(IdMaps::of_this_user(support.private_mounts.is_ok() && !needs_hosts_shm)),
             Err(why) => {
@@ -189,8 +185,7 @@ impl Sandbox {
             ));
         }
         let private_mounts = namespaces.as_ref().is_some_and(|n| n.private_mounts);
-        let ruled: Vec<PathBuf> =
-            writable.iter().filter(|p| !(private_mounts && p.as_path() == shm)).cloned().collect();
+        let ruled: Vec<PathBuf> = writable.iter().filter(|p| !(private_mounts && p == &shm)).cloned().collect();
         let landlock = match landlock_ruleset(mode, &ruled, readable) {
             Ok(fd) => fd,
             Err(why) => {
@@ -1017,7 +1012,7 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &Readable)
         .and_then(|r| r.scope(Scope::from_all(LANDLOCK_ABI)))
         .and_then(|r| r.create())
         .and_then(|r| r.add_rules(judged_rules(readable(allowed), read)))
-        .and_then(|r| r.add_rules(path_beneath_rules(writable, all)))
+        .and_then(|r| r.add_rules(judged_rules(writable.iter().map(|p| (p.clone(), file_id(p))).collect(), all)))
         .map_err(|e| e.to_string())?;
     let fd: Option<OwnedFd> = ruleset.into();
     Ok(fd)
@@ -1430,5 +1425,27 @@ mod tests {
         let real = root.canonicalize().unwrap();
         assert!(granted.contains(&real.join("a/readme")), "{granted:?}");
         assert!(!granted.iter().any(|p| real.join("b/priv/secret").starts_with(p)), "{granted:?}");
+    }
+
+    /// A writable folder re-linked after it was judged (`[runtime] writable = ["out"]`, trusted,
+    /// `out` then pointed at the home folder) gets no rule: the rule is made on the path judged
+    /// only while it still leads to itself and is the folder judged.
+    #[test]
+    fn a_rule_holds_only_on_the_place_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for folder in ["out", "kept", "elsewhere"] {
+            std::fs::create_dir(root.join(folder)).unwrap();
+        }
+        let judged: Vec<(PathBuf, Option<FileId>)> =
+            ["out", "kept"].iter().map(|f| root.join(f)).map(|p| (p.clone(), file_id(&p))).collect();
+        std::fs::rename(root.join("out"), root.join("out.old")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("out")).unwrap();
+        let all = AccessFs::from_all(LANDLOCK_ABI);
+        assert_eq!(judged_rules(judged.clone(), all).count(), 1, "only `kept` still leads to itself");
+        // Another folder renamed to the judged name is not the folder judged either.
+        std::fs::remove_file(root.join("out")).unwrap();
+        std::fs::rename(root.join("elsewhere"), root.join("out")).unwrap();
+        assert_eq!(judged_rules(judged, all).count(), 1);
     }
 }
