@@ -35,7 +35,7 @@ pub fn bundle(
     doc: &Node,
     file: &Path,
     read: &Reader<'_>,
-    aliases: &doc::AliasBudget,
+    aliases: &doc::ParseBudget,
 ) -> (Option<Node>, Vec<Diagnostic>) {
     if !refers_to_files(doc) {
         return (None, Vec::new());
@@ -85,7 +85,7 @@ struct Bundler<'r> {
     main: PathBuf,
     read: &'r Reader<'r>,
     /// What the YAML files read may expand to, shared with the files loaded beside them.
-    aliases: &'r doc::AliasBudget,
+    aliases: &'r doc::ParseBudget,
     /// Every file read, parsed (or why not).
     docs: HashMap<PathBuf, Result<Node, String>>,
     /// (file, pointer) → its copy's number.

@@ -142,6 +142,15 @@ pub enum Syntax {
 }
 
 impl Syntax {
+    /// What a value costs parsed, in JSON values: a YAML node about twice as much (measured: 4
+    /// million nodes took 2.4 GB, as many JSON values 1 GB).
+    fn weight(self) -> usize {
+        match self {
+            Syntax::Json => 1,
+            Syntax::Yaml => 2,
+        }
+    }
+
     pub fn of_path(path: &std::path::Path) -> Syntax {
         match path.extension().and_then(|e| e.to_str()) {
             Some("yaml") | Some("yml") => Syntax::Yaml,
@@ -151,40 +160,88 @@ impl Syntax {
 }
 
 pub fn parse(text: &str, syntax: Syntax) -> Result<Node, ParseFailure> {
-    parse_within(text, syntax, &AliasBudget::default())
+    parse_within(text, syntax, &ParseBudget::default())
 }
 
-/// [`parse`], a YAML document's aliases drawing on `aliases`, which the files loaded together share.
-pub fn parse_within(text: &str, syntax: Syntax, aliases: &AliasBudget) -> Result<Node, ParseFailure> {
+/// [`parse`] within `budget`: a document holding more values than its file's share allows is
+/// refused before it is parsed, and a YAML document's aliases draw on what the files loaded
+/// together share.
+pub fn parse_within(text: &str, syntax: Syntax, budget: &ParseBudget) -> Result<Node, ParseFailure> {
     match syntax {
-        Syntax::Json => parse_json(text),
-        Syntax::Yaml => parse_yaml(text, aliases),
+        Syntax::Json => {
+            let max = budget.max_values(Syntax::Json);
+            if crate::files::json_values(text.as_bytes(), max) > max {
+                return Err(budget.too_many_values(Syntax::Json));
+            }
+            parse_json(text)
+        }
+        Syntax::Yaml => parse_yaml(text, budget),
     }
 }
 
-/// What YAML documents loaded together (a workspace's protocol files and the files they refer to)
-/// may take through their aliases beyond eight times their own size: shared, so that many small
-/// files cannot each expand to the whole of it (16 planted files of 1 MB once loaded as 1.2 GB).
+/// The bytes of a protocol file's size limit for each value it may hold, for limits above the
+/// default (within it, the default's 4 million). Parsed, a value takes about a hundred bytes, so a
+/// file of tiny values (`0,0,…`, two bytes a value) within the default 256 MiB would grow to five
+/// gigabytes; 4 million take about 400 MB. Written out, real specifications take 25 to 65 bytes
+/// a value: a file near the limit may need a higher one.
+const BYTES_PER_VALUE: u64 = 64;
+
+/// What the protocol files loaded together (a workspace's protocol files and the files they refer
+/// to) may take to parse: each file a number of values (more with a size limit above the
+/// default), and all of them, through their YAML aliases, beyond eight times their own size:
+/// shared, so that many small files cannot each expand to the whole of it (16 planted files of
+/// 1 MB once loaded as 1.2 GB).
 #[derive(Debug)]
-pub struct AliasBudget {
+pub struct ParseBudget {
     left: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Whether anything was asked of it through this share (taken or refused).
     asked: std::sync::atomic::AtomicBool,
+    /// The values the file this share parses may hold.
+    max_values: usize,
 }
 
-impl Default for AliasBudget {
-    fn default() -> AliasBudget {
-        AliasBudget {
+impl Default for ParseBudget {
+    fn default() -> ParseBudget {
+        ParseBudget {
             left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(ALIAS_EXPANSION)),
             asked: std::sync::atomic::AtomicBool::new(false),
+            max_values: values_within(crate::files::MAX_READ),
         }
     }
 }
 
-impl AliasBudget {
-    /// A share of the same budget that tells whether it was drawn on (one file's load).
-    pub fn share(&self) -> AliasBudget {
-        AliasBudget { left: self.left.clone(), asked: std::sync::atomic::AtomicBool::new(false) }
+/// The values a protocol file read with the size limit `max_bytes` may hold.
+fn values_within(max_bytes: u64) -> usize {
+    usize::try_from(max_bytes.max(crate::files::MAX_READ) / BYTES_PER_VALUE).unwrap_or(usize::MAX)
+}
+
+impl ParseBudget {
+    /// A share of the same aliases' budget for one file's load (and the files it refers to), read
+    /// with the size limit `max_bytes`, that tells whether it was drawn on.
+    pub fn share(&self, max_bytes: u64) -> ParseBudget {
+        ParseBudget {
+            left: self.left.clone(),
+            asked: std::sync::atomic::AtomicBool::new(false),
+            max_values: values_within(max_bytes),
+        }
+    }
+
+    /// The values a document in `syntax` may hold through this share.
+    fn max_values(&self, syntax: Syntax) -> usize {
+        self.max_values / syntax.weight()
+    }
+
+    /// Why a document in `syntax` holding more values than this share allows is not parsed.
+    fn too_many_values(&self, syntax: Syntax) -> ParseFailure {
+        ParseFailure {
+            range: ByteRange::new(0, 0),
+            message: format!(
+                "it holds more than {} values, past what chainsmith parses from one protocol file; a [[toolsets]] entry's `max_mb` above {} raises the limit (by {} values a MiB)",
+                self.max_values(syntax),
+                crate::files::MAX_READ >> 20,
+                (1 << 20) / BYTES_PER_VALUE as usize / syntax.weight()
+            ),
+        }
     }
 
     /// Whether a document read through this share was sized against the budget: it took from
@@ -263,11 +320,21 @@ fn from_jsonc(value: jsonc_parser::ast::Value<'_>) -> Node {
     Node { kind, range: ByteRange::new(range.start, range.end) }
 }
 
-pub fn parse_yaml(text: &str, aliases: &AliasBudget) -> Result<Node, ParseFailure> {
+pub fn parse_yaml(text: &str, budget: &ParseBudget) -> Result<Node, ParseFailure> {
     use saphyr::{LoadableYamlNode, MarkedYaml};
-    let (as_written, expanded) = yaml_sizes(text);
+    let max_nodes = budget.max_values(Syntax::Yaml);
+    // The parser holds back every token of a flow collection (`[…]`, `{…}`) until it ends, since
+    // the collection might be a key, so counting its nodes costs as much as loading them: a
+    // collection's entries are bounded first by the commas and brackets that separate them
+    // (counted in quoted and plain text too, so prose may count: 2 million of them are found only
+    // in specifications past ~100 MB).
+    let separators = text.bytes().filter(|b| matches!(b, b',' | b'[' | b'{')).count();
+    let YamlSizes { as_written, expanded, .. } = (separators <= max_nodes)
+        .then(|| yaml_sizes(text, max_nodes))
+        .filter(|sizes| sizes.nodes <= max_nodes)
+        .ok_or_else(|| budget.too_many_values(Syntax::Yaml))?;
     let beyond = expanded.saturating_sub(as_written.saturating_mul(8));
-    if beyond > 0 && !aliases.take(beyond) {
+    if beyond > 0 && !budget.take(beyond) {
         return Err(ParseFailure {
             range: ByteRange::new(0, 0),
             message: format!(
@@ -292,7 +359,7 @@ pub fn parse_yaml(text: &str, aliases: &AliasBudget) -> Result<Node, ParseFailur
 }
 
 /// What YAML files loaded together may expand to through their aliases beyond eight times their
-/// size (each alias counted as one node), over all of them ([`AliasBudget`]).
+/// size (each alias counted as one node), over all of them ([`ParseBudget`]).
 const ALIAS_EXPANSION: u64 = 64 << 20;
 
 /// About the bytes a YAML document takes loaded — each scalar's text and a little for each node —
@@ -300,15 +367,21 @@ const ALIAS_EXPANSION: u64 = 64 << 20;
 /// Read from the parser's events, which hold no copies, so a 1 MB file whose aliases nest a 1 MiB
 /// string ten thousand times (10 GiB loaded) costs nothing to size. A file the parser refuses
 /// sizes as far as it read: loading it reports where it failed.
-fn yaml_sizes(text: &str) -> (u64, u64) {
+fn yaml_sizes(text: &str, max_nodes: usize) -> YamlSizes {
     use saphyr_parser::{Event, Parser};
     const NODE: u64 = 64;
     let mut anchored: HashMap<usize, u64> = HashMap::new();
-    let mut as_written = 0u64;
+    let (mut as_written, mut nodes) = (0u64, 0usize);
     // (anchor of the open collection, its size so far); the bottom collects the documents.
     let mut open: Vec<(usize, u64)> = vec![(0, 0)];
     for event in Parser::new_from_str(text) {
         let Ok((event, _)) = event else { break };
+        if matches!(event, Event::Scalar(..) | Event::Alias(_) | Event::SequenceStart(..) | Event::MappingStart(..)) {
+            nodes += 1;
+            if nodes > max_nodes {
+                break;
+            }
+        }
         let finished = match event {
             Event::Scalar(value, _, anchor, _) => {
                 as_written = as_written.saturating_add(NODE + value.len() as u64);
@@ -334,7 +407,15 @@ fn yaml_sizes(text: &str) -> (u64, u64) {
             parent.1 = parent.1.saturating_add(size);
         }
     }
-    (as_written, open.iter().fold(0u64, |total, (_, size)| total.saturating_add(*size)))
+    YamlSizes { nodes, as_written, expanded: open.iter().fold(0u64, |total, (_, size)| total.saturating_add(*size)) }
+}
+
+/// What [`yaml_sizes`] finds: the nodes as written (each alias one), and about the bytes they
+/// take loaded, as written and with each alias copied in.
+struct YamlSizes {
+    nodes: usize,
+    as_written: u64,
+    expanded: u64,
 }
 
 /// saphyr reports positions in characters; protocol ranges are bytes.
@@ -418,6 +499,29 @@ mod tests {
         assert_eq!(doc.to_json(), serde_json::json!({"a": {"b": [1, 2.5, "é"]}, "c": null}));
     }
 
+    /// A file of tiny values within the size limit would take gigabytes parsed: past 4 million
+    /// values it is refused before parsing, in either syntax, unless its toolset's limit is higher.
+    #[test]
+    fn a_file_of_more_values_than_its_limit_allows_is_not_parsed() {
+        for (syntax, limit, per_mib) in [(Syntax::Json, 4 << 20, 16384), (Syntax::Yaml, 2 << 20, 8192)] {
+            let text = format!("[{}0]", "0,".repeat(limit));
+            let failure = parse_within(&text, syntax, &ParseBudget::default()).unwrap_err();
+            let expected = format!(
+                "it holds more than {limit} values, past what chainsmith parses from one protocol file; a [[toolsets]] entry's `max_mb` above 256 raises the limit (by {per_mib} values a MiB)"
+            );
+            assert_eq!(failure.message, expected);
+        }
+        // Without a separator, block style: the nodes as the parser's events count them.
+        let block = "- 0\n".repeat(2 << 20);
+        let failure = parse_within(&block, Syntax::Yaml, &ParseBudget::default()).unwrap_err();
+        assert!(failure.message.starts_with("it holds more than 2097152 values"), "{failure:?}");
+        // The sequence and its 2 << 20 - 1 numbers.
+        let yaml = format!("[{}0]", "0,".repeat((2 << 20) - 2));
+        assert!(parse_within(&yaml, Syntax::Yaml, &ParseBudget::default()).is_ok(), "at the limit, it parses");
+        assert_eq!(ParseBudget::default().share(300 << 20).max_values, 300 << 14);
+        assert_eq!(ParseBudget::default().share(1 << 20).max_values, 4 << 20, "a lower size limit keeps the default's");
+    }
+
     /// A small file whose aliases nest one long string ever deeper would load as gigabytes: it is
     /// refused, sized without being copied. Aliases a real protocol uses load as before.
     #[test]
@@ -427,13 +531,13 @@ mod tests {
             let copies = vec![format!("*l{}", level - 1); 10].join(", ");
             bomb.push_str(&format!("l{level}: &l{level} [{copies}]\n"));
         }
-        let failure = parse_yaml(&bomb, &AliasBudget::default()).unwrap_err();
+        let failure = parse_yaml(&bomb, &ParseBudget::default()).unwrap_err();
         assert!(failure.message.starts_with("invalid YAML: its aliases expand it to 1111"), "{failure:?}");
         let shared = "components:\n  x: &ok {type: string}\npaths:\n  /a: {get: {schema: *ok}}\n";
         // Many small values and no alias: large loaded, but no larger than written.
         let flat = format!("[{}]", vec!["0"; 1 << 20].join(","));
-        assert!(parse_yaml(&flat, &AliasBudget::default()).is_ok());
-        let loaded = parse_yaml(shared, &AliasBudget::default()).unwrap();
+        assert!(parse_yaml(&flat, &ParseBudget::default()).is_ok());
+        let loaded = parse_yaml(shared, &ParseBudget::default()).unwrap();
         assert_eq!(loaded.pointer("/paths/~1a/get/schema/type").unwrap().to_json(), "string");
     }
 
@@ -444,10 +548,10 @@ mod tests {
     fn yaml_files_loaded_together_share_their_alias_budget() {
         let mut file = format!("s: &s \"{}\"\n", "A".repeat(1 << 20));
         file.push_str(&format!("copies: [{}]\n", vec!["*s"; 26].join(", ")));
-        let together = AliasBudget::default();
+        let together = ParseBudget::default();
         let loads: Vec<bool> = (0..4).map(|_| parse_yaml(&file, &together).is_ok()).collect();
         assert_eq!(loads, [true, true, true, false]);
-        assert!(parse_yaml(&file, &AliasBudget::default()).is_ok(), "alone, the fourth loads");
+        assert!(parse_yaml(&file, &ParseBudget::default()).is_ok(), "alone, the fourth loads");
     }
 
     #[test]
@@ -460,7 +564,7 @@ mod tests {
     #[test]
     fn yaml_keeps_byte_ranges_past_non_ascii() {
         let text = "title: héllo\npaths:\n  /x:\n    get:\n      summary: s\n";
-        let doc = parse_yaml(text, &AliasBudget::default()).unwrap();
+        let doc = parse_yaml(text, &ParseBudget::default()).unwrap();
         let get = doc.pointer("/paths/~1x/get").unwrap();
         assert!(text[get.range.start..].starts_with("summary"), "{:?}", &text[get.range.start..]);
         let r = doc.pointer("/paths").unwrap().key_range("/x").unwrap();
@@ -470,7 +574,7 @@ mod tests {
 
     #[test]
     fn yaml_error_is_located() {
-        let err = parse_yaml("a: [1, 2\nb: c\n", &AliasBudget::default()).unwrap_err();
+        let err = parse_yaml("a: [1, 2\nb: c\n", &ParseBudget::default()).unwrap_err();
         assert!(err.message.starts_with("invalid YAML"), "{err:?}");
     }
 }

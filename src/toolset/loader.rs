@@ -170,7 +170,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut texts: Texts = HashMap::new();
     let mut toolsets = Vec::new();
     let cache = super::cache::Cache::open(&config.root);
-    let aliases = &doc::AliasBudget::default();
+    let aliases = &doc::ParseBudget::default();
     let boundary = &Boundary::new(&config.root, &trust);
     let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
         let load = |job: &FileJob<'_>| load_file(job, &unsaved, cache.as_ref());
@@ -390,7 +390,7 @@ fn load_doc(
     file: &Path,
     toolset: &str,
     read: &super::bundle::Reader<'_>,
-    aliases: &doc::AliasBudget,
+    aliases: &doc::ParseBudget,
 ) -> Loaded {
     match kind {
         SourceKind::OpenApi => {
@@ -435,7 +435,7 @@ struct FileJob<'c> {
     /// The configuration entry naming it, where a file that cannot be read is reported.
     named_in: Option<(&'c Path, ByteRange)>,
     /// What its YAML aliases may expand to, shared by every file of the load.
-    aliases: &'c doc::AliasBudget,
+    aliases: &'c doc::ParseBudget,
     /// Where it and the files it refers to may be read.
     boundary: &'c Boundary<'c>,
 }
@@ -604,7 +604,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         out.loaded = Some((hit.kind, hit.name, hit.loaded));
         return out;
     }
-    let aliases = job.aliases.share();
+    let aliases = job.aliases.share(job.max_bytes);
     let doc = match doc::parse_within(&text, Syntax::of_path(file), &aliases) {
         Ok(doc) => doc,
         Err(failure) => {

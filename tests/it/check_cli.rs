@@ -345,6 +345,17 @@ fn the_protocol_size_cap_is_set_per_toolset() {
         ),
         "{stdout}"
     );
+
+    // Within the size limit, a file of tiny values (8 MiB of `0,`) would parse to gigabytes: it
+    // is refused, on itself, before parsing.
+    std::fs::write(dir.path().join("tmdb.json"), format!("[{}0]", "0,".repeat(4 << 20))).unwrap();
+    std::fs::write(dir.path().join("chainsmith.toml"), toml(256)).unwrap();
+    let (code, stdout, _) = chainsmith(&["--root", root, "check"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(
+        stdout.contains("tmdb.json:1:1: error[invalid-protocol]: it holds more than 4194304 values, past what chainsmith parses from one protocol file"),
+        "{stdout}"
+    );
 }
 
 /// A latin-1 program with its coding line is checked; one without is reported on itself alone.
