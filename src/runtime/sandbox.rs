@@ -892,14 +892,15 @@ enum Folder {
 
 /// A folder others may not enter hides all it holds (where the run could read it; else it needs
 /// no rule); one anyone may fill (`/run/lock`, `/var/crash`) is hidden whole, not walked, so no
-/// user can spend the budget there and no crash dump of root's is read; one of another machine's
+/// user can spend the budget there and no crash dump of root's is read; so is one where another
+/// user may rename what it holds ([`Reader::others_may_rename_in`]); one of another machine's
 /// file systems, mounted beneath one on `device`, is left unwalked.
 fn judge_folder(path: &std::path::Path, meta: &std::fs::Metadata, device: u64, reader: &Reader) -> Folder {
     use std::os::unix::fs::MetadataExt;
     let others = meta.mode() & 0o007;
     if others & 0o005 != 0o005 {
         if reader.may_read(meta) { Folder::Hidden } else { Folder::Left }
-    } else if others & 0o002 != 0 {
+    } else if others & 0o002 != 0 || reader.others_may_rename_in(meta) {
         Folder::Hidden
     } else if meta.dev() == device || !another_machines(path) {
         Folder::Walked
@@ -928,6 +929,19 @@ impl Reader {
             }
             Reader { uid: libc::getuid(), groups }
         }
+    }
+
+    /// Whether a user other than the run's and root may add, remove or rename the entries of
+    /// the folder `meta` describes: its owner (who may give itself the right), or any member of
+    /// its group where the group may write. What such a user swaps while the walk lists the
+    /// folder (a folder of root's private files renamed under a name the walk has just judged,
+    /// another name the walk has not reached yet) is never seen by the walk, so nothing the walk
+    /// found there is sure: the folder is hidden whole (`/usr/local/share/fonts` of group
+    /// `staff`, `/etc/postgresql` of user `postgres`, a user's folder in `/srv`). Root's and the
+    /// run's user's own renames are no one else's doing.
+    fn others_may_rename_in(&self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        (meta.uid() != 0 && meta.uid() != self.uid) || meta.mode() & 0o020 != 0
     }
 
     /// Whether the run could read (or list) what `meta` describes by its owner's or group's
@@ -1397,6 +1411,34 @@ mod tests {
         // Past the budget, what is not walked yet is hidden whole.
         let found = hidden_from_others(&[root.to_path_buf(), root.join("ssl")], &[], 0).paths;
         assert_eq!(found, vec![root.to_path_buf(), root.join("ssl")]);
+    }
+
+    /// A folder where another user may rename entries is hidden whole: swapped while the walk
+    /// lists it, a private folder or file there would never be seen.
+    #[test]
+    fn what_another_user_may_rename_in_is_hidden_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for folder in ["group", "own/inner"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+            std::fs::write(root.join(folder).join("readme"), "x").unwrap();
+        }
+        for (folder, mode) in [("group", 0o775), ("own", 0o755), ("own/inner", 0o755)] {
+            std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let mut expected = vec![root.join("group")];
+        // Another user's folder: only root may give one away.
+        if crate::files::user_id() == 0 {
+            std::fs::create_dir(root.join("bobs")).unwrap();
+            std::os::unix::fs::chown(root.join("bobs"), Some(65534), Some(65534)).unwrap();
+            expected.push(root.join("bobs"));
+        } else {
+            eprintln!("not root: another user's folder is not tried");
+        }
+        let mut found = hidden_from_others(&[root.to_path_buf()], &[], 100).paths;
+        found.sort();
+        expected.sort();
+        assert_eq!(found, expected, "the run's own and root's folders are walked");
     }
 
     /// A rename after the walk (a folder of private files swapped with a readable one's name)
