@@ -31,11 +31,65 @@ const POLL: Duration = Duration::from_millis(10);
 /// How long the output readers get after the program ended (a daemon it left may hold the pipes).
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// A private temporary folder for the run's files, removed afterwards: made with a random name and
-/// mode 0700 by `mkdtemp`'s rule (a folder someone else made first is never used).
-fn workdir() -> std::io::Result<tempfile::TempDir> {
+/// How the run folders of chainsmith's begin, in the temporary folder.
+const RUN_FOLDER_PREFIX: &str = "chainsmith-run-";
+
+/// The file in a run folder that the process running it holds locked while the run goes on.
+const IN_USE: &str = "in-use";
+
+/// How old a run folder whose lock no one holds must be to be taken as left behind: one just made
+/// is not locked yet.
+const LEFT_AFTER: Duration = Duration::from_secs(60);
+
+/// A run's private temporary folder, removed afterwards, and the lock that says it is in use.
+struct RunFolder {
+    dir: tempfile::TempDir,
+    _in_use: std::fs::File,
+}
+
+impl RunFolder {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// A private temporary folder for the run's files: made with a random name and mode 0700 by
+/// `mkdtemp`'s rule (a folder someone else made first is never used), and locked while the run
+/// goes on. Those of runs whose chainsmith ended before it could remove them (killed, or a
+/// server that exited mid-run) are removed first.
+fn workdir() -> std::io::Result<RunFolder> {
     use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new().prefix("chainsmith-run-").permissions(std::fs::Permissions::from_mode(0o700)).tempdir()
+    remove_left_run_folders(&std::env::temp_dir());
+    let dir = tempfile::Builder::new()
+        .prefix(RUN_FOLDER_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()?;
+    let in_use = std::fs::File::create_new(dir.path().join(IN_USE))?;
+    in_use.lock()?;
+    Ok(RunFolder { dir, _in_use: in_use })
+}
+
+/// Removes the run folders in `temp` that are the user's own and private, older than
+/// [`LEFT_AFTER`], and whose lock no process holds (a lock ends with the process holding it).
+/// Folders of another user, or without the lock file, are left alone.
+fn remove_left_run_folders(temp: &Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(entries) = std::fs::read_dir(temp) else { return };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(RUN_FOLDER_PREFIX) {
+            continue;
+        }
+        let folder = entry.path();
+        let Ok(meta) = folder.symlink_metadata() else { continue };
+        let old = meta.modified().ok().and_then(|at| at.elapsed().ok()).is_some_and(|age| age >= LEFT_AFTER);
+        if !meta.is_dir() || !crate::files::is_private(&meta) || !old {
+            continue;
+        }
+        let lock = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(folder.join(IN_USE));
+        if lock.is_ok_and(|lock| lock.try_lock().is_ok()) {
+            let _ = std::fs::remove_dir_all(&folder);
+        }
+    }
 }
 
 /// The program's output: forwarded line by line (redacted), kept up to the limit.
@@ -665,6 +719,47 @@ fn innermost_program_line(dump: &str, program: &Path) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run folder a chainsmith that ended left behind (its lock held by no one) is removed by
+    /// the next run; one in use, one just made, or one without the lock file stays.
+    #[test]
+    fn run_folders_left_behind_are_removed_and_those_in_use_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+        let mut held = Vec::new();
+        for (name, lock, held_by_a_run, old) in [
+            ("left", true, false, true),
+            ("running", true, true, true),
+            ("just-made", true, false, false),
+            ("without-lock", false, false, true),
+        ] {
+            let folder = temp.path().join(format!("{RUN_FOLDER_PREFIX}{name}"));
+            std::fs::create_dir(&folder).unwrap();
+            std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+            if lock {
+                let file = std::fs::File::create(folder.join(IN_USE)).unwrap();
+                if held_by_a_run {
+                    file.lock().unwrap();
+                    held.push(file);
+                }
+            }
+            if old {
+                std::fs::File::open(&folder).unwrap().set_modified(long_ago).unwrap();
+            }
+        }
+        remove_left_run_folders(temp.path());
+        let mut kept: Vec<String> = std::fs::read_dir(temp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        kept.sort();
+        let expected: Vec<String> =
+            ["just-made", "running", "without-lock"].iter().map(|n| format!("{RUN_FOLDER_PREFIX}{n}")).collect();
+        assert_eq!(kept, expected);
+        drop(held);
+    }
 
     /// A workspace's interpreter opens a Python's parts of its prefix and no more: not a part that
     /// links out of it (changed after trust), nor the parts of a temporary or home folder it
