@@ -133,12 +133,13 @@ impl Command {
     }
 
     /// A toolset's `max_mb` above the default size of a protocol file read: parsed, a file that
-    /// large can take gigabytes of memory (a JSON array of zeros: some fifty times its size), and
-    /// `check`, `tools` and the editor read the workspace's files before any trust.
+    /// large can take gigabytes of memory (it may hold more values too: 16,384 a MiB), and
+    /// `check`, `tools` and the editor read the workspace's files before any trust. Keyed on the
+    /// toolset too: trusting one toolset's large files lets no other toolset read as much.
     pub fn max_read(toolset: &crate::config::ToolsetConfig) -> Option<Command> {
         (toolset.max_bytes > crate::files::MAX_READ).then(|| Command {
             from: format!("toolset `{}` (max_mb)", toolset.name),
-            command: format!("{READ_LIMIT_PREFIX}{} MiB>", toolset.max_bytes >> 20),
+            command: format!("{READ_LIMIT_PREFIX}{} MiB> for toolset `{}`", toolset.max_bytes >> 20, toolset.name),
         })
     }
 
@@ -244,10 +245,10 @@ impl Command {
                 "let programs read the interpreter's files at {}, outside the workspace",
                 path.trim_end_matches('>')
             )
-        } else if let Some(size) = line.strip_prefix(READ_LIMIT_PREFIX) {
+        } else if let Some(rest) = line.strip_prefix(READ_LIMIT_PREFIX) {
             format!(
                 "read its protocol files up to {} (the default is {} MiB; parsed, a file that large can take many times its size in memory)",
-                size.trim_end_matches('>'),
+                rest.split_once('>').map_or(rest, |(size, _)| size),
                 crate::files::MAX_READ >> 20
             )
         } else if line.starts_with(SANDBOX_PREFIX) {

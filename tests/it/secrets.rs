@@ -786,3 +786,19 @@ fn a_protocol_reads_no_file_outside_the_workspace_before_trust() {
     );
     assert!(ws.untrusted().is_empty(), "{:?}", ws.untrusted());
 }
+
+/// A toolset's size limit above the default is trusted for that toolset: another toolset with as
+/// large a limit asks again.
+#[test]
+fn a_raised_protocol_size_limit_is_trusted_per_toolset() {
+    let toolset = |name: &str| format!("[[toolsets]]\nname = \"{name}\"\nopenapi = \"spec.json\"\nmax_mb = 300\n");
+    let ws = Workspace::new(&toolset("api"), CALL);
+    let asks = |ws: &Workspace| ws.untrusted().into_iter().filter(|m| m.contains("(max_mb)")).collect::<Vec<_>>();
+    assert_eq!(asks(&ws).len(), 1, "{:?}", ws.untrusted());
+    assert!(ws.chainsmith(&["trust"]).status.success());
+    assert_eq!(asks(&ws), Vec::<String>::new(), "trusted");
+    std::fs::write(ws.root().join("chainsmith.toml"), format!("{}{}", toolset("api"), toolset("other"))).unwrap();
+    let asked = asks(&ws);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].starts_with("toolset `other` (max_mb) would read its protocol files up to 300 MiB"), "{asked:?}");
+}
