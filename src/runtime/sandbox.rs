@@ -788,10 +788,7 @@ fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Hi
     let (etc, rest): (Vec<PathBuf>, Vec<PathBuf>) =
         folders.into_iter().partition(|f| f.as_path() == std::path::Path::new("/etc"));
     let mut found = hidden_from_others(&etc, &skipped, SYSTEM_WALK_BUDGET);
-    let more = hidden_from_others(&rest, &skipped, SYSTEM_WALK_BUDGET);
-    found.paths.extend(more.paths);
-    found.ids.extend(more.ids);
-    found.around.extend(more.around);
+    found.merge(hidden_from_others(&rest, &skipped, SYSTEM_WALK_BUDGET));
     let found = Arc::new(found);
     *last = Some((skipped, Instant::now(), found.clone()));
     found
@@ -881,6 +878,15 @@ struct Hidden {
     paths: Vec<PathBuf>,
     ids: std::collections::HashSet<FileId>,
     around: std::collections::HashSet<FileId>,
+}
+
+impl Hidden {
+    /// Adds what another walk hid.
+    fn merge(&mut self, more: Hidden) {
+        self.paths.extend(more.paths);
+        self.ids.extend(more.ids);
+        self.around.extend(more.around);
+    }
 }
 
 /// What [`hidden_from_others`] does with a folder.
