@@ -222,30 +222,59 @@ pub const MAX_JSON_VALUES: usize = 1_000_000;
 pub const MAX_RECORD_VALUES: usize = 4 * MAX_JSON_VALUES;
 
 /// How many values the JSON `text` holds, counted without parsing (every array and object, and
-/// one more for each `,` outside strings: an estimate, high by one for each empty array or
-/// object), up to `stop`.
+/// one more for each `,` outside strings and comments: an estimate, high by one for each empty
+/// array or object), up to `stop`. Comments (`//…`, `/*…*/`), which protocol files may hold,
+/// are skipped: a quote in one would otherwise hide what follows from the count.
 pub fn json_values(text: &[u8], stop: usize) -> usize {
-    let (mut count, mut in_string, mut escaped) = (1, false, false);
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' | b',' => {
-                count += 1;
-                if count > stop {
-                    break;
+    #[derive(PartialEq)]
+    enum In {
+        Code,
+        String { escaped: bool },
+        LineComment,
+        BlockComment,
+    }
+    let (mut count, mut state) = (1, In::Code);
+    let mut bytes = text.iter().copied().peekable();
+    while let Some(b) = bytes.next() {
+        state = match state {
+            In::String { escaped: true } => In::String { escaped: false },
+            In::String { escaped: false } => match b {
+                b'\\' => In::String { escaped: true },
+                b'"' => In::Code,
+                _ => In::String { escaped: false },
+            },
+            In::LineComment => {
+                if b == b'\n' {
+                    In::Code
+                } else {
+                    In::LineComment
                 }
             }
-            _ => {}
-        }
+            In::BlockComment => {
+                if b == b'*' && bytes.peek() == Some(&b'/') {
+                    bytes.next();
+                    In::Code
+                } else {
+                    In::BlockComment
+                }
+            }
+            In::Code => match (b, bytes.peek()) {
+                (b'"', _) => In::String { escaped: false },
+                (b'/', Some(b'/')) => In::LineComment,
+                (b'/', Some(b'*')) => {
+                    bytes.next();
+                    In::BlockComment
+                }
+                (b'[' | b'{' | b',', _) => {
+                    count += 1;
+                    if count > stop {
+                        break;
+                    }
+                    In::Code
+                }
+                _ => In::Code,
+            },
+        };
     }
     count
 }
@@ -593,6 +622,10 @@ mod tests {
         );
         assert_eq!(json_values(br#"{"a,b": "[{,\"x,"}"#, 100), 2, "commas and brackets in strings do not count");
         assert_eq!(json_values(&b"[],".repeat(1000), 10), 11, "counting stops past the limit");
+        // A quote in a comment hides nothing that follows.
+        assert_eq!(json_values(b"// \"\n[0,0,0]", 100), 4);
+        assert_eq!(json_values(b"/* \" */ [0,0,0] /* , */", 100), 4);
+        assert_eq!(json_values(br#"["a/*", 0, "//", 0]"#, 100), 5, "comment marks in strings are text");
         let dir = tempfile::tempdir().unwrap();
         let tiny = dir.path().join("tiny.json");
         std::fs::write(&tiny, format!("[{}[]]", "[],".repeat(MAX_JSON_VALUES))).unwrap();

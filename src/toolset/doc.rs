@@ -170,9 +170,11 @@ pub fn parse_within(text: &str, syntax: Syntax, budget: &ParseBudget) -> Result<
     match syntax {
         Syntax::Json => {
             let max = budget.max_values(Syntax::Json);
-            if crate::files::json_values(text.as_bytes(), max) > max {
+            let values = crate::files::json_values(text.as_bytes(), max);
+            if values > max {
                 return Err(budget.too_many_values(Syntax::Json));
             }
+            budget.draw_values(Syntax::Json, values)?;
             parse_json(text)
         }
         Syntax::Yaml => parse_yaml(text, budget),
@@ -186,14 +188,22 @@ pub fn parse_within(text: &str, syntax: Syntax, budget: &ParseBudget) -> Result<
 /// a value: a file near the limit may need a higher one.
 const BYTES_PER_VALUE: u64 = 64;
 
+/// The values the protocol files parsed in one load may hold together (8 million, as JSON
+/// values: a YAML node counts twice), beyond what toolsets trusted with a larger size limit add:
+/// each file under its own count, many planted files would still take gigabytes each. Real
+/// workspaces stay far below: GitHub's dereferenced description (73 MB) holds 1.2 million.
+const LOAD_VALUES: u64 = 8 << 20;
+
 /// What the protocol files loaded together (a workspace's protocol files and the files they refer
 /// to) may take to parse: each file a number of values (more with a size limit above the
-/// default), and all of them, through their YAML aliases, beyond eight times their own size:
-/// shared, so that many small files cannot each expand to the whole of it (16 planted files of
-/// 1 MB once loaded as 1.2 GB).
+/// default), all of them [`LOAD_VALUES`], and all of them, through their YAML aliases, beyond eight
+/// times their own size: shared, so that many small files cannot each expand to the whole of it
+/// (16 planted files of 1 MB once loaded as 1.2 GB).
 #[derive(Debug)]
 pub struct ParseBudget {
     left: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The values, as JSON values, the files still to be parsed in this load may hold together.
+    values_left: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Whether anything was asked of it through this share (taken or refused).
     asked: std::sync::atomic::AtomicBool,
     /// The values the file this share parses may hold.
@@ -202,11 +212,7 @@ pub struct ParseBudget {
 
 impl Default for ParseBudget {
     fn default() -> ParseBudget {
-        ParseBudget {
-            left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(ALIAS_EXPANSION)),
-            asked: std::sync::atomic::AtomicBool::new(false),
-            max_values: values_within(crate::files::MAX_READ),
-        }
+        ParseBudget::for_load([])
     }
 }
 
@@ -216,14 +222,53 @@ fn values_within(max_bytes: u64) -> usize {
 }
 
 impl ParseBudget {
-    /// A share of the same aliases' budget for one file's load (and the files it refers to), read
-    /// with the size limit `max_bytes`, that tells whether it was drawn on.
+    /// The budget of one load, in which files of the size limits `raised` (each above the
+    /// default, trusted) may be parsed besides the others.
+    pub fn for_load(raised: impl IntoIterator<Item = u64>) -> ParseBudget {
+        let default = values_within(crate::files::MAX_READ) as u64;
+        let more = raised.into_iter().map(|max_bytes| (values_within(max_bytes) as u64).saturating_sub(default));
+        ParseBudget {
+            left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(ALIAS_EXPANSION)),
+            values_left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
+                more.fold(LOAD_VALUES, u64::saturating_add),
+            )),
+            asked: std::sync::atomic::AtomicBool::new(false),
+            max_values: values_within(crate::files::MAX_READ),
+        }
+    }
+
+    /// A share of the same budget for one file's load (and the files it refers to), read with
+    /// the size limit `max_bytes`, that tells whether its aliases drew on it.
     pub fn share(&self, max_bytes: u64) -> ParseBudget {
         ParseBudget {
             left: self.left.clone(),
+            values_left: self.values_left.clone(),
             asked: std::sync::atomic::AtomicBool::new(false),
             max_values: values_within(max_bytes),
         }
+    }
+
+    /// This share, its file allowed `max_values` values (JSON values).
+    #[cfg(test)]
+    fn with_max_values(self, max_values: usize) -> ParseBudget {
+        ParseBudget { max_values, ..self }
+    }
+
+    /// Takes the `values` of a document in `syntax` about to be parsed from what the load's files
+    /// may hold together. (Not an ask that keeps the load out of the catalog cache: read back, a
+    /// file is not parsed.)
+    fn draw_values(&self, syntax: Syntax, values: usize) -> Result<(), ParseFailure> {
+        use std::sync::atomic::Ordering;
+        let weighted = (values as u64).saturating_mul(syntax.weight() as u64);
+        let left = &self.values_left;
+        left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(weighted)).map(|_| ()).map_err(
+            |_| ParseFailure {
+                range: ByteRange::new(0, 0),
+                message: format!(
+                    "not parsed: the protocol files loaded with it hold more than {LOAD_VALUES} values, past what chainsmith parses at once (a YAML node counts twice)"
+                ),
+            },
+        )
     }
 
     /// The values a document in `syntax` may hold through this share.
@@ -233,10 +278,14 @@ impl ParseBudget {
 
     /// Why a document in `syntax` holding more values than this share allows is not parsed.
     fn too_many_values(&self, syntax: Syntax) -> ParseFailure {
+        let what = match syntax {
+            Syntax::Json => "values",
+            Syntax::Yaml => "values (or of the marks that separate them: `,` `:` `[` `{` `!` `&` `*`)",
+        };
         ParseFailure {
             range: ByteRange::new(0, 0),
             message: format!(
-                "it holds more than {} values, past what chainsmith parses from one protocol file; a [[toolsets]] entry's `max_mb` above {} raises the limit (by {} values a MiB)",
+                "it holds more than {} {what}, past what chainsmith parses from one protocol file; a [[toolsets]] entry's `max_mb` above {}, once trusted, raises the limit (by {} values a MiB)",
                 self.max_values(syntax),
                 crate::files::MAX_READ >> 20,
                 (1 << 20) / BYTES_PER_VALUE as usize / syntax.weight()
@@ -324,15 +373,16 @@ pub fn parse_yaml(text: &str, budget: &ParseBudget) -> Result<Node, ParseFailure
     use saphyr::{LoadableYamlNode, MarkedYaml};
     let max_nodes = budget.max_values(Syntax::Yaml);
     // The parser holds back every token of a flow collection (`[…]`, `{…}`) until it ends, since
-    // the collection might be a key, so counting its nodes costs as much as loading them: a
-    // collection's entries are bounded first by the commas and brackets that separate them
-    // (counted in quoted and plain text too, so prose may count: 2 million of them are found only
-    // in specifications past ~100 MB).
-    let separators = text.bytes().filter(|b| matches!(b, b',' | b'[' | b'{')).count();
-    let YamlSizes { as_written, expanded, .. } = (separators <= max_nodes)
+    // the collection might be a key, so counting its nodes costs as much as loading them: its
+    // tokens are bounded first by the marks that begin or separate them — commas, brackets, the
+    // colons of keys, tags, anchors, aliases — counted in quoted and plain text too (so prose
+    // counts: GitHub's 73 MB description, as YAML, would hold well under a million).
+    let marks = text.bytes().filter(|b| matches!(b, b',' | b'[' | b'{' | b':' | b'!' | b'&' | b'*')).count();
+    let YamlSizes { nodes, as_written, expanded } = (marks <= max_nodes)
         .then(|| yaml_sizes(text, max_nodes))
         .filter(|sizes| sizes.nodes <= max_nodes)
         .ok_or_else(|| budget.too_many_values(Syntax::Yaml))?;
+    budget.draw_values(Syntax::Yaml, nodes)?;
     let beyond = expanded.saturating_sub(as_written.saturating_mul(8));
     if beyond > 0 && !budget.take(beyond) {
         return Err(ParseFailure {
@@ -503,23 +553,51 @@ mod tests {
     /// values it is refused before parsing, in either syntax, unless its toolset's limit is higher.
     #[test]
     fn a_file_of_more_values_than_its_limit_allows_is_not_parsed() {
-        for (syntax, limit, per_mib) in [(Syntax::Json, 4 << 20, 16384), (Syntax::Yaml, 2 << 20, 8192)] {
+        for (syntax, limit, what, per_mib) in [
+            (Syntax::Json, 4 << 20, "values", 16384),
+            (Syntax::Yaml, 2 << 20, "values (or of the marks that separate them: `,` `:` `[` `{` `!` `&` `*`)", 8192),
+        ] {
             let text = format!("[{}0]", "0,".repeat(limit));
             let failure = parse_within(&text, syntax, &ParseBudget::default()).unwrap_err();
             let expected = format!(
-                "it holds more than {limit} values, past what chainsmith parses from one protocol file; a [[toolsets]] entry's `max_mb` above 256 raises the limit (by {per_mib} values a MiB)"
+                "it holds more than {limit} {what}, past what chainsmith parses from one protocol file; a [[toolsets]] entry's `max_mb` above 256, once trusted, raises the limit (by {per_mib} values a MiB)"
             );
             assert_eq!(failure.message, expected);
         }
-        // Without a separator, block style: the nodes as the parser's events count them.
-        let block = "- 0\n".repeat(2 << 20);
-        let failure = parse_within(&block, Syntax::Yaml, &ParseBudget::default()).unwrap_err();
-        assert!(failure.message.starts_with("it holds more than 2097152 values"), "{failure:?}");
-        // The sequence and its 2 << 20 - 1 numbers.
-        let yaml = format!("[{}0]", "0,".repeat((2 << 20) - 2));
-        assert!(parse_within(&yaml, Syntax::Yaml, &ParseBudget::default()).is_ok(), "at the limit, it parses");
         assert_eq!(ParseBudget::default().share(300 << 20).max_values, 300 << 14);
         assert_eq!(ParseBudget::default().share(1 << 20).max_values, 4 << 20, "a lower size limit keeps the default's");
+
+        // At the limit (a small one here), a file parses; past it, in flow or block style, not.
+        let small = ParseBudget::default().with_max_values(100);
+        let sequence = |n: usize| format!("[{}0]", "0,".repeat(n - 2));
+        assert!(parse_within(&sequence(100), Syntax::Json, &small).is_ok());
+        assert!(parse_within(&sequence(101), Syntax::Json, &small).is_err());
+        assert!(parse_within(&sequence(50), Syntax::Yaml, &small).is_ok(), "a YAML node counts twice");
+        assert!(parse_within(&sequence(51), Syntax::Yaml, &small).is_err());
+        assert!(parse_within(&"- 0\n".repeat(50), Syntax::Yaml, &small).is_err(), "the sequence and 50 numbers");
+        assert!(parse_within(&"- 0\n".repeat(49), Syntax::Yaml, &small).is_ok());
+        // Flow mappings count their colons, tags and anchors too: the parser holds their tokens.
+        let tagged = format!("{{{}k: v}}", "!t &a k: !t &b v, ".repeat(10));
+        assert!(parse_within(&tagged, Syntax::Yaml, &small).is_err());
+    }
+
+    /// The files of one load share what they may hold together: each under its own count, many
+    /// would still take gigabytes. Files read with a trusted larger limit add their share.
+    #[test]
+    fn the_files_of_one_load_share_what_their_values_may_take() {
+        let load = ParseBudget::default();
+        load.draw_values(Syntax::Json, LOAD_VALUES as usize - 5).unwrap();
+        let file = load.share(crate::files::MAX_READ);
+        assert!(parse_within("[0,0,0]", Syntax::Json, &file).is_ok());
+        let failure = parse_within("[0,0]", Syntax::Json, &file).unwrap_err();
+        assert_eq!(
+            failure.message,
+            "not parsed: the protocol files loaded with it hold more than 8388608 values, past what chainsmith parses at once (a YAML node counts twice)"
+        );
+        assert!(!file.asked(), "a file read back from the cache is not parsed: drawing values keeps no load from it");
+        let raised = ParseBudget::for_load([512 << 20]);
+        raised.draw_values(Syntax::Json, LOAD_VALUES as usize + (4 << 20)).unwrap();
+        assert!(raised.draw_values(Syntax::Json, 1).is_err());
     }
 
     /// A small file whose aliases nest one long string ever deeper would load as gigabytes: it is

@@ -170,7 +170,14 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut texts: Texts = HashMap::new();
     let mut toolsets = Vec::new();
     let cache = super::cache::Cache::open(&config.root);
-    let aliases = &doc::ParseBudget::default();
+    // Files of a toolset trusted with a larger size limit may hold more values in this load.
+    let raised = config
+        .toolsets
+        .iter()
+        .filter(|ts| trust::Command::max_read(ts).is_some_and(|line| trust.allows(&line.command)));
+    let aliases = &doc::ParseBudget::for_load(
+        raised.flat_map(|ts| std::iter::repeat_n(ts.max_bytes, protocol_files(&ts.source).1.len())),
+    );
     let boundary = &Boundary::new(&config.root, &trust);
     let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
         let load = |job: &FileJob<'_>| load_file(job, &unsaved, cache.as_ref());
