@@ -965,11 +965,8 @@ impl Store {
             .custom_flags(libc::O_NOFOLLOW)
             .open(dir.join("trust.json.lock"))
             .map_err(io)?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on a descriptor this function owns; released when `lock` is closed.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io(std::io::Error::last_os_error()));
-        }
+        // Released when `lock` is closed.
+        lock.lock().map_err(io)?;
         let mut file = self.read()?;
         file.chainsmith = FORMAT.into();
         change(&mut file);

@@ -65,7 +65,9 @@ fn workdir() -> std::io::Result<RunFolder> {
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()?;
     let in_use = std::fs::File::create_new(dir.path().join(IN_USE))?;
-    in_use.lock()?;
+    // Where the file system has no locks, no one else's `try_lock` succeeds either: the folder
+    // is kept, as if in use.
+    let _ = in_use.lock();
     Ok(RunFolder { dir, _in_use: in_use })
 }
 
@@ -449,8 +451,10 @@ fn execute(
     }));
     let accept = host.serve(door.try_clone().map_err(|e| format!("cannot make the channel to the program: {e}"))?);
 
-    let mut writable: Vec<PathBuf> =
-        [&scratch, &fault_file].into_iter().filter_map(|p| p.canonicalize().ok()).collect();
+    let mut writable = Vec::new();
+    for made in [&scratch, &fault_file] {
+        writable.push(made.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", made.display()))?);
+    }
     writable.extend(writable_places.into_iter().map(|(place, _)| place));
     let limits = &request.config.runtime;
     let python = interpreter(&request.config.runtime.python, &request.root);
@@ -728,15 +732,16 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
         let mut held = Vec::new();
-        for (name, lock, held_by_a_run, old) in [
-            ("left", true, false, true),
-            ("running", true, true, true),
-            ("just-made", true, false, false),
-            ("without-lock", false, false, true),
+        for (name, lock, held_by_a_run, old, mode) in [
+            ("left", true, false, true, 0o700),
+            ("running", true, true, true, 0o700),
+            ("just-made", true, false, false, 0o700),
+            ("without-lock", false, false, true, 0o700),
+            ("open-to-others", true, false, true, 0o777),
         ] {
             let folder = temp.path().join(format!("{RUN_FOLDER_PREFIX}{name}"));
             std::fs::create_dir(&folder).unwrap();
-            std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+            std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(mode)).unwrap();
             if lock {
                 let file = std::fs::File::create(folder.join(IN_USE)).unwrap();
                 if held_by_a_run {
@@ -748,15 +753,24 @@ mod tests {
                 std::fs::File::open(&folder).unwrap().set_modified(long_ago).unwrap();
             }
         }
+        // A link named like a run folder, to a folder left behind elsewhere: neither is removed.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(elsewhere.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::File::create(elsewhere.path().join(IN_USE)).unwrap();
+        std::fs::File::open(elsewhere.path()).unwrap().set_modified(long_ago).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), temp.path().join(format!("{RUN_FOLDER_PREFIX}link"))).unwrap();
         remove_left_run_folders(temp.path());
+        assert!(elsewhere.path().join(IN_USE).exists(), "a link is not followed");
         let mut kept: Vec<String> = std::fs::read_dir(temp.path())
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         kept.sort();
-        let expected: Vec<String> =
-            ["just-made", "running", "without-lock"].iter().map(|n| format!("{RUN_FOLDER_PREFIX}{n}")).collect();
+        let expected: Vec<String> = ["just-made", "link", "open-to-others", "running", "without-lock"]
+            .iter()
+            .map(|n| format!("{RUN_FOLDER_PREFIX}{n}"))
+            .collect();
         assert_eq!(kept, expected);
         drop(held);
     }

@@ -134,7 +134,7 @@ pub struct Readable {
 impl Sandbox {
     /// Prepares the sandbox of one run that may write beneath `writable` (real paths, the scratch
     /// folder first, holding at most `max_scratch_mb`: each granted only while it still leads to
-    /// itself, as the read rules are) and read, of the user's home and temporary folders, what
+    /// itself) and read, of the user's home and temporary folders, what
     /// lies beneath `readable`. In strict mode a missing layer is an error.
     pub fn prepare(
         mode: SandboxMode,
@@ -787,8 +787,9 @@ fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Hi
     // resolver's files) stays readable whatever a large tree elsewhere leaves unwalked.
     let (etc, rest): (Vec<PathBuf>, Vec<PathBuf>) =
         folders.into_iter().partition(|f| f.as_path() == std::path::Path::new("/etc"));
-    let mut found = hidden_from_others(&etc, &skipped, SYSTEM_WALK_BUDGET);
-    found.merge(hidden_from_others(&rest, &skipped, SYSTEM_WALK_BUDGET));
+    let reader = Reader::this_process();
+    let mut found = hidden_from_others(&reader, &etc, &skipped, SYSTEM_WALK_BUDGET);
+    found.merge(hidden_from_others(&reader, &rest, &skipped, SYSTEM_WALK_BUDGET));
     let found = Arc::new(found);
     *last = Some((skipped, Instant::now(), found.clone()));
     found
@@ -799,9 +800,8 @@ fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Hi
 /// FUSE) mounted there is not walked: a data share can hold millions of files. Past `budget`
 /// entries what is not walked yet is hidden whole: a large tree planted in `/srv` must not leave
 /// `/var/log` unwalked and readable.
-fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -> Hidden {
+fn hidden_from_others(reader: &Reader, folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -> Hidden {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let reader = Reader::this_process();
     let mut found: Vec<(PathBuf, FileId)> = Vec::new();
     // Every folder walked, by path, for the identities of the folders holding what is hidden.
     let mut walked: std::collections::HashMap<PathBuf, FileId> = std::collections::HashMap::new();
@@ -810,7 +810,7 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
     for folder in folders {
         let Ok(meta) = folder.symlink_metadata() else { continue };
         let id = id_of(&meta);
-        match judge_folder(folder, &meta, meta.dev(), &reader) {
+        match judge_folder(folder, &meta, meta.dev(), reader) {
             Folder::Hidden => found.push((folder.clone(), id)),
             Folder::Walked => pending.push_back((folder.clone(), id)),
             Folder::Left => {}
@@ -851,7 +851,7 @@ fn hidden_from_others(folders: &[PathBuf], skipped: &[PathBuf], budget: usize) -
             }
             let id = id_of(&meta);
             if meta.is_dir() {
-                match judge_folder(&path, &meta, folder_id.0, &reader) {
+                match judge_folder(&path, &meta, folder_id.0, reader) {
                     Folder::Hidden => found.push((path, id)),
                     Folder::Walked => pending.push_back((path, id)),
                     Folder::Left => {}
@@ -919,6 +919,8 @@ fn judge_folder(path: &std::path::Path, meta: &std::fs::Metadata, device: u64, r
 struct Reader {
     uid: u32,
     groups: Vec<u32>,
+    /// The groups holding a user other than root and this one ([`groups_with_others`]).
+    shared_groups: std::collections::HashSet<u32>,
 }
 
 impl Reader {
@@ -933,21 +935,27 @@ impl Reader {
                 more.truncate(got.max(0) as usize);
                 groups.extend(more);
             }
-            Reader { uid: libc::getuid(), groups }
+            let uid = libc::getuid();
+            let account = |path: &str| crate::files::read_text(Path::new(path), 64 << 20).unwrap_or_default();
+            let shared_groups = groups_with_others(&account("/etc/passwd"), &account("/etc/group"), uid);
+            Reader { uid, groups, shared_groups }
         }
     }
 
     /// Whether a user other than the run's and root may add, remove or rename the entries of
-    /// the folder `meta` describes: its owner (who may give itself the right), or any member of
-    /// its group where the group may write. What such a user swaps while the walk lists the
-    /// folder (a folder of root's private files renamed under a name the walk has just judged,
-    /// another name the walk has not reached yet) is never seen by the walk, so nothing the walk
-    /// found there is sure: the folder is hidden whole (`/usr/local/share/fonts` of group
-    /// `staff`, `/etc/postgresql` of user `postgres`, a user's folder in `/srv`). Root's and the
-    /// run's user's own renames are no one else's doing.
+    /// the folder `meta` describes: its owner (who may give itself the right), or a member of its
+    /// group where the group may write and holds such a user. What such a user swaps while the
+    /// walk lists the folder (a folder of root's private files renamed under a name the walk has
+    /// just judged, another name the walk has not reached yet) is never seen by the walk, so
+    /// nothing the walk found there is sure: the folder is hidden whole (`/etc/postgresql` of
+    /// user `postgres`, a user's folder in `/srv`, `/usr/local/share/fonts` of group `staff`
+    /// where `staff` has members). Root's and the run's user's own renames are no one else's
+    /// doing, so a conda in `/opt` of the user's own group (Jupyter's images, a private group's
+    /// `umask 002`) is walked.
     fn others_may_rename_in(&self, meta: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::MetadataExt;
-        (meta.uid() != 0 && meta.uid() != self.uid) || meta.mode() & 0o020 != 0
+        (meta.uid() != 0 && meta.uid() != self.uid)
+            || (meta.mode() & 0o020 != 0 && self.shared_groups.contains(&meta.gid()))
     }
 
     /// Whether the run could read (or list) what `meta` describes by its owner's or group's
@@ -960,6 +968,27 @@ impl Reader {
             || (meta.uid() == self.uid && meta.mode() & owner != 0)
             || (self.groups.contains(&meta.gid()) && meta.mode() & group != 0)
     }
+}
+
+/// The groups that hold a user other than root and the user `uid`, by the accounts of this machine
+/// (`passwd` and `group` as `/etc/passwd` and `/etc/group` hold them): a member named in the group's
+/// list (one no account names counts), or an account whose own group it is. Accounts only a
+/// directory service (LDAP) knows are not seen.
+fn groups_with_others(passwd: &str, group: &str, uid: u32) -> std::collections::HashSet<u32> {
+    let fields = |line: &str| -> Vec<String> { line.split(':').map(str::to_string).collect() };
+    let accounts: Vec<Vec<String>> = passwd.lines().map(fields).filter(|f| f.len() >= 4).collect();
+    let ours = |account: &[String]| account[2].parse::<u32>().is_ok_and(|id| id == 0 || id == uid);
+    let our_names: std::collections::HashSet<&str> =
+        accounts.iter().filter(|a| ours(a)).map(|a| a[0].as_str()).collect();
+    let mut shared: std::collections::HashSet<u32> =
+        accounts.iter().filter(|a| !ours(a)).filter_map(|a| a[3].parse().ok()).collect();
+    for entry in group.lines().map(fields).filter(|f| f.len() >= 4) {
+        let others = entry[3].split(',').map(str::trim).any(|member| !member.is_empty() && !our_names.contains(member));
+        if let (true, Ok(gid)) = (others, entry[2].parse()) {
+            shared.insert(gid);
+        }
+    }
+    shared
 }
 
 /// Whether the file system mounted at `folder` is another machine's (a network share), a
@@ -1357,6 +1386,14 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 
+    /// A folder to walk, of mode 0755 whatever the umask (under `umask 002` a group-writable root
+    /// of a group with other members would be hidden whole).
+    fn walked_root() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir
+    }
+
     #[test]
     fn the_longest_rule_decides_and_refusing_wins_a_tie() {
         let rules = Rules::new([
@@ -1383,7 +1420,7 @@ mod tests {
 
     #[test]
     fn what_others_may_not_read_is_found_and_what_they_may_is_walked() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = walked_root();
         let root = dir.path();
         let mode =
             |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -1408,43 +1445,64 @@ mod tests {
         std::fs::write(root.join("lock/planted"), "x").unwrap();
         mode(&root.join("lock"), 0o1777);
         std::os::unix::fs::symlink(root.join("ssl/private/host.key"), root.join("link-to-key")).unwrap();
-        let mut found = hidden_from_others(&[root.to_path_buf()], &[root.join("skipped")], 100).paths;
+        let mut found =
+            hidden_from_others(&Reader::this_process(), &[root.to_path_buf()], &[root.join("skipped")], 100).paths;
         found.sort();
         // The private folder is hidden whole, not walked, and so is one anyone may fill; a link
         // is judged where it leads.
         assert_eq!(found, vec![root.join("group-only.conf"), root.join("lock"), root.join("ssl/private")]);
 
         // Past the budget, what is not walked yet is hidden whole.
-        let found = hidden_from_others(&[root.to_path_buf(), root.join("ssl")], &[], 0).paths;
+        let found = hidden_from_others(&Reader::this_process(), &[root.to_path_buf(), root.join("ssl")], &[], 0).paths;
         assert_eq!(found, vec![root.to_path_buf(), root.join("ssl")]);
     }
 
     /// A folder where another user may rename entries is hidden whole: swapped while the walk
-    /// lists it, a private folder or file there would never be seen.
+    /// lists it, a private folder or file there would never be seen. One of the run's own user
+    /// or group is walked.
     #[test]
     fn what_another_user_may_rename_in_is_hidden_whole() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = walked_root();
         let root = dir.path();
-        for folder in ["group", "own/inner"] {
+        for folder in ["own-group", "own/inner"] {
             std::fs::create_dir_all(root.join(folder)).unwrap();
             std::fs::write(root.join(folder).join("readme"), "x").unwrap();
         }
-        for (folder, mode) in [("group", 0o775), ("own", 0o755), ("own/inner", 0o755)] {
+        for (folder, mode) in [("own-group", 0o775), ("own", 0o755), ("own/inner", 0o755)] {
             std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
         }
-        let mut expected = vec![root.join("group")];
-        // Another user's folder: only root may give one away.
+        let mut reader = Reader::this_process();
+        let own_group = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(root.join("own-group")).unwrap());
+        reader.shared_groups.remove(&own_group);
+        let mut expected = Vec::new();
+        // Another user's folder, and one of a group with other members: only root may give one away.
         if crate::files::user_id() == 0 {
-            std::fs::create_dir(root.join("bobs")).unwrap();
-            std::os::unix::fs::chown(root.join("bobs"), Some(65534), Some(65534)).unwrap();
-            expected.push(root.join("bobs"));
+            for (folder, owner, group) in [("bobs", 65534, 0), ("shared-group", 0, 65534)] {
+                std::fs::create_dir(root.join(folder)).unwrap();
+                std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(0o775)).unwrap();
+                std::os::unix::fs::chown(root.join(folder), Some(owner), Some(group)).unwrap();
+                expected.push(root.join(folder));
+            }
+            reader.shared_groups.insert(65534);
         } else {
             eprintln!("not root: another user's folder is not tried");
         }
-        let mut found = hidden_from_others(&[root.to_path_buf()], &[], 100).paths;
+        let mut found = hidden_from_others(&reader, &[root.to_path_buf()], &[], 100).paths;
         found.sort();
         expected.sort();
         assert_eq!(found, expected, "the run's own and root's folders are walked");
+    }
+
+    /// The groups holding another user: by the members a group lists, by the accounts whose
+    /// own group it is; root and the run's own user are no others.
+    #[test]
+    fn groups_with_others_are_read_from_the_accounts() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\nme:x:1000:1000::/home/me:/bin/bash\n\
+                      postgres:x:105:111::/var/lib/postgresql:/bin/bash\nbroken line\n";
+        let group = "root:x:0:\nme:x:1000:\nusers:x:100:me,root\nstaff:x:50:me,bob\nadm:x:4:syslog\npostgres:x:111:\n";
+        let mut shared: Vec<u32> = groups_with_others(passwd, group, 1000).into_iter().collect();
+        shared.sort();
+        assert_eq!(shared, vec![4, 50, 111]);
     }
 
     /// A rename after the walk (a folder of private files swapped with a readable one's name)
@@ -1452,7 +1510,7 @@ mod tests {
     /// holding them are known by identity too.
     #[test]
     fn what_the_walk_hid_stays_hidden_under_another_name() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = walked_root();
         let root = dir.path();
         std::fs::create_dir_all(root.join("a/priv")).unwrap();
         std::fs::create_dir_all(root.join("b")).unwrap();
@@ -1461,7 +1519,7 @@ mod tests {
         for (folder, mode) in [("a", 0o755), ("a/priv", 0o700), ("b", 0o755)] {
             std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
         }
-        let hidden = hidden_from_others(&[root.to_path_buf()], &[], 100);
+        let hidden = hidden_from_others(&Reader::this_process(), &[root.to_path_buf()], &[], 100);
         assert_eq!(hidden.paths, vec![root.join("a/priv")]);
         std::fs::rename(root.join("a"), root.join("swap")).unwrap();
         std::fs::rename(root.join("b"), root.join("a")).unwrap();
