@@ -71,16 +71,25 @@ fn workdir() -> std::io::Result<RunFolder> {
     Ok(RunFolder { dir, _in_use: in_use })
 }
 
+/// The most folders named like run folders one run looks at (each costs a `stat`): another user
+/// may make any number of them in a shared temporary folder.
+const LEFT_LOOKED_AT: usize = 256;
+
 /// Removes the run folders in `temp` that are the user's own and private, older than
 /// [`LEFT_AFTER`], and whose lock no process holds (a lock ends with the process holding it).
-/// Folders of another user, or without the lock file, are left alone.
+/// Folders of another user, or without the lock file, are left alone, and so is all of `temp`
+/// where another user may rename in it (a shared folder without the sticky bit): the folder
+/// judged could be swapped for another before it is removed.
 fn remove_left_run_folders(temp: &Path) {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let Ok(meta) = temp.metadata() else { return };
+    let others_rename = meta.mode() & 0o022 != 0 && meta.mode() & libc::S_ISVTX == 0;
+    if others_rename || !(meta.uid() == 0 || meta.uid() == crate::files::user_id()) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(temp) else { return };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(RUN_FOLDER_PREFIX) {
-            continue;
-        }
+    let named = entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(RUN_FOLDER_PREFIX));
+    for entry in named.take(LEFT_LOOKED_AT) {
         let folder = entry.path();
         let Ok(meta) = folder.symlink_metadata() else { continue };
         let old = meta.modified().ok().and_then(|at| at.elapsed().ok()).is_some_and(|age| age >= LEFT_AFTER);
@@ -730,6 +739,7 @@ mod tests {
     fn run_folders_left_behind_are_removed_and_those_in_use_kept() {
         use std::os::unix::fs::PermissionsExt;
         let temp = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
         let long_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
         let mut held = Vec::new();
         for (name, lock, held_by_a_run, old, mode) in [
@@ -759,6 +769,11 @@ mod tests {
         std::fs::File::create(elsewhere.path().join(IN_USE)).unwrap();
         std::fs::File::open(elsewhere.path()).unwrap().set_modified(long_ago).unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), temp.path().join(format!("{RUN_FOLDER_PREFIX}link"))).unwrap();
+        // In a temporary folder where others may rename (no sticky bit), nothing is removed.
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        remove_left_run_folders(temp.path());
+        assert!(temp.path().join(format!("{RUN_FOLDER_PREFIX}left")).exists());
+        std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
         remove_left_run_folders(temp.path());
         assert!(elsewhere.path().join(IN_USE).exists(), "a link is not followed");
         let mut kept: Vec<String> = std::fs::read_dir(temp.path())

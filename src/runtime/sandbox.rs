@@ -270,7 +270,7 @@ impl Sandbox {
         let shm_access = (private_mounts && landlock.is_some()).then(handled_fs_access);
         Ok(Sandbox {
             namespaces,
-            memory: Some(max_memory_mb.saturating_mul(1 << 20)),
+            memory: Some(memory_limit(max_memory_mb)),
             processes,
             process_cgroup,
             landlock,
@@ -896,18 +896,22 @@ enum Folder {
     Left,
 }
 
-/// A folder others may not enter hides all it holds (where the run could read it; else it needs
-/// no rule); one anyone may fill (`/run/lock`, `/var/crash`) is hidden whole, not walked, so no
-/// user can spend the budget there and no crash dump of root's is read; so is one where another
-/// user may rename what it holds ([`Reader::others_may_rename_in`]); one of another machine's
-/// file systems, mounted beneath one on `device`, is left unwalked.
+/// A folder others may not list and enter hides all it holds (where the run could list or enter
+/// it; else it needs no rule); one anyone may fill (`/run/lock`, `/var/crash`) is hidden whole,
+/// not walked, so no user can spend the budget there and no crash dump of root's is read; so is
+/// one where another user may rename what it holds, or change its mode
+/// ([`Reader::others_may_rename_in`]), whatever its mode is now; one of another machine's file
+/// systems, mounted beneath one on `device`, is left unwalked.
 fn judge_folder(path: &std::path::Path, meta: &std::fs::Metadata, device: u64, reader: &Reader) -> Folder {
     use std::os::unix::fs::MetadataExt;
     let others = meta.mode() & 0o007;
-    if others & 0o005 != 0o005 {
-        if reader.may_read(meta) { Folder::Hidden } else { Folder::Left }
-    } else if others & 0o002 != 0 || reader.others_may_rename_in(meta) {
+    // First: another user's folder is theirs to open to the run after the walk (`chmod 755`
+    // once the walk has left it unwalked as one the run could not enter).
+    if others & 0o002 != 0 || reader.others_may_rename_in(meta) {
         Folder::Hidden
+    } else if others & 0o005 != 0o005 {
+        // One the run may enter but not list (`0711`) hides too: names known in advance open.
+        if reader.may_read(meta) || others & 0o001 != 0 { Folder::Hidden } else { Folder::Left }
     } else if meta.dev() == device || !another_machines(path) {
         Folder::Walked
     } else {
@@ -1065,6 +1069,19 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &Readable)
         .map_err(|e| e.to_string())?;
     let fd: Option<OwnedFd> = ruleset.into();
     Ok(fd)
+}
+
+/// The `RLIMIT_AS` a run gets: `max_memory_mb`, but never above the limit chainsmith itself was
+/// given (a shell's `ulimit -v`), which an unprivileged process may not raise: asking more would
+/// fail every run with a bare "Operation not permitted".
+fn memory_limit(max_memory_mb: u64) -> u64 {
+    let wanted = max_memory_mb.saturating_mul(1 << 20);
+    let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut current) } != 0 {
+        return wanted;
+    }
+    wanted.min(current.rlim_max)
 }
 
 /// The `RLIMIT_NPROC` a run in its own user namespace gets: `max_processes`, but never above the
@@ -1477,9 +1494,12 @@ mod tests {
         let mut expected = Vec::new();
         // Another user's folder, and one of a group with other members: only root may give one away.
         if crate::files::user_id() == 0 {
-            for (folder, owner, group) in [("bobs", 65534, 0), ("shared-group", 0, 65534)] {
+            // Closed now, another user's folder is theirs to open after the walk.
+            for (folder, owner, group, mode) in
+                [("bobs", 65534, 0, 0o775), ("bobs-closed", 65534, 65534, 0o700), ("shared-group", 0, 65534, 0o775)]
+            {
                 std::fs::create_dir(root.join(folder)).unwrap();
-                std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(0o775)).unwrap();
+                std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
                 std::os::unix::fs::chown(root.join(folder), Some(owner), Some(group)).unwrap();
                 expected.push(root.join(folder));
             }
