@@ -441,6 +441,12 @@ fn execute(
     crate::files::make_fifo(&fault_file).map_err(|e| format!("cannot make {}: {e}", fault_file.display()))?;
     let scratch = work.path().join("scratch");
     std::fs::create_dir(&scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    // Before the host starts: an error here has nothing to stop.
+    let mut writable = Vec::new();
+    for made in [&scratch, &fault_file] {
+        writable.push(made.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", made.display()))?);
+    }
+    writable.extend(writable_places.into_iter().map(|(place, _)| place));
     let run_start = Instant::now();
     let deadline = run_start + request.limits.timeout;
     let host = Arc::new(Host::new(HostSetup {
@@ -460,11 +466,6 @@ fn execute(
     }));
     let accept = host.serve(door.try_clone().map_err(|e| format!("cannot make the channel to the program: {e}"))?);
 
-    let mut writable = Vec::new();
-    for made in [&scratch, &fault_file] {
-        writable.push(made.canonicalize().map_err(|e| format!("cannot resolve {}: {e}", made.display()))?);
-    }
-    writable.extend(writable_places.into_iter().map(|(place, _)| place));
     let limits = &request.config.runtime;
     let python = interpreter(&request.config.runtime.python, &request.root);
     // The run's own folder too: the copy of the program's text it runs lies there.
