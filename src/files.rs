@@ -243,8 +243,10 @@ pub fn json_values(text: &[u8], stop: usize) -> usize {
                 b'"' => In::Code,
                 _ => In::String { escaped: false },
             },
+            // Ended by either line break, as the parser ends it: one ended only at `\n` hid a
+            // document after `//\r` from the count.
             In::LineComment => {
-                if b == b'\n' {
+                if matches!(b, b'\n' | b'\r') {
                     In::Code
                 } else {
                     In::LineComment
@@ -625,6 +627,7 @@ mod tests {
         // A quote in a comment hides nothing that follows.
         assert_eq!(json_values(b"// \"\n[0,0,0]", 100), 4);
         assert_eq!(json_values(b"/* \" */ [0,0,0] /* , */", 100), 4);
+        assert_eq!(json_values(b"//\r[0,0,0]", 100), 4, "a carriage return ends a line comment");
         assert_eq!(json_values(br#"["a/*", 0, "//", 0]"#, 100), 5, "comment marks in strings are text");
         let dir = tempfile::tempdir().unwrap();
         let tiny = dir.path().join("tiny.json");
