@@ -1076,12 +1076,14 @@ fn landlock_ruleset(mode: SandboxMode, writable: &[PathBuf], allowed: &Readable)
 /// fail every run with a bare "Operation not permitted".
 fn memory_limit(max_memory_mb: u64) -> u64 {
     let wanted = max_memory_mb.saturating_mul(1 << 20);
+    hard_limit(libc::RLIMIT_AS).map_or(wanted, |hard| wanted.min(hard))
+}
+
+/// The hard limit chainsmith was given on `resource`, which the run's limit may not pass.
+fn hard_limit(resource: libc::__rlimit_resource_t) -> Option<u64> {
     let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes into the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut current) } != 0 {
-        return wanted;
-    }
-    wanted.min(current.rlim_max)
+    (unsafe { libc::getrlimit(resource, &mut current) } == 0).then_some(current.rlim_max)
 }
 
 /// The `RLIMIT_NPROC` a run in its own user namespace gets: `max_processes`, but never above the
@@ -1095,12 +1097,7 @@ fn process_limit(max_processes: u64) -> Option<u64> {
     if (major, minor) < (5, 14) {
         return None;
     }
-    let mut current = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes into the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut current) } != 0 {
-        return None;
-    }
-    Some(max_processes.max(1).min(current.rlim_max))
+    Some(max_processes.max(1).min(hard_limit(libc::RLIMIT_NPROC)?))
 }
 
 /// The child of the intermediate process, for forwarding signals to it.

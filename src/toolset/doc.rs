@@ -222,11 +222,11 @@ fn values_within(max_bytes: u64) -> usize {
 }
 
 impl ParseBudget {
-    /// The budget of one load, in which files of the size limits `raised` (each above the
-    /// default, trusted) may be parsed besides the others.
-    pub fn for_load(raised: impl IntoIterator<Item = u64>) -> ParseBudget {
+    /// The budget of one load whose files are read with the size limits `limits` (one for each
+    /// file): those above the default add what such a file may hold beyond the default's.
+    pub fn for_load(limits: impl IntoIterator<Item = u64>) -> ParseBudget {
         let default = values_within(crate::files::MAX_READ) as u64;
-        let more = raised.into_iter().map(|max_bytes| (values_within(max_bytes) as u64).saturating_sub(default));
+        let more = limits.into_iter().map(|max_bytes| (values_within(max_bytes) as u64).saturating_sub(default));
         ParseBudget {
             left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(ALIAS_EXPANSION)),
             values_left: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(

@@ -171,12 +171,11 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
     let mut toolsets = Vec::new();
     let cache = super::cache::Cache::open(&config.root);
     // Files of a toolset trusted with a larger size limit may hold more values in this load.
-    let raised = config
-        .toolsets
-        .iter()
-        .filter(|ts| trust::Command::max_read(ts).is_some_and(|line| trust.allows(&line.command)));
     let aliases = &doc::ParseBudget::for_load(
-        raised.flat_map(|ts| std::iter::repeat_n(ts.max_bytes, protocol_files(&ts.source).1.len())),
+        config
+            .toolsets
+            .iter()
+            .flat_map(|ts| std::iter::repeat_n(read_limit(ts, &trust), protocol_files(&ts.source).1.len())),
     );
     let boundary = &Boundary::new(&config.root, &trust);
     let load_files = |jobs: &[FileJob<'_>]| -> Vec<FileLoad> {
@@ -214,11 +213,7 @@ fn load_as(config: &Config, unsaved: &HashMap<PathBuf, String>, trust: Trust) ->
             .flat_map(|ts| {
                 let (kind, files) = protocol_files(&ts.source);
                 let named_in = Some((config_file.as_path(), ts.range));
-                // Past the default only once trusted (said below, on the entry).
-                let max_bytes = match trust::Command::max_read(ts) {
-                    Some(line) if !trust.allows(&line.command) => crate::files::MAX_READ,
-                    _ => ts.max_bytes,
-                };
+                let max_bytes = read_limit(ts, &trust);
                 files.iter().map(move |rel| FileJob {
                     file: config.root.join(rel),
                     toolset: Some(&ts.name),
@@ -552,6 +547,15 @@ impl FileLoad {
         }
         diagnostics.extend(self.diagnostics);
         self.loaded
+    }
+}
+
+/// The size limit a toolset's protocol files are read with: its `max_mb`, past the default only
+/// once trusted (said on the entry, where it is not).
+fn read_limit(toolset: &crate::config::ToolsetConfig, trust: &Trust) -> u64 {
+    match trust::Command::max_read(toolset) {
+        Some(line) if !trust.allows(&line.command) => crate::files::MAX_READ,
+        _ => toolset.max_bytes,
     }
 }
 
