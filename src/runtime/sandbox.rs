@@ -941,25 +941,36 @@ impl Reader {
             }
             let uid = libc::getuid();
             let account = |path: &str| crate::files::read_text(Path::new(path), 64 << 20).unwrap_or_default();
-            let shared_groups = groups_with_others(&account("/etc/passwd"), &account("/etc/group"), uid);
+            let accounts = Accounts {
+                passwd: account("/etc/passwd"),
+                group: account("/etc/group"),
+                // Readable by root (and the `shadow` group) only: other users' runs go without.
+                gshadow: account("/etc/gshadow"),
+            };
+            let shared_groups = groups_with_others(&accounts, uid);
             Reader { uid, groups, shared_groups }
         }
     }
 
     /// Whether a user other than the run's and root may add, remove or rename the entries of
     /// the folder `meta` describes: its owner (who may give itself the right), or a member of its
-    /// group where the group may write and holds such a user. What such a user swaps while the
-    /// walk lists the folder (a folder of root's private files renamed under a name the walk has
-    /// just judged, another name the walk has not reached yet) is never seen by the walk, so
-    /// nothing the walk found there is sure: the folder is hidden whole (`/etc/postgresql` of
-    /// user `postgres`, a user's folder in `/srv`, `/usr/local/share/fonts` of group `staff`
-    /// where `staff` has members). Root's and the run's user's own renames are no one else's
-    /// doing, so a conda in `/opt` of the user's own group (Jupyter's images, a private group's
-    /// `umask 002`) is walked.
+    /// group where the group may write. What such a user swaps while the walk lists the folder (a
+    /// folder of root's private files renamed under a name the walk has just judged, another name
+    /// the walk has not reached yet) is never seen by the walk, so nothing the walk found there
+    /// is sure: the folder is hidden whole (`/etc/postgresql` of user `postgres`, a user's folder
+    /// in `/srv`, `/var/local` of group `staff`).
+    ///
+    /// A group the run's user is not in may be held by anyone in ways no account file shows
+    /// (`newgrp`, a service's `SupplementaryGroups=`, `docker --group-add`, a directory service):
+    /// its folders are hidden. One of the run's own groups is hidden where the accounts show
+    /// another member ([`groups_with_others`]); root's and the run's user's own renames are no one
+    /// else's doing, so a conda in `/opt` of the user's own group (Jupyter's images, a private
+    /// group's `umask 002`) is walked.
     fn others_may_rename_in(&self, meta: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::MetadataExt;
+        let group_may_write = meta.mode() & 0o020 != 0;
         (meta.uid() != 0 && meta.uid() != self.uid)
-            || (meta.mode() & 0o020 != 0 && self.shared_groups.contains(&meta.gid()))
+            || (group_may_write && (!self.groups.contains(&meta.gid()) || self.shared_groups.contains(&meta.gid())))
     }
 
     /// Whether the run could read (or list) what `meta` describes by its owner's or group's
@@ -974,21 +985,41 @@ impl Reader {
     }
 }
 
-/// The groups that hold a user other than root and the user `uid`, by the accounts of this machine
-/// (`passwd` and `group` as `/etc/passwd` and `/etc/group` hold them): a member named in the group's
-/// list (one no account names counts), or an account whose own group it is. Accounts only a
-/// directory service (LDAP) knows are not seen.
-fn groups_with_others(passwd: &str, group: &str, uid: u32) -> std::collections::HashSet<u32> {
+/// The account files of this machine, as read: `/etc/passwd`, `/etc/group`, `/etc/gshadow` (empty
+/// where unreadable).
+struct Accounts {
+    passwd: String,
+    group: String,
+    gshadow: String,
+}
+
+/// The groups that hold a user other than root and the user `uid`, by the accounts of this machine:
+/// a member named in the group's list or in its `gshadow` members or administrators (one no
+/// account names counts), an account whose own group it is, or a group with a password in
+/// `gshadow` (anyone who knows it may `newgrp` into it). Accounts only a directory service (LDAP)
+/// knows are not seen.
+fn groups_with_others(accounts: &Accounts, uid: u32) -> std::collections::HashSet<u32> {
     let fields = |line: &str| -> Vec<String> { line.split(':').map(str::to_string).collect() };
-    let accounts: Vec<Vec<String>> = passwd.lines().map(fields).filter(|f| f.len() >= 4).collect();
+    let users: Vec<Vec<String>> = accounts.passwd.lines().map(fields).filter(|f| f.len() >= 4).collect();
     let ours = |account: &[String]| account[2].parse::<u32>().is_ok_and(|id| id == 0 || id == uid);
-    let our_names: std::collections::HashSet<&str> =
-        accounts.iter().filter(|a| ours(a)).map(|a| a[0].as_str()).collect();
+    let our_names: std::collections::HashSet<&str> = users.iter().filter(|a| ours(a)).map(|a| a[0].as_str()).collect();
+    let others_in =
+        |list: &str| list.split(',').map(str::trim).any(|member| !member.is_empty() && !our_names.contains(member));
     let mut shared: std::collections::HashSet<u32> =
-        accounts.iter().filter(|a| !ours(a)).filter_map(|a| a[3].parse().ok()).collect();
-    for entry in group.lines().map(fields).filter(|f| f.len() >= 4) {
-        let others = entry[3].split(',').map(str::trim).any(|member| !member.is_empty() && !our_names.contains(member));
-        if let (true, Ok(gid)) = (others, entry[2].parse()) {
+        users.iter().filter(|a| !ours(a)).filter_map(|a| a[3].parse().ok()).collect();
+    let mut gid_of = std::collections::HashMap::new();
+    for entry in accounts.group.lines().map(fields).filter(|f| f.len() >= 4) {
+        let Ok(gid) = entry[2].parse::<u32>() else { continue };
+        gid_of.insert(entry[0].clone(), gid);
+        if others_in(&entry[3]) {
+            shared.insert(gid);
+        }
+    }
+    for entry in accounts.gshadow.lines().map(fields).filter(|f| f.len() >= 4) {
+        let Some(&gid) = gid_of.get(&entry[0]) else { continue };
+        // `!`, `*` or empty: no password, so only the listed members may `newgrp` into it.
+        let password = !(entry[1].is_empty() || entry[1].starts_with(['!', '*']));
+        if password || others_in(&entry[2]) || others_in(&entry[3]) {
             shared.insert(gid);
         }
     }
@@ -1489,18 +1520,24 @@ mod tests {
         let own_group = std::os::unix::fs::MetadataExt::gid(&std::fs::metadata(root.join("own-group")).unwrap());
         reader.shared_groups.remove(&own_group);
         let mut expected = Vec::new();
-        // Another user's folder, and one of a group with other members: only root may give one away.
+        // Another user's folder, one of the run's groups with other members, and one of a group
+        // the run is not in (held by no one the accounts show): only root may give one away.
         if crate::files::user_id() == 0 {
             // Closed now, another user's folder is theirs to open after the walk.
-            for (folder, owner, group, mode) in
-                [("bobs", 65534, 0, 0o775), ("bobs-closed", 65534, 65534, 0o700), ("shared-group", 0, 65534, 0o775)]
-            {
+            for (folder, owner, group, mode) in [
+                ("bobs", 65534, 0, 0o775),
+                ("bobs-closed", 65534, 65534, 0o700),
+                ("shared-group", 0, 65534, 0o775),
+                ("not-our-group", 0, 65533, 0o2775),
+            ] {
                 std::fs::create_dir(root.join(folder)).unwrap();
                 std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
                 std::os::unix::fs::chown(root.join(folder), Some(owner), Some(group)).unwrap();
                 expected.push(root.join(folder));
             }
+            reader.groups.push(65534);
             reader.shared_groups.insert(65534);
+            reader.shared_groups.remove(&65533);
         } else {
             eprintln!("not root: another user's folder is not tried");
         }
@@ -1514,12 +1551,20 @@ mod tests {
     /// own group it is; root and the run's own user are no others.
     #[test]
     fn groups_with_others_are_read_from_the_accounts() {
-        let passwd = "root:x:0:0:root:/root:/bin/bash\nme:x:1000:1000::/home/me:/bin/bash\n\
-                      postgres:x:105:111::/var/lib/postgresql:/bin/bash\nbroken line\n";
-        let group = "root:x:0:\nme:x:1000:\nusers:x:100:me,root\nstaff:x:50:me,bob\nadm:x:4:syslog\npostgres:x:111:\n";
-        let mut shared: Vec<u32> = groups_with_others(passwd, group, 1000).into_iter().collect();
+        let accounts = Accounts {
+            passwd: "root:x:0:0:root:/root:/bin/bash\nme:x:1000:1000::/home/me:/bin/bash\n\
+                     postgres:x:105:111::/var/lib/postgresql:/bin/bash\nbroken line\n"
+                .into(),
+            group: "root:x:0:\nme:x:1000:\nusers:x:100:me,root\nstaff:x:50:me,bob\nadm:x:4:syslog\npostgres:x:111:\n\
+                    games:x:60:me\nsrc:x:40:me\nvideo:x:44:me\n"
+                .into(),
+            // `games` may be joined with its password, `src` has another member and `video`
+            // another administrator only here; `users` none.
+            gshadow: "users:!::me,root\ngames:$6$salt$hash::me\nsrc:*::me,eve\nvideo:!*:bob:me\n".into(),
+        };
+        let mut shared: Vec<u32> = groups_with_others(&accounts, 1000).into_iter().collect();
         shared.sort();
-        assert_eq!(shared, vec![4, 50, 111]);
+        assert_eq!(shared, vec![4, 40, 44, 50, 60, 111]);
     }
 
     /// A rename after the walk (a folder of private files swapped with a readable one's name)
