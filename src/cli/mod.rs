@@ -22,7 +22,7 @@ pub use trust::trust;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde_json::json;
 
 use crate::analysis::{self, parse};
@@ -35,8 +35,16 @@ use crate::toolset::{Catalog, Tool, loader};
 /// (the current folder when no path is given). A workspace found that is not the user's own
 /// ([`config::NotYours`]) is passed over with a warning, as if none were found: one planted in
 /// `/tmp` must neither be used nor stop the user's programs below it.
+///
+/// A `--root` spelled with `..` is read as a shell's `cd` reads it, lexically: `lnk/..` is the
+/// folder holding `lnk`, not the one above where `lnk` leads (which would make files outside the
+/// workspace as written count as inside it, and put its traces there).
 pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> Result<PathBuf> {
     if let Some(r) = root {
+        if r.components().any(|c| c == std::path::Component::ParentDir) {
+            let absolute = std::path::absolute(r).with_context(|| format!("cannot resolve --root {}", r.display()))?;
+            return Ok(relative_to_cwd(&crate::files::normalize(&absolute)));
+        }
         return Ok(r.to_path_buf());
     }
     let start = paths.first().map(PathBuf::as_path).unwrap_or(Path::new("."));

@@ -358,6 +358,15 @@ fn a_program_linked_out_of_the_workspace_does_not_run() {
             "{args:?}: {said}"
         );
     }
+    // `..` after a link is read as the shell's `cd` reads it: `lnk/..` is the workspace, not the
+    // folder above where `lnk` leads (which holds the file `tool.py` leads to, and would have
+    // taken the run's trace).
+    std::fs::create_dir(outside.path().join("project")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("project"), ws.path().join("lnk")).unwrap();
+    let out = chainsmith(ws.path(), &["run", "--root", "lnk/..", "tool.py"], &[]);
+    assert_eq!((out.status.code(), text(&out.stdout)), (Some(1), String::new()));
+    assert!(text(&out.stderr).contains("tool.py leads outside the workspace"), "{}", text(&out.stderr));
+    assert!(!outside.path().join(".chainsmith").exists(), "nothing is written where the link leads");
 }
 
 /// The temporary folders hold other programs' private files (a Kerberos ticket cache, another
