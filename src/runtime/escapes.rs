@@ -1,6 +1,6 @@
 //! Text as an escape scheme decodes it, each decoded byte with the span of the text it came from:
 //! how a secret is found however much of it a tool or a program escaped (`K3y%2Bsecret`,
-//! `&#75;3y&amp;…`, `"\u004b3y…"`, `4b:33:79`), escaped twice (`%254B`, `&amp;#75;`), or
+//! `&#75;3y&amp;…`, `"\u004b3y…"`, `=4B=33=79`, `4b:33:79`), escaped twice (`%254B`, `&amp;#75;`), or
 //! written in another case (a key sent back as a lower-cased header name), and redacted where it
 //! stood. Decoding rather than listing the encoded forms of each secret catches any mix of escaped
 //! and plain characters, which no list can enumerate. Percent-decoding of URL parts lives here
@@ -24,6 +24,10 @@ const WINDOW: usize = 1 << 20;
 pub enum Escapes {
     /// `%4B` (either case), and `+` for a space as forms encode it.
     Percent,
+    /// Quoted-printable, as mail and multipart bodies carry text: `=4B` (either case), and a soft
+    /// line break (`=` ending a line) that stands for nothing, so a key wrapped across lines is
+    /// whole.
+    QuotedPrintable,
     /// HTML character references: `&#75;`, `&#x4b;`, and the named `&amp;`, `&lt;`, `&gt;`,
     /// `&quot;`, `&apos;`; the `;` may be left out, as browsers allow.
     Html,
@@ -37,12 +41,18 @@ pub enum Escapes {
 }
 
 impl Escapes {
-    pub const ALL: [Escapes; 4] = [Escapes::Percent, Escapes::Html, Escapes::Backslash, Escapes::HexPairs];
+    pub const ALL: [Escapes; 5] =
+        [Escapes::Percent, Escapes::QuotedPrintable, Escapes::Html, Escapes::Backslash, Escapes::HexPairs];
 
     /// Whether `text` may hold an escape of this scheme at all.
     pub fn present_in(self, text: &[u8]) -> bool {
         match self {
             Escapes::Percent => memchr::memchr2(b'%', b'+', text).is_some(),
+            // `=` alone is everywhere (query strings, base64 padding): only an escape counts.
+            Escapes::QuotedPrintable => memchr::memchr_iter(b'=', text).any(|at| {
+                matches!(&text[at + 1..], [b'\r', b'\n', ..] | [b'\n', ..])
+                    || text.get(at + 1..at + 3).is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit))
+            }),
             Escapes::Html => memchr::memchr(b'&', text).is_some(),
             Escapes::Backslash => memchr::memchr(b'\\', text).is_some(),
             Escapes::HexPairs => holds_separated_hex(text),
@@ -55,6 +65,12 @@ impl Escapes {
             Escapes::Percent => match text {
                 [b'%', hi, lo, ..] => Some((Decoded::Byte(hex_value(&[*hi, *lo])? as u8), 3)),
                 [b'+', ..] => Some((Decoded::Byte(b' '), 1)),
+                _ => None,
+            },
+            Escapes::QuotedPrintable => match text {
+                [b'=', b'\r', b'\n', ..] => Some((Decoded::Nothing, 3)),
+                [b'=', b'\n', ..] => Some((Decoded::Nothing, 2)),
+                [b'=', hi, lo, ..] => Some((Decoded::Byte(hex_value(&[*hi, *lo])? as u8), 3)),
                 _ => None,
             },
             Escapes::Html => html_reference(text),
@@ -78,6 +94,7 @@ impl Escapes {
                             &buffer[..1]
                         }
                         Decoded::Char(c) => c.encode_utf8(&mut buffer).as_bytes(),
+                        Decoded::Nothing => &[],
                     };
                     for &b in bytes {
                         decoded.push(b);
@@ -96,11 +113,12 @@ impl Escapes {
     }
 }
 
-/// What one escape stands for: a byte (percent escapes, which may be half a UTF-8 sequence) or a
-/// character.
+/// What one escape stands for: a byte (percent escapes, which may be half a UTF-8 sequence), a
+/// character, or nothing (a quoted-printable soft line break).
 enum Decoded {
     Byte(u8),
     Char(char),
+    Nothing,
 }
 
 fn hex_value(digits: &[u8]) -> Option<u32> {
@@ -301,6 +319,8 @@ mod tests {
     #[test]
     fn each_scheme_decodes_its_escapes_and_leaves_the_rest() {
         assert_eq!(decoded(Escapes::Percent, "a%2Bb%2fc+d%zz%"), "a+b/c d%zz%");
+        assert_eq!(decoded(Escapes::QuotedPrintable, "a=3Db=3d=\r\nc=\nd==zz="), "a=b=cd==zz=");
+        assert!(!Escapes::QuotedPrintable.present_in(b"a=1&b==zz&c="), "a query string holds no escape");
         assert_eq!(decoded(Escapes::Html, "&#75;&#x33;y&amp;&lt&#0000000075;&bogus;&#;"), "K3y&<K&bogus;&#;");
         assert_eq!(decoded(Escapes::Backslash, r#"\u004B3\x79\/\"\n\uD83D\uDE00\q\u12"#), "K3y/\"\n😀\\q\\u12");
     }

@@ -197,11 +197,13 @@ impl Secrets {
     }
 
     /// A secret. Beside the secret itself, text is searched for the forms no escape scheme
-    /// decodes back to it: hex (lower- and upper-case digits) and base64 (standard and URL-safe,
-    /// with and without padding — a Basic `user:pass` credential — and the secret inside a longer
-    /// encoded text, see [`base64_cores`]). Escaped forms, whole or in part — percent, form
-    /// (`+`), HTML character references, JSON and other backslash escapes — are found by decoding
-    /// the text ([`escapes`]).
+    /// decodes back to it: hex (lower- and upper-case digits) of its bytes and of its UTF-16
+    /// code units (either byte order), base32 (either case, with and without padding), and
+    /// base64 (standard and URL-safe, with and without padding — a Basic `user:pass` credential
+    /// — of its UTF-16 too, and the secret inside a longer encoded text, see [`base64_cores`]).
+    /// Escaped forms, whole or in part — percent, form (`+`), quoted-printable, HTML character
+    /// references, JSON and other backslash escapes — are found by decoding the text
+    /// ([`escapes`]).
     pub fn add(&mut self, value: String) {
         use base64::Engine as _;
         use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
@@ -209,11 +211,21 @@ impl Secrets {
         if value.is_empty() {
             return;
         }
-        let hex: String = value.bytes().map(|b| format!("{b:02x}")).collect();
-        let mut forms = vec![value.clone(), hex.to_ascii_uppercase(), hex];
+        let utf16_le: Vec<u8> = value.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let utf16_be: Vec<u8> = value.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let mut forms = vec![value.clone()];
+        for bytes in [value.as_bytes(), &utf16_le, &utf16_be] {
+            let hex = data_encoding::HEXLOWER.encode(bytes);
+            forms.extend([hex.to_ascii_uppercase(), hex]);
+        }
+        for engine in [&data_encoding::BASE32, &data_encoding::BASE32_NOPAD] {
+            let base32 = engine.encode(value.as_bytes());
+            forms.extend([base32.to_ascii_lowercase(), base32]);
+        }
         for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
             forms.push(engine.encode(value.as_bytes()));
         }
+        forms.push(STANDARD.encode(&utf16_le));
         forms.extend(base64_cores(value.as_bytes()));
         for form in forms {
             if !self.values.contains(&form) {
@@ -498,6 +510,14 @@ mod tests {
             "YWxpY2U6czNjcjN0",
             "616c6963653a733363723374",
             "616C6963653A733363723374",
+            // Base32, UTF-16 hex (both byte orders), UTF-16LE base64 and quoted-printable.
+            "MFWGSY3FHJZTGY3SGN2A====",
+            "mfwgsy3fhjztgy3sgn2a",
+            "61006c006900630065003a00730033006300720033007400",
+            "0061006C006900630065003A007300330063007200330074",
+            "YQBsAGkAYwBlADoAcwAzAGMAcgAzAHQA",
+            "=61=6C=69=63=65=3A=73=33=63=72=33=74",
+            "=61=6c=69=63=65=3A=\r\n=73=33=63=72=33=74",
         ] {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
