@@ -636,6 +636,7 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
     let private = crate::files::private_folders();
     let hidden = not_for_every_user(&own, &private);
+    warn_hidden(shared.iter().filter(|path| hidden.paths.contains(path)));
     rules.extend(hidden.paths.iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
     let allowed: Vec<PathBuf> = own.into_iter().chain(shared).collect();
@@ -648,6 +649,24 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
         (p, id)
     }));
     readable
+}
+
+/// Tells the user, once a process for each, of an interpreter's folder or a trusted `readable`
+/// place the walk hid whole: the run fails there with the interpreter's own words (`No module
+/// named 'encodings'`), which name no folder.
+fn warn_hidden<'a>(paths: impl Iterator<Item = &'a PathBuf>) {
+    static WARNED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    for path in paths {
+        if !warned.contains(path) {
+            tracing::warn!(
+                "chainsmith sandbox: the run cannot read {}, which its interpreter or `[runtime] readable` names: \
+                 only some users may read it, or a user other than you and root may change what it holds",
+                crate::text::printable(&path.display().to_string())
+            );
+            warned.push(path.clone());
+        }
+    }
 }
 
 /// A file's identity, which a rename keeps: its device and inode.

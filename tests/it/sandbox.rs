@@ -330,6 +330,15 @@ fn a_program_of_roots_reads_what_every_user_may_and_no_more() {
         "{}",
         text(&out.stderr)
     );
+    // A folder the run needs (here on `PYTHONPATH`) but may not read is named, not left to the
+    // interpreter's `No module named` alone.
+    let private = planted.path().join("private");
+    std::fs::write(private.join("helper.py"), "X = 1\n").unwrap();
+    std::fs::write(ws.path().join("q.py"), "import helper\n").unwrap();
+    let out = chainsmith(ws.path(), &["run", "q.py"], &[("PYTHONPATH", private.to_str().unwrap())]);
+    let said = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(said.contains(&format!("the run cannot read {}", private.display())), "{said}");
 }
 
 /// A program of the workspace that is a link out of it (to `~/.ssh/id_ed25519`) does not run: the
