@@ -635,7 +635,7 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     shared.retain(|path| !unreadable.iter().any(|hidden| path.starts_with(hidden)));
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
     let private = crate::files::private_folders();
-    let hidden = not_for_every_user(&own, &private);
+    let hidden = not_for_every_user(&own, &private, &shared);
     warn_hidden(shared.iter().filter(|path| hidden.paths.contains(path)));
     rules.extend(hidden.paths.iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
@@ -778,20 +778,25 @@ fn ssh_host_keys() -> Vec<PathBuf> {
 /// all of them (root owns most), another user's what its account or groups may. (Another user's
 /// file a run of root's reads not at all: the run's user namespace maps no one but its user, and
 /// root's powers there reach only files of users it maps.) Not beneath the run's `own` folders
-/// (a workspace in `/srv` keeps its `.env`) nor the `private` ones; walked again only when
-/// the last walk is a minute old or skipped other folders (the server runs many).
-fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Hidden> {
+/// (a workspace in `/srv` keeps its `.env`) nor the `private` ones; `needed`, the places the
+/// run reads from beside them (the interpreter's folders), are judged as [`Reader::needs`] says.
+/// Walked again only when the last walk is a minute old or was of other folders (the server runs
+/// many).
+fn not_for_every_user(own: &[PathBuf], private: &[PathBuf], needed: &[PathBuf]) -> std::sync::Arc<Hidden> {
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
-    type Walk = (Vec<PathBuf>, Instant, Arc<Hidden>);
+    type Walk = ((Vec<PathBuf>, Vec<PathBuf>), Instant, Arc<Hidden>);
     static LAST: Mutex<Option<Walk>> = Mutex::new(None);
     let mut skipped: Vec<PathBuf> = private.iter().chain(own).cloned().collect();
     skipped.sort();
     skipped.dedup();
+    let mut needed = needed.to_vec();
+    needed.sort();
+    needed.dedup();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, _, found)) =
-        last.as_ref().filter(|(was, when, _)| *was == skipped && when.elapsed() < Duration::from_secs(60))
-    {
+    if let Some((_, _, found)) = last.as_ref().filter(|((was_skipped, was_needed), when, _)| {
+        *was_skipped == skipped && *was_needed == needed && when.elapsed() < Duration::from_secs(60)
+    }) {
         return found.clone();
     }
     let mut folders: Vec<PathBuf> =
@@ -806,11 +811,11 @@ fn not_for_every_user(own: &[PathBuf], private: &[PathBuf]) -> std::sync::Arc<Hi
     // resolver's files) stays readable whatever a large tree elsewhere leaves unwalked.
     let (etc, rest): (Vec<PathBuf>, Vec<PathBuf>) =
         folders.into_iter().partition(|f| f.as_path() == std::path::Path::new("/etc"));
-    let reader = Reader::this_process();
+    let reader = Reader { needs: needed.clone(), ..Reader::this_process() };
     let mut found = hidden_from_others(&reader, &etc, &skipped, SYSTEM_WALK_BUDGET);
     found.merge(hidden_from_others(&reader, &rest, &skipped, SYSTEM_WALK_BUDGET));
     let found = Arc::new(found);
-    *last = Some((skipped, Instant::now(), found.clone()));
+    *last = Some(((skipped, needed), Instant::now(), found.clone()));
     found
 }
 
@@ -926,7 +931,7 @@ fn judge_folder(path: &std::path::Path, meta: &std::fs::Metadata, device: u64, r
     let others = meta.mode() & 0o007;
     // First: another user's folder is theirs to open to the run after the walk (`chmod 755`
     // once the walk has left it unwalked as one the run could not enter).
-    if others & 0o002 != 0 || reader.others_may_rename_in(meta) {
+    if others & 0o002 != 0 || reader.others_may_rename_in(path, meta) {
         Folder::Hidden
     } else if others & 0o005 != 0o005 {
         // One the run may enter but not list (`0711`) hides too: names known in advance open.
@@ -944,6 +949,11 @@ struct Reader {
     groups: Vec<u32>,
     /// The groups holding a user other than root and this one ([`groups_with_others`]).
     shared_groups: std::collections::HashSet<u32>,
+    /// The places the run reads from outside its own folders: the user's interpreter's folders
+    /// (`/usr/local` on a Debian long upgraded, `2775 root:staff`), `PYTHONPATH`, trusted
+    /// `readable` places. A folder holding one, or held by one, is not hidden for a group the run
+    /// is not in ([`Reader::others_may_rename_in`]): the run would not start.
+    needs: Vec<PathBuf>,
 }
 
 impl Reader {
@@ -967,7 +977,7 @@ impl Reader {
                 gshadow: account("/etc/gshadow"),
             };
             let shared_groups = groups_with_others(&accounts, uid);
-            Reader { uid, groups, shared_groups }
+            Reader { uid, groups, shared_groups, needs: Vec::new() }
         }
     }
 
@@ -980,16 +990,20 @@ impl Reader {
     /// in `/srv`, `/var/local` of group `staff`).
     ///
     /// A group the run's user is not in may be held by anyone in ways no account file shows
-    /// (`newgrp`, a service's `SupplementaryGroups=`, `docker --group-add`, a directory service):
-    /// its folders are hidden. One of the run's own groups is hidden where the accounts show
-    /// another member ([`groups_with_others`]); root's and the run's user's own renames are no one
-    /// else's doing, so a conda in `/opt` of the user's own group (Jupyter's images, a private
-    /// group's `umask 002`) is walked.
-    fn others_may_rename_in(&self, meta: &std::fs::Metadata) -> bool {
+    /// (`newgrp`, a service's `SupplementaryGroups=`, `docker --group-add`, `sudo -g`, a directory
+    /// service): its folders are hidden, but one at, above or beneath a place the run
+    /// [needs](Reader::needs) (`/usr/local`, and its `bin` of the interpreter's executable).
+    /// That one, and one of the run's own groups, is hidden where the accounts show another member
+    /// ([`groups_with_others`]); root's and the run's user's own renames are no one else's doing,
+    /// so a conda in `/opt` of the user's own group (Jupyter's images, a private group's `umask
+    /// 002`) is walked.
+    fn others_may_rename_in(&self, path: &Path, meta: &std::fs::Metadata) -> bool {
         use std::os::unix::fs::MetadataExt;
         let group_may_write = meta.mode() & 0o020 != 0;
+        let needed = self.needs.iter().any(|n| n.starts_with(path) || path.starts_with(n));
+        let unseen_holders = !self.groups.contains(&meta.gid()) && !needed;
         (meta.uid() != 0 && meta.uid() != self.uid)
-            || (group_may_write && (!self.groups.contains(&meta.gid()) || self.shared_groups.contains(&meta.gid())))
+            || (group_may_write && (unseen_holders || self.shared_groups.contains(&meta.gid())))
     }
 
     /// Whether the run could read (or list) what `meta` describes by its owner's or group's
@@ -1548,6 +1562,7 @@ mod tests {
                 ("bobs-closed", 65534, 65534, 0o700),
                 ("shared-group", 0, 65534, 0o775),
                 ("not-our-group", 0, 65533, 0o2775),
+                ("needed", 0, 65533, 0o2775),
             ] {
                 std::fs::create_dir(root.join(folder)).unwrap();
                 std::fs::set_permissions(root.join(folder), std::fs::Permissions::from_mode(mode)).unwrap();
@@ -1557,6 +1572,13 @@ mod tests {
             reader.groups.push(65534);
             reader.shared_groups.insert(65534);
             reader.shared_groups.remove(&65533);
+            // Where the run's interpreter lies (`/usr/local` of `staff`, its `bin` beside the
+            // folder the run needs), the accounts decide.
+            std::fs::create_dir(root.join("needed/bin")).unwrap();
+            std::fs::set_permissions(root.join("needed/bin"), std::fs::Permissions::from_mode(0o2775)).unwrap();
+            std::os::unix::fs::chown(root.join("needed/bin"), Some(0), Some(65533)).unwrap();
+            reader.needs.push(root.join("needed"));
+            expected.retain(|folder| !folder.ends_with("needed"));
         } else {
             eprintln!("not root: another user's folder is not tried");
         }
