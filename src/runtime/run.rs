@@ -96,8 +96,14 @@ fn remove_left_run_folders(temp: &Path) {
         if !meta.is_dir() || !crate::files::is_private(&meta) || !old {
             continue;
         }
-        let lock = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(folder.join(IN_USE));
-        if lock.is_ok_and(|lock| lock.try_lock().is_ok()) {
+        // Not waiting on a FIFO planted as the lock (an archive unpacked there keeps one).
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(folder.join(IN_USE))
+            .ok()
+            .filter(|lock| lock.metadata().is_ok_and(|meta| meta.is_file()));
+        if lock.is_some_and(|lock| lock.try_lock().is_ok()) {
             let _ = std::fs::remove_dir_all(&folder);
         }
     }
@@ -749,6 +755,7 @@ mod tests {
             ("just-made", true, false, false, 0o700),
             ("without-lock", false, false, true, 0o700),
             ("open-to-others", true, false, true, 0o777),
+            ("fifo-lock", false, false, true, 0o700),
         ] {
             let folder = temp.path().join(format!("{RUN_FOLDER_PREFIX}{name}"));
             std::fs::create_dir(&folder).unwrap();
@@ -759,6 +766,11 @@ mod tests {
                     file.lock().unwrap();
                     held.push(file);
                 }
+            }
+            if name == "fifo-lock" {
+                let fifo = std::ffi::CString::new(folder.join(IN_USE).into_os_string().into_encoded_bytes()).unwrap();
+                // SAFETY: a NUL-terminated path.
+                assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
             }
             if old {
                 std::fs::File::open(&folder).unwrap().set_modified(long_ago).unwrap();
@@ -783,7 +795,8 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         kept.sort();
-        let expected: Vec<String> = ["just-made", "link", "open-to-others", "running", "without-lock"]
+        // A FIFO as the lock is no lock, and is not waited on.
+        let expected: Vec<String> = ["fifo-lock", "just-made", "link", "open-to-others", "running", "without-lock"]
             .iter()
             .map(|n| format!("{RUN_FOLDER_PREFIX}{n}"))
             .collect();
