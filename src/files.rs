@@ -99,11 +99,15 @@ pub fn normalize(path: &Path) -> PathBuf {
     for component in path.components() {
         match component {
             std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            // `..` above the root is the root (as the kernel reads it); above the start of a
+            // relative path, or after another such `..`, it stays.
+            std::path::Component::ParentDir => match out.components().next_back() {
+                Some(std::path::Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(std::path::Component::RootDir | std::path::Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
             other => out.push(other.as_os_str()),
         }
     }
@@ -595,6 +599,17 @@ fn account_home() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lexical `..`: the folder above the one before it, the root above the root, and kept where
+    /// a relative path climbs above its start.
+    #[test]
+    fn paths_are_normalized_without_the_file_system() {
+        for (path, normal) in
+            [("a/./b/../c", "a/c"), ("/../x", "/x"), ("/a/../../b", "/b"), ("../../a", "../../a"), ("a/../..", "..")]
+        {
+            assert_eq!(normalize(Path::new(path)), PathBuf::from(normal), "{path}");
+        }
+    }
 
     #[test]
     fn only_regular_files_of_bounded_size_are_read() {

@@ -36,9 +36,10 @@ use crate::toolset::{Catalog, Tool, loader};
 /// ([`config::NotYours`]) is passed over with a warning, as if none were found: one planted in
 /// `/tmp` must neither be used nor stop the user's programs below it.
 ///
-/// A `--root` spelled with `..` is read as a shell's `cd` reads it, lexically: `lnk/..` is the
-/// folder holding `lnk`, not the one above where `lnk` leads (which would make files outside the
-/// workspace as written count as inside it, and put its traces there).
+/// A `--root` spelled with `..` is read lexically, from the current folder's real path: `lnk/..`
+/// is the folder holding `lnk`, as `cd lnk/..` would take the user there, not the one above
+/// where `lnk` leads (which would make files outside the workspace as written count as inside
+/// it, and put its traces there).
 pub fn workspace_root(root: Option<&Path>, paths: &[PathBuf]) -> Result<PathBuf> {
     if let Some(r) = root {
         if r.components().any(|c| c == std::path::Component::ParentDir) {
