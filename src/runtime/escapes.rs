@@ -50,7 +50,7 @@ impl Escapes {
             Escapes::Percent => memchr::memchr2(b'%', b'+', text).is_some(),
             // `=` alone is everywhere (query strings, base64 padding): only an escape counts.
             Escapes::QuotedPrintable => memchr::memchr_iter(b'=', text).any(|at| {
-                matches!(&text[at + 1..], [b'\r', b'\n', ..] | [b'\n', ..])
+                soft_break_at(&text[at..])
                     || text.get(at + 1..at + 3).is_some_and(|pair| pair.iter().all(u8::is_ascii_hexdigit))
             }),
             Escapes::Html => memchr::memchr(b'&', text).is_some(),
@@ -67,9 +67,11 @@ impl Escapes {
                 [b'+', ..] => Some((Decoded::Byte(b' '), 1)),
                 _ => None,
             },
+            // A soft break before another stands for itself: no encoder writes two in a row, and
+            // a run of them would let a secret take more text than `MAX_ESCAPE_LEN` a byte.
             Escapes::QuotedPrintable => match text {
-                [b'=', b'\r', b'\n', ..] => Some((Decoded::Nothing, 3)),
-                [b'=', b'\n', ..] => Some((Decoded::Nothing, 2)),
+                [b'=', b'\r', b'\n', rest @ ..] if !soft_break_at(rest) => Some((Decoded::Nothing, 3)),
+                [b'=', b'\n', rest @ ..] if !soft_break_at(rest) => Some((Decoded::Nothing, 2)),
                 [b'=', hi, lo, ..] => Some((Decoded::Byte(hex_value(&[*hi, *lo])? as u8), 3)),
                 _ => None,
             },
@@ -111,6 +113,11 @@ impl Escapes {
         }
         (decoded, spans)
     }
+}
+
+/// Whether `text` starts with a quoted-printable soft line break.
+fn soft_break_at(text: &[u8]) -> bool {
+    matches!(text, [b'=', b'\r', b'\n', ..] | [b'=', b'\n', ..])
 }
 
 /// What one escape stands for: a byte (percent escapes, which may be half a UTF-8 sequence), a
@@ -320,6 +327,7 @@ mod tests {
     fn each_scheme_decodes_its_escapes_and_leaves_the_rest() {
         assert_eq!(decoded(Escapes::Percent, "a%2Bb%2fc+d%zz%"), "a+b/c d%zz%");
         assert_eq!(decoded(Escapes::QuotedPrintable, "a=3Db=3d=\r\nc=\nd==zz="), "a=b=cd==zz=");
+        assert_eq!(decoded(Escapes::QuotedPrintable, "a=\n=\nb"), "a=\nb", "no two soft breaks in a row");
         assert!(!Escapes::QuotedPrintable.present_in(b"a=1&b==zz&c="), "a query string holds no escape");
         assert_eq!(decoded(Escapes::Html, "&#75;&#x33;y&amp;&lt&#0000000075;&bogus;&#;"), "K3y&<K&bogus;&#;");
         assert_eq!(decoded(Escapes::Backslash, r#"\u004B3\x79\/\"\n\uD83D\uDE00\q\u12"#), "K3y/\"\n😀\\q\\u12");

@@ -417,8 +417,7 @@ fn take_url_credentials(request: &mut Prepared) {
     let _ = url.set_username("");
     let _ = url.set_password(None);
     if !request.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization")) {
-        use base64::Engine;
-        let encoded = base64::engine::general_purpose::STANDARD.encode(credentials);
+        let encoded = data_encoding::BASE64.encode(credentials.as_bytes());
         request.headers.push(("Authorization".into(), format!("Basic {encoded}")));
     }
 }

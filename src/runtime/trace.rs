@@ -197,16 +197,16 @@ impl Secrets {
     }
 
     /// A secret. Beside the secret itself, text is searched for the forms no escape scheme
-    /// decodes back to it: hex (lower- and upper-case digits) of its bytes and of its UTF-16
-    /// code units (either byte order), base32 (either case, with and without padding), and
-    /// base64 (standard and URL-safe, with and without padding — a Basic `user:pass` credential
-    /// — of its UTF-16 too, and the secret inside a longer encoded text, see [`base64_cores`]).
+    /// decodes back to it: its UTF-16 (either byte order) and the hex (lower- and upper-case
+    /// digits) of it and of its bytes, base32 (either case, with and without padding), and base64
+    /// of its bytes and of its UTF-16LE (PowerShell's `-EncodedCommand`): standard and URL-safe,
+    /// with and without padding — a Basic `user:pass` credential — and the secret inside a longer
+    /// encoded text, see [`base64_cores`].
     /// Escaped forms, whole or in part — percent, form (`+`), quoted-printable, HTML character
     /// references, JSON and other backslash escapes — are found by decoding the text
     /// ([`escapes`]).
     pub fn add(&mut self, value: String) {
-        use base64::Engine as _;
-        use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+        use data_encoding::{BASE64, BASE64_NOPAD, BASE64URL, BASE64URL_NOPAD};
         let value = value.trim().to_string();
         if value.is_empty() {
             return;
@@ -214,6 +214,9 @@ impl Secrets {
         let utf16_le: Vec<u8> = value.encode_utf16().flat_map(u16::to_le_bytes).collect();
         let utf16_be: Vec<u8> = value.encode_utf16().flat_map(u16::to_be_bytes).collect();
         let mut forms = vec![value.clone()];
+        // UTF-16 itself, as a body of `charset=utf-16` reaches the program (an ASCII key's UTF-16
+        // is UTF-8 too, NULs between its bytes).
+        forms.extend([&utf16_le, &utf16_be].into_iter().filter_map(|bytes| String::from_utf8(bytes.clone()).ok()));
         for bytes in [value.as_bytes(), &utf16_le, &utf16_be] {
             let hex = data_encoding::HEXLOWER.encode(bytes);
             forms.extend([hex.to_ascii_uppercase(), hex]);
@@ -222,11 +225,12 @@ impl Secrets {
             let base32 = engine.encode(value.as_bytes());
             forms.extend([base32.to_ascii_lowercase(), base32]);
         }
-        for engine in [&STANDARD, &STANDARD_NO_PAD, &URL_SAFE, &URL_SAFE_NO_PAD] {
-            forms.push(engine.encode(value.as_bytes()));
+        for bytes in [value.as_bytes(), &utf16_le] {
+            for engine in [&BASE64, &BASE64_NOPAD, &BASE64URL, &BASE64URL_NOPAD] {
+                forms.push(engine.encode(bytes));
+            }
+            forms.extend(base64_cores(bytes));
         }
-        forms.push(STANDARD.encode(&utf16_le));
-        forms.extend(base64_cores(value.as_bytes()));
         for form in forms {
             if !self.values.contains(&form) {
                 self.values.push(form);
@@ -472,8 +476,6 @@ pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Res
 /// that share a group with other bytes stay visible — too few to use the key. Cores shorter than
 /// eight characters (secrets under about nine bytes) are left out: they would match ordinary text.
 fn base64_cores(secret: &[u8]) -> Vec<String> {
-    use base64::Engine as _;
-    use base64::engine::general_purpose::{STANDARD, URL_SAFE};
     let mut cores = Vec::new();
     for shift in 0..3usize {
         let mut shifted = vec![0u8; shift];
@@ -485,7 +487,7 @@ fn base64_cores(secret: &[u8]) -> Vec<String> {
         if last <= first || (last - first) * 4 < 8 {
             continue;
         }
-        for engine in [&STANDARD, &URL_SAFE] {
+        for engine in [&data_encoding::BASE64, &data_encoding::BASE64URL] {
             let encoded = engine.encode(&shifted);
             cores.push(encoded[first * 4..last * 4].to_string());
         }
@@ -522,6 +524,15 @@ mod tests {
             let text = secrets.text(&format!("GET /x?api_key={echoed}&q=1 failed"));
             assert_eq!(text, "GET /x?api_key=[redacted]&q=1 failed", "{echoed}");
         }
+        // As UTF-16 (a `charset=utf-16` body), and in base64 inside a longer UTF-16 text
+        // (PowerShell's `-EncodedCommand`).
+        let utf16: Vec<u8> = "alice:s3cr3t".encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let mut body = b"\0k\0=".to_vec();
+        body.extend(&utf16);
+        assert_eq!(secrets.bytes(&body), b"\0k\0=[redacted]", "UTF-16BE");
+        let command: Vec<u8> = "curl -H 'k: alice:s3cr3t'".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let encoded = data_encoding::BASE64.encode(&command);
+        assert!(secrets.text(&encoded).contains(REDACTED), "{encoded}");
         assert_eq!(
             secrets.longest(),
             14 * 14 * "K3y+Secr/et=&x y".len(),
@@ -533,20 +544,19 @@ mod tests {
     /// body in base64), byte by byte in escapes, or as HTML: no form gives the program the key.
     #[test]
     fn a_secret_inside_longer_encoded_text_is_redacted() {
-        use base64::Engine as _;
-        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        use data_encoding::{BASE64 as STANDARD, BASE64URL_NOPAD as URL_SAFE_NO_PAD};
         let key = "SuperSecretKey12345";
         let mut secrets = Secrets::default();
         secrets.add(key.into());
         for prefix in ["", "a", "ab", "user:", "{\"token\": \""] {
             for suffix in ["", "\"}", "x"] {
                 let plain = format!("{prefix}{key}{suffix}");
-                for encoded in [STANDARD.encode(&plain), URL_SAFE_NO_PAD.encode(&plain)] {
+                for encoded in [STANDARD.encode(plain.as_bytes()), URL_SAFE_NO_PAD.encode(plain.as_bytes())] {
                     let text = secrets.text(&encoded);
                     assert!(text.contains(REDACTED), "{plain:?} as {encoded}: {text}");
                     // What is left cannot be decoded back to the key.
                     let left = text.replace(REDACTED, "");
-                    assert!(!left.contains(&STANDARD.encode(key)[..8]), "{plain:?}: {text}");
+                    assert!(!left.contains(&STANDARD.encode(key.as_bytes())[..8]), "{plain:?}: {text}");
                 }
             }
         }

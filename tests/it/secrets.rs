@@ -351,8 +351,7 @@ fn credentials_in_a_url_are_never_shown_and_never_replace_the_trusted_header() {
 
     // Without a trusted header the URL's credentials are sent as Basic: an API echoing them (or
     // the header) hands neither to the program nor to the trace.
-    use base64::Engine as _;
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("admin:{URL_PASSWORD}"));
+    let basic = data_encoding::BASE64.encode(format!("admin:{URL_PASSWORD}").as_bytes());
     let echoed = format!(r#"{{"password": "{URL_PASSWORD}", "header": "Basic {basic}"}}"#);
     let echo = Recorder::start(move |_| ok_json(&echoed));
     let toml = format!(
