@@ -636,7 +636,8 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
     let private = crate::files::private_folders();
     let hidden = not_for_every_user(&own, &private, &shared);
-    warn_hidden(shared.iter().filter(|path| hidden.paths.contains(path)));
+    let system_folders: Vec<PathBuf> = SYSTEM_FOLDERS.iter().filter_map(|f| Path::new(f).canonicalize().ok()).collect();
+    warn_hidden(shared.iter().chain(&system_folders).filter(|path| hidden.paths.contains(path)));
     rules.extend(hidden.paths.iter().map(|p| (p.clone(), false)));
     let root = std::path::Path::new("/");
     let allowed: Vec<PathBuf> = own.into_iter().chain(shared).collect();
@@ -651,17 +652,19 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     readable
 }
 
-/// Tells the user, once a process for each, of an interpreter's folder or a trusted `readable`
-/// place the walk hid whole: the run fails there with the interpreter's own words (`No module
-/// named 'encodings'`), which name no folder.
+/// Tells the user, once a process for each, of an interpreter's folder, a `PYTHONPATH` entry, a
+/// trusted `readable` place or a whole system folder (`/usr/local` of a group the run is not in)
+/// the walk hid: a run needing it fails with the interpreter's own words (`No module named
+/// 'encodings'`), which name no folder.
 fn warn_hidden<'a>(paths: impl Iterator<Item = &'a PathBuf>) {
     static WARNED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
     for path in paths {
         if !warned.contains(path) {
             tracing::warn!(
-                "chainsmith sandbox: the run cannot read {}, which its interpreter or `[runtime] readable` names: \
-                 only some users may read it, or a user other than you and root may change what it holds",
+                "chainsmith sandbox: the run cannot read {}: only some users may read it, a user other than you \
+                 and root may change what it holds, or it lies past the entries the sandbox looks at; \
+                 `[runtime] readable` (trusted) names a place the run needs there",
                 crate::text::printable(&path.display().to_string())
             );
             warned.push(path.clone());
@@ -1029,7 +1032,7 @@ struct Accounts {
 /// The groups that hold a user other than root and the user `uid`, by the accounts of this machine:
 /// a member named in the group's list or in its `gshadow` members or administrators (one no
 /// account names counts), an account whose own group it is, or a group with a password in
-/// `gshadow` (anyone who knows it may `newgrp` into it). Accounts only a directory service (LDAP)
+/// `group` or `gshadow` (anyone who knows it may `newgrp` into it). Accounts only a directory service (LDAP)
 /// knows are not seen.
 fn groups_with_others(accounts: &Accounts, uid: u32) -> std::collections::HashSet<u32> {
     let fields = |line: &str| -> Vec<String> { line.split(':').map(str::to_string).collect() };
@@ -1040,19 +1043,20 @@ fn groups_with_others(accounts: &Accounts, uid: u32) -> std::collections::HashSe
         |list: &str| list.split(',').map(str::trim).any(|member| !member.is_empty() && !our_names.contains(member));
     let mut shared: std::collections::HashSet<u32> =
         users.iter().filter(|a| !ours(a)).filter_map(|a| a[3].parse().ok()).collect();
+    // `!`, `*` or empty: no password, so only the listed members may `newgrp` into the group;
+    // `x` in `/etc/group` sends `newgrp` to `gshadow`.
+    let password = |field: &str| !(field.is_empty() || field == "x" || field.starts_with(['!', '*']));
     let mut gid_of = std::collections::HashMap::new();
     for entry in accounts.group.lines().map(fields).filter(|f| f.len() >= 4) {
         let Ok(gid) = entry[2].parse::<u32>() else { continue };
         gid_of.insert(entry[0].clone(), gid);
-        if others_in(&entry[3]) {
+        if password(&entry[1]) || others_in(&entry[3]) {
             shared.insert(gid);
         }
     }
     for entry in accounts.gshadow.lines().map(fields).filter(|f| f.len() >= 4) {
         let Some(&gid) = gid_of.get(&entry[0]) else { continue };
-        // `!`, `*` or empty: no password, so only the listed members may `newgrp` into it.
-        let password = !(entry[1].is_empty() || entry[1].starts_with(['!', '*']));
-        if password || others_in(&entry[2]) || others_in(&entry[3]) {
+        if password(&entry[1]) || others_in(&entry[2]) || others_in(&entry[3]) {
             shared.insert(gid);
         }
     }
@@ -1586,6 +1590,14 @@ mod tests {
         found.sort();
         expected.sort();
         assert_eq!(found, expected, "the run's own and root's folders are walked");
+
+        // The same group-writable folder, for a run not in its group: whoever holds the group
+        // in a way no account file shows may rename there.
+        let outsider = Reader { groups: Vec::new(), ..Reader::this_process() };
+        assert!(
+            hidden_from_others(&outsider, &[root.to_path_buf()], &[], 100).paths.contains(&root.join("own-group")),
+            "a group the run is not in hides its folder"
+        );
     }
 
     /// The groups holding another user: by the members a group lists, by the accounts whose
@@ -1597,15 +1609,15 @@ mod tests {
                      postgres:x:105:111::/var/lib/postgresql:/bin/bash\nbroken line\n"
                 .into(),
             group: "root:x:0:\nme:x:1000:\nusers:x:100:me,root\nstaff:x:50:me,bob\nadm:x:4:syslog\npostgres:x:111:\n\
-                    games:x:60:me\nsrc:x:40:me\nvideo:x:44:me\n"
+                    games:x:60:me\nsrc:x:40:me\nvideo:x:44:me\naudio:$1$salt$hash:29:me\n"
                 .into(),
             // `games` may be joined with its password, `src` has another member and `video`
-            // another administrator only here; `users` none.
+            // another administrator only here; `users` none; `audio` has its password in `group`.
             gshadow: "users:!::me,root\ngames:$6$salt$hash::me\nsrc:*::me,eve\nvideo:!*:bob:me\n".into(),
         };
         let mut shared: Vec<u32> = groups_with_others(&accounts, 1000).into_iter().collect();
         shared.sort();
-        assert_eq!(shared, vec![4, 40, 44, 50, 60, 111]);
+        assert_eq!(shared, vec![4, 29, 40, 44, 50, 60, 111]);
     }
 
     /// A rename after the walk (a folder of private files swapped with a readable one's name)
