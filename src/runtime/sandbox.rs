@@ -635,7 +635,10 @@ fn readable(allowed: &Readable) -> Vec<(PathBuf, Option<FileId>)> {
     shared.retain(|path| !unreadable.iter().any(|hidden| path.starts_with(hidden)));
     let mut rules: Vec<(PathBuf, bool)> = unreadable.into_iter().map(|p| (p, false)).collect();
     let private = crate::files::private_folders();
-    let hidden = not_for_every_user(&own, &private, &shared);
+    // Places beneath the run's own folders are the workspace's to name (an untrusted `readable =
+    // ["sub"]`): they make no folder above them needed.
+    let needed: Vec<PathBuf> = shared.iter().filter(|p| !own.iter().any(|o| p.starts_with(o))).cloned().collect();
+    let hidden = not_for_every_user(&own, &private, &needed);
     let system_folders: Vec<PathBuf> = SYSTEM_FOLDERS.iter().filter_map(|f| Path::new(f).canonicalize().ok()).collect();
     warn_hidden(shared.iter().chain(&system_folders).filter(|path| hidden.paths.contains(path)));
     rules.extend(hidden.paths.iter().map(|p| (p.clone(), false)));
@@ -952,9 +955,9 @@ struct Reader {
     groups: Vec<u32>,
     /// The groups holding a user other than root and this one ([`groups_with_others`]).
     shared_groups: std::collections::HashSet<u32>,
-    /// The places the run reads from outside its own folders: the user's interpreter's folders
-    /// (`/usr/local` on a Debian long upgraded, `2775 root:staff`), `PYTHONPATH`, trusted
-    /// `readable` places. A folder holding one, or held by one, is not hidden for a group the run
+    /// The places the run reads from outside its own folders, which the user or a trust line
+    /// chose: the user's interpreter's folders (`/usr/local` on a Debian long upgraded, `2775
+    /// root:staff`), `PYTHONPATH`, trusted `readable` places outside the workspace. A folder holding one, or held by one, is not hidden for a group the run
     /// is not in ([`Reader::others_may_rename_in`]): the run would not start.
     needs: Vec<PathBuf>,
 }

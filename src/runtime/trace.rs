@@ -199,7 +199,7 @@ impl Secrets {
     /// A secret. Beside the secret itself, text is searched for the forms no escape scheme
     /// decodes back to it: its UTF-16 (either byte order) and the hex (lower- and upper-case
     /// digits) of it and of its bytes, base32 (either case, with and without padding), and base64
-    /// of its bytes and of its UTF-16LE (PowerShell's `-EncodedCommand`): standard and URL-safe,
+    /// of its bytes and of its UTF-16 (PowerShell's `-EncodedCommand`, Java's `UTF-16BE`): standard and URL-safe,
     /// with and without padding — a Basic `user:pass` credential — and the secret inside a longer
     /// encoded text, see [`base64_cores`].
     /// Escaped forms, whole or in part — percent, form (`+`), quoted-printable, HTML character
@@ -225,7 +225,7 @@ impl Secrets {
             let base32 = engine.encode(value.as_bytes());
             forms.extend([base32.to_ascii_lowercase(), base32]);
         }
-        for bytes in [value.as_bytes(), &utf16_le] {
+        for bytes in [value.as_bytes(), &utf16_le, &utf16_be] {
             for engine in [&BASE64, &BASE64_NOPAD, &BASE64URL, &BASE64URL_NOPAD] {
                 forms.push(engine.encode(bytes));
             }
@@ -518,6 +518,7 @@ mod tests {
             "61006c006900630065003a00730033006300720033007400",
             "0061006C006900630065003A007300330063007200330074",
             "YQBsAGkAYwBlADoAcwAzAGMAcgAzAHQA",
+            "AGEAbABpAGMAZQA6AHMAMwBjAHIAMwB0",
             "=61=6C=69=63=65=3A=73=33=63=72=33=74",
             "=61=6c=69=63=65=3A=\r\n=73=33=63=72=33=74",
         ] {

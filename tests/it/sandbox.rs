@@ -341,6 +341,33 @@ fn a_program_of_roots_reads_what_every_user_may_and_no_more() {
     assert!(said.contains(&format!("the run cannot read {}", private.display())), "{said}");
 }
 
+/// A workspace in a group-writable system folder of a group the run is not in (`/usr/local/src`
+/// of `staff`) may not name a place of its own (`readable = ["sub"]`, no trust line) to have the
+/// folder above it walked: a holder of the group could race that walk.
+#[test]
+fn a_workspace_names_no_place_that_opens_the_folder_above_it() {
+    // SAFETY: geteuid cannot fail and touches no memory.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root may give a folder in /opt to another group");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let shared = tempfile::Builder::new().prefix("chainsmith-test-").tempdir_in("/opt").unwrap();
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o2775)).unwrap();
+    std::os::unix::fs::chown(shared.path(), Some(0), Some(65533)).unwrap();
+    std::fs::write(shared.path().join("top.txt"), "beside the workspace").unwrap();
+    let ws = shared.path().join("ws");
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::fs::write(ws.join("chainsmith.toml"), "[runtime]\nreadable = [\"sub\"]\n").unwrap();
+    std::fs::write(
+        ws.join("p.py"),
+        "try:\n    print(open('../top.txt').read())\nexcept OSError as e:\n    print(e.strerror)\n",
+    )
+    .unwrap();
+    let out = chainsmith(&ws, &["run", "p.py"], &[]);
+    assert_eq!(text(&out.stdout), "Permission denied\n", "{}", text(&out.stderr));
+}
+
 /// A program of the workspace that is a link out of it (to `~/.ssh/id_ed25519`) does not run: the
 /// run would be granted the file it leads to, and a module the workspace ships could read it.
 #[test]
