@@ -199,10 +199,9 @@ impl Secrets {
     /// A secret. Beside the secret itself, text is searched for the forms no escape scheme
     /// decodes back to it: its UTF-16 (either byte order) and the hex (lower- and upper-case
     /// digits) of it and of its bytes, base32 (either case, with and without padding), and base64
-    /// of its bytes and of its UTF-16 (PowerShell's `-EncodedCommand`, Java's `UTF-16BE`): standard and URL-safe,
-    /// with and without padding — a Basic `user:pass` credential — and the secret inside a longer
-    /// encoded text, see [`base64_cores`].
-    /// Escaped forms, whole or in part — percent, form (`+`), quoted-printable, HTML character
+    /// of its bytes and of its UTF-16 (PowerShell's `-EncodedCommand`, Java's `UTF-16BE`):
+    /// standard and URL-safe, with and without padding — a Basic `user:pass` credential — and the
+    /// secret inside a longer encoded text, see [`base64_cores`]. Escaped forms, whole or in part — percent, form (`+`), quoted-printable, HTML character
     /// references, JSON and other backslash escapes — are found by decoding the text
     /// ([`escapes`]).
     pub fn add(&mut self, value: String) {
