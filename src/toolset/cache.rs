@@ -19,7 +19,7 @@ use super::{Loaded, SourceKind, Tool};
 pub const MIN_BYTES: usize = 64 * 1024;
 
 /// Starts every entry; a new layout changes it.
-const MAGIC: &[u8; 8] = b"CSCATLG3";
+const MAGIC: &[u8; 8] = b"CSCATLG4";
 
 /// The seal of an entry: a keyed hash over what it was written for and what it holds.
 const SEAL_BYTES: usize = 32;
@@ -52,6 +52,9 @@ struct Entry<Tools> {
     tools: Tools,
     /// Files the protocol pulled in, each with what reading it gave.
     pulled_in: Vec<(PathBuf, PulledIn)>,
+    /// What parsing the file and those it pulled in drew from the load's values
+    /// ([`super::doc::ParseBudget::drawn`]): read back, the load draws it again.
+    values: u64,
 }
 
 /// What reading a file a protocol pulls in gave: the BLAKE3 hash of its text, or `None` when it
@@ -68,6 +71,8 @@ pub struct Hit {
     pub kind: SourceKind,
     pub name: String,
     pub loaded: Loaded,
+    /// What the load drew from the values its files may hold when it was parsed.
+    pub values: u64,
 }
 
 /// The cache of one workspace.
@@ -128,8 +133,7 @@ impl Cache {
             auth: entry.auth,
             description: entry.description,
         };
-        tracing::debug!("catalog cache: {} read from the cache", id.file.display());
-        Some(Hit { kind: entry.kind, name: entry.name, loaded })
+        Some(Hit { kind: entry.kind, name: entry.name, loaded, values: entry.values })
     }
 
     /// Stores a file's load for next time; failures only cost the next load its speed.
@@ -140,6 +144,7 @@ impl Cache {
         name: &str,
         loaded: &Loaded,
         pulled_in: Vec<(PathBuf, PulledIn)>,
+        values: u64,
     ) {
         if id.text.len() < MIN_BYTES {
             return;
@@ -154,6 +159,7 @@ impl Cache {
             description: loaded.description.clone(),
             tools: loaded.tools.as_slice(),
             pulled_in,
+            values,
         };
         let payload = match rmp_serde::to_vec(&entry) {
             Ok(payload) => payload,

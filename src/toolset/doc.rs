@@ -206,6 +206,8 @@ pub struct ParseBudget {
     values_left: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Whether anything was asked of it through this share (taken or refused).
     asked: std::sync::atomic::AtomicBool,
+    /// The values (weighted as [`ParseBudget::draw_values`] weighs them) drawn through this share.
+    drawn: std::sync::atomic::AtomicU64,
     /// The values the file this share parses may hold.
     max_values: usize,
 }
@@ -233,6 +235,7 @@ impl ParseBudget {
                 more.fold(LOAD_VALUES, u64::saturating_add),
             )),
             asked: std::sync::atomic::AtomicBool::new(false),
+            drawn: std::sync::atomic::AtomicU64::new(0),
             max_values: values_within(crate::files::MAX_READ),
         }
     }
@@ -244,6 +247,7 @@ impl ParseBudget {
             left: self.left.clone(),
             values_left: self.values_left.clone(),
             asked: std::sync::atomic::AtomicBool::new(false),
+            drawn: std::sync::atomic::AtomicU64::new(0),
             max_values: values_within(max_bytes),
         }
     }
@@ -256,13 +260,14 @@ impl ParseBudget {
 
     /// Takes the `values` of a document in `syntax` about to be parsed from what the load's files
     /// may hold together. Taken, it is no ask that keeps the load out of the catalog cache (read
-    /// back, a file is not parsed); refused, it is (a file it pulls in would stay refused once
-    /// there is room).
+    /// back, the load takes as much again: [`ParseBudget::draw_again`]); refused, it is (a file
+    /// it pulls in would stay refused once there is room).
     fn draw_values(&self, syntax: Syntax, values: usize) -> Result<(), ParseFailure> {
         use std::sync::atomic::Ordering;
         let weighted = (values as u64).saturating_mul(syntax.weight() as u64);
         let left = &self.values_left;
         if left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(weighted)).is_ok() {
+            self.drawn.fetch_add(weighted, Ordering::AcqRel);
             return Ok(());
         }
         self.asked.store(true, Ordering::Release);
@@ -270,6 +275,24 @@ impl ParseBudget {
             range: ByteRange::new(0, 0),
             message: "not parsed: the protocol files loaded with it hold more values than chainsmith parses at once (8,388,608, a YAML node counting twice, more where a toolset's larger `max_mb` is trusted)".into(),
         })
+    }
+
+    /// What the documents parsed through this share drew from the load's values, weighted.
+    pub fn drawn(&self) -> u64 {
+        self.drawn.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Takes again what a load drew when it was parsed (its [`ParseBudget::drawn`]), for the
+    /// same load read back from the catalog cache: what it holds in memory is what it held then.
+    /// `false`, taking nothing, when the load's files no longer leave that much.
+    pub fn draw_again(&self, drawn: u64) -> bool {
+        use std::sync::atomic::Ordering;
+        let left = &self.values_left;
+        let taken = left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(drawn)).is_ok();
+        if taken {
+            self.drawn.fetch_add(drawn, Ordering::AcqRel);
+        }
+        taken
     }
 
     /// The values a document in `syntax` may hold through this share.
@@ -597,6 +620,12 @@ mod tests {
             "{failure:?}"
         );
         assert!(file.asked(), "refused, a file pulled in would stay refused if its load were kept");
+        // A load read back from the cache takes what it took when parsed, or nothing.
+        let drawn = file.drawn();
+        assert_eq!(drawn, 4, "the array and its three numbers");
+        assert!(!load.share(crate::files::MAX_READ).draw_again(drawn));
+        assert!(load.share(crate::files::MAX_READ).draw_again(1));
+        assert!(!load.share(crate::files::MAX_READ).draw_again(1), "the last value was taken");
         let raised = ParseBudget::for_load([512 << 20]);
         raised.draw_values(Syntax::Json, LOAD_VALUES as usize + (4 << 20)).unwrap();
         assert!(raised.draw_values(Syntax::Json, 1).is_err());

@@ -611,11 +611,18 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         max_bytes: job.max_bytes,
         text: &text,
     };
-    if let Some(hit) = cache.and_then(|cache| cache.get(&id, &read)) {
-        out.loaded = Some((hit.kind, hit.name, hit.loaded));
-        return out;
-    }
     let aliases = job.aliases.share(job.max_bytes);
+    // A load read back takes from the shared budget what it took when parsed: otherwise every
+    // reload would admit the budget's worth again beside what the cache already holds. When that
+    // no longer fits, it is parsed, and refused, as it would be without a cache.
+    if let Some(hit) = cache.and_then(|cache| cache.get(&id, &read)) {
+        if aliases.draw_again(hit.values) {
+            tracing::debug!("catalog cache: {} read from the cache", file.display());
+            out.loaded = Some((hit.kind, hit.name, hit.loaded));
+            return out;
+        }
+        tracing::debug!("catalog cache: {} not read back: the files loaded with it leave it no room", file.display());
+    }
     let doc = match doc::parse_within(&text, Syntax::of_path(file), &aliases) {
         Ok(doc) => doc,
         Err(failure) => {
@@ -678,7 +685,7 @@ fn load_file(job: &FileJob<'_>, unsaved: &Unsaved, cache: Option<&super::cache::
         && !aliases.asked()
         && let Some(cache) = cache
     {
-        cache.put(&id, kind, &name, &loaded, pulled_in.into_inner());
+        cache.put(&id, kind, &name, &loaded, pulled_in.into_inner(), aliases.drawn());
     }
     out.loaded = Some((kind, name, loaded));
     out

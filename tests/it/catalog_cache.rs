@@ -144,3 +144,31 @@ fn a_change_to_a_file_the_spec_pulls_in_is_seen() {
     assert!(text(&out.stderr).contains("pet.json changed"), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("unknown-key"), "{}", text(&out.stdout));
 }
+
+/// A load read back from the cache takes from the values a workspace's protocol files may hold
+/// together what it took when parsed: of three specs of three million values each, two load and
+/// one is refused, on every `check` — not one more with each run, which grew memory without end.
+#[test]
+fn what_the_cache_holds_counts_against_what_one_load_may_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let padding = format!("[{}]", vec!["0"; 3_000_000].join(","));
+    let mut toml = String::new();
+    for n in 0..3 {
+        let spec = format!(
+            r#"{{"openapi": "3.0.0", "info": {{"title": "t{n}", "version": "1"}}, "x-padding": {padding},
+            "paths": {{"/p": {{"get": {{"operationId": "op", "responses": {{"200": {{"description": "ok"}}}}}}}}}}}}"#
+        );
+        std::fs::write(dir.path().join(format!("t{n}.json")), spec).unwrap();
+        toml.push_str(&format!("[[toolsets]]\nname = \"t{n}\"\nopenapi = \"t{n}.json\"\n"));
+    }
+    std::fs::write(dir.path().join("chainsmith.toml"), toml).unwrap();
+    let user = tempfile::tempdir().unwrap();
+    let refused = |out: &Output| text(&out.stdout).matches("not parsed: the protocol files loaded with it").count();
+    for attempt in 0..3 {
+        let out = run(dir.path(), user.path(), &["check", "--format", "json"]);
+        assert_eq!(refused(&out), 1, "load {attempt}: {}", text(&out.stdout));
+        if attempt > 0 {
+            assert!(read_from_cache(&out), "load {attempt}: {}", text(&out.stderr));
+        }
+    }
+}
