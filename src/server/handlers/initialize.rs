@@ -40,16 +40,17 @@ pub async fn initialize(ctx: &Context, params: lsp::InitializeParams) -> Result<
 }
 
 /// The workspace root the client announced: its first workspace folder, else `rootUri`, else
-/// `rootPath`.
+/// `rootPath`. A `..` in it is taken as written, as the CLI takes `--root` (`lnk/..` is the folder
+/// holding `lnk`, not the one above where `lnk` leads), so what the editor shows as the workspace
+/// is the one whose programs run.
 #[allow(deprecated)]
 fn workspace_root(params: &lsp::InitializeParams) -> Option<PathBuf> {
     let folder = params.workspace_folders.as_ref().and_then(|f| f.first()).map(|f| &f.uri);
-    if let Some(uri) = folder.or(params.root_uri.as_ref())
-        && let Some(path) = uri.to_file_path()
-    {
-        return Some(path.into_owned());
-    }
-    params.root_path.as_ref().filter(|p| !p.is_empty()).map(PathBuf::from)
+    let announced = match folder.or(params.root_uri.as_ref()).and_then(|uri| uri.to_file_path()) {
+        Some(path) => path.into_owned(),
+        None => params.root_path.as_ref().filter(|p| !p.is_empty()).map(PathBuf::from)?,
+    };
+    Some(crate::files::normalize(&announced))
 }
 
 fn capabilities(encoding: crate::text::Encoding) -> lsp::ServerCapabilities {
@@ -98,5 +99,22 @@ mod tests {
     fn initialize_advertises_every_command_name() {
         let advertised = capabilities(crate::text::Encoding::Utf16).execute_command_provider.unwrap().commands;
         assert_eq!(advertised, COMMANDS.map(String::from));
+    }
+
+    /// `lnk/..` names the folder holding `lnk`, wherever `lnk` leads, in the editor as on the
+    /// command line: a program run from it is judged against that folder.
+    #[test]
+    #[allow(deprecated)]
+    fn a_root_with_dot_dot_is_taken_as_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path().join("proj"), dir.path().join("lnk")).unwrap();
+        std::fs::create_dir(outside.path().join("proj")).unwrap();
+        let spelled = format!("{}/lnk/../.", dir.path().display());
+        let uri: lsp::Uri = format!("file://{spelled}").parse().unwrap();
+        let params = lsp::InitializeParams { root_uri: Some(uri), ..Default::default() };
+        assert_eq!(workspace_root(&params).as_deref(), Some(dir.path()));
+        let params = lsp::InitializeParams { root_path: Some(spelled), ..Default::default() };
+        assert_eq!(workspace_root(&params).as_deref(), Some(dir.path()));
     }
 }
