@@ -32,12 +32,19 @@ pub enum Escapes {
     /// `&quot;`, `&apos;`; the `;` may be left out, as browsers allow.
     Html,
     /// Backslash escapes of JSON and most languages: `\u004B` (surrogate pairs joined), `\x4b`,
-    /// and a backslash before any other ASCII character (`\/`, `\"`, `\n`).
+    /// the octal `\113` of C and PostgreSQL's `bytea`, and a backslash before any other ASCII
+    /// character (`\/`, `\"`, `\n`).
     Backslash,
     /// Bytes written as hex digit pairs with separators between them (`4b:33:79`, `4B-33`,
     /// `0x4b, 0x33`): a pair not followed by another hex digit, `0x` before it and one of `:-,.`
     /// and a space after it taken with it. (Hex without separators is one of a secret's forms.)
     HexPairs,
+    /// A line break (`\n`, `\r\n`, `\r`, or one written as its backslash escape, as a program
+    /// prints a string) standing for nothing: an encoded form of a secret wrapped in lines (MIME
+    /// and `base64.encodebytes` wrap base64 at 76 characters, `xxd -p` hex at 60) is whole. Not
+    /// one of [`Escapes::ALL`]: it is searched for a secret's encoded forms, see
+    /// [`spans_across_line_breaks`].
+    LineBreaks,
 }
 
 impl Escapes {
@@ -56,6 +63,10 @@ impl Escapes {
             Escapes::Html => memchr::memchr(b'&', text).is_some(),
             Escapes::Backslash => memchr::memchr(b'\\', text).is_some(),
             Escapes::HexPairs => holds_separated_hex(text),
+            Escapes::LineBreaks => {
+                memchr::memchr2(b'\n', b'\r', text).is_some()
+                    || memchr::memchr_iter(b'\\', text).any(|at| matches!(text.get(at + 1), Some(b'n' | b'r')))
+            }
         }
     }
 
@@ -78,6 +89,11 @@ impl Escapes {
             Escapes::Html => html_reference(text),
             Escapes::Backslash => backslash_escape(text),
             Escapes::HexPairs => hex_pair(text),
+            // One break at a time, as with soft breaks: a secret takes at most five bytes a byte.
+            Escapes::LineBreaks => match line_break_at(text) {
+                Some(len) if line_break_at(&text[len..]).is_none() => Some((Decoded::Nothing, len)),
+                _ => None,
+            },
         }
     }
 
@@ -118,6 +134,17 @@ impl Escapes {
 /// Whether `text` starts with a quoted-printable soft line break.
 fn soft_break_at(text: &[u8]) -> bool {
     matches!(text, [b'=', b'\r', b'\n', ..] | [b'=', b'\n', ..])
+}
+
+/// The length of the line break `text` starts with, if it does ([`Escapes::LineBreaks`]).
+fn line_break_at(text: &[u8]) -> Option<usize> {
+    match text {
+        [b'\r', b'\n', ..] => Some(2),
+        [b'\n' | b'\r', ..] => Some(1),
+        [b'\\', b'r', b'\\', b'n', ..] => Some(4),
+        [b'\\', b'n' | b'r', ..] => Some(2),
+        _ => None,
+    }
 }
 
 /// What one escape stands for: a byte (percent escapes, which may be half a UTF-8 sequence), a
@@ -225,6 +252,10 @@ fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
             Some((Decoded::Char(char::from_u32(first)?), 6))
         }
         b'x' => Some((Decoded::Char(char::from_u32(hex_value(rest.get(1..3)?)?)?), 4)),
+        b'0'..=b'3' => {
+            let digits = rest.get(..3).filter(|d| d.iter().all(|b| (b'0'..=b'7').contains(b)))?;
+            Some((Decoded::Byte(digits.iter().fold(0, |byte, digit| byte * 8 + (digit - b'0'))), 4))
+        }
         b'n' => Some((Decoded::Char('\n'), 2)),
         b't' => Some((Decoded::Char('\t'), 2)),
         b'r' => Some((Decoded::Char('\r'), 2)),
@@ -236,28 +267,17 @@ fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
 /// The spans of `text` that, decoded by any scheme or by two escape schemes in turn, hold one of
 /// `needles` (each at least four bytes) in any ASCII case, merged and in order.
 ///
-/// Text is decoded in windows of [`WINDOW`] bytes, each reaching on by the longest a needle can
-/// take escaped, so every span lies whole in the window where it starts. A window may start inside
-/// an escape; what it then reads as plain bytes ends with that escape, before any span that
-/// starts in the window.
+/// Text is decoded in [`windows`], each reaching on by the longest a needle can take escaped.
 pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
     let needles: Vec<Vec<u8>> =
         needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes().to_ascii_lowercase()).collect();
     let Some(reach) = needles.iter().map(|n| n.len() * MAX_TWICE_ESCAPED_LEN).max() else { return Vec::new() };
     let mut found: Vec<Range<usize>> = Vec::new();
-    for start in (0..text.len()).step_by(WINDOW) {
-        let window = &text[start..text.len().min(start + WINDOW + reach)];
+    for (start, window) in windows(text, reach) {
         let mut find = |decoded: &mut Vec<u8>, span_of: &dyn Fn(Range<usize>) -> Range<usize>| {
             // ASCII case changes no byte's place: spans stay right.
             decoded.make_ascii_lowercase();
-            for needle in &needles {
-                for at in memchr::memmem::find_iter(decoded, needle) {
-                    let span = span_of(at..at + needle.len());
-                    if span.start < WINDOW {
-                        found.push(start + span.start..start + span.end);
-                    }
-                }
-            }
+            find_in_window(decoded, &needles, start, span_of, &mut found);
         };
         find(&mut window.to_vec(), &|span| span);
         for scheme in Escapes::ALL.into_iter().filter(|s| s.present_in(window)) {
@@ -277,9 +297,63 @@ pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
             find(&mut once, &span_of);
         }
     }
-    found.sort_by_key(|r| r.start);
-    let mut merged: Vec<Range<usize>> = Vec::with_capacity(found.len());
-    for span in found {
+    merged(found)
+}
+
+/// The spans of `text` that hold one of `needles` (exactly, each at least four bytes) once its
+/// line breaks are left out ([`Escapes::LineBreaks`]), merged and in order: a secret's encoded
+/// forms wrapped in lines, which no escape scheme decodes back to the secret.
+pub fn spans_across_line_breaks(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
+    let needles: Vec<&[u8]> = needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes()).collect();
+    let Some(reach) = needles.iter().map(|n| n.len() * 5).max() else { return Vec::new() };
+    if !Escapes::LineBreaks.present_in(text) {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    for (start, window) in windows(text, reach) {
+        let (joined, spans) = Escapes::LineBreaks.decode(window);
+        if joined.len() < window.len() {
+            let span_of = |at: Range<usize>| spans[at.start].start..spans[at.end - 1].end;
+            find_in_window(&joined, &needles, start, &span_of, &mut found);
+        }
+    }
+    merged(found)
+}
+
+/// `text` in windows of [`WINDOW`] bytes, each with where it starts, reaching on by `reach` bytes
+/// (the most text a needle can take), so every span lies whole in the window where it starts. A
+/// window may start inside an escape; what it then reads as plain bytes ends with that escape,
+/// before any span that starts in the window.
+fn windows(text: &[u8], reach: usize) -> impl Iterator<Item = (usize, &[u8])> {
+    (0..text.len()).step_by(WINDOW).map(move |start| (start, &text[start..text.len().min(start + WINDOW + reach)]))
+}
+
+/// Adds to `found` where each of `needles` occurs in `decoded` (a window, starting at `start`,
+/// decoded), as the span of the window's text (`span_of`) it was decoded from; only spans that
+/// start in this window, not in the reach the next one starts in.
+fn find_in_window<N: AsRef<[u8]>>(
+    decoded: &[u8],
+    needles: &[N],
+    start: usize,
+    span_of: &dyn Fn(Range<usize>) -> Range<usize>,
+    found: &mut Vec<Range<usize>>,
+) {
+    for needle in needles {
+        let needle = needle.as_ref();
+        for at in memchr::memmem::find_iter(decoded, needle) {
+            let span = span_of(at..at + needle.len());
+            if span.start < WINDOW {
+                found.push(start + span.start..start + span.end);
+            }
+        }
+    }
+}
+
+/// `spans` in order, those that overlap or touch made one.
+fn merged(mut spans: Vec<Range<usize>>) -> Vec<Range<usize>> {
+    spans.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(spans.len());
+    for span in spans {
         match merged.last_mut() {
             Some(last) if span.start <= last.end => last.end = last.end.max(span.end),
             _ => merged.push(span),
@@ -331,6 +405,7 @@ mod tests {
         assert!(!Escapes::QuotedPrintable.present_in(b"a=1&b==zz&c="), "a query string holds no escape");
         assert_eq!(decoded(Escapes::Html, "&#75;&#x33;y&amp;&lt&#0000000075;&bogus;&#;"), "K3y&<K&bogus;&#;");
         assert_eq!(decoded(Escapes::Backslash, r#"\u004B3\x79\/\"\n\uD83D\uDE00\q\u12"#), "K3y/\"\n😀\\q\\u12");
+        assert_eq!(decoded(Escapes::Backslash, r"\113\063y\0\08\477"), "K3y\\0\\08\\477", "three octal digits, to 377");
     }
 
     #[test]
@@ -345,6 +420,22 @@ mod tests {
             assert_eq!(spans, vec![offset..offset + escaped.len()], "at {offset}");
         }
         assert_eq!(decoded(Escapes::Backslash, r"\x+4 \u+04B"), r"\x+4 \u+04B", "only hex digits are hex");
+    }
+
+    /// A form wrapped in lines is found whole, across a window's edge too; two breaks in a row
+    /// are text, as no encoder writes them inside what it wraps.
+    #[test]
+    fn a_form_wrapped_in_lines_is_found_where_it_stood() {
+        let needle = "c2tfbGl2ZV9SMjF4".to_string();
+        for wrapped in ["c2tfbGl2\nZV9SMjF4", "c2tfbGl2\r\nZV9SMjF4", "c2tfbGl2\\nZV9SMjF4", "c\n2\nt\nfbGl2ZV9SMjF4"] {
+            for offset in [0, WINDOW - 9, WINDOW] {
+                let text = format!("{}{wrapped}\n==", "a".repeat(offset));
+                let spans = spans_across_line_breaks(text.as_bytes(), std::slice::from_ref(&needle));
+                assert_eq!(spans, vec![offset..offset + wrapped.len()], "{wrapped:?} at {offset}");
+            }
+        }
+        assert!(spans_across_line_breaks(b"c2tfbGl2\n\nZV9SMjF4", &[needle.clone()]).is_empty());
+        assert!(spans_across_line_breaks(b"c2tfbGl2 ZV9SMjF4", &[needle]).is_empty(), "no line break: no search");
     }
 
     #[test]

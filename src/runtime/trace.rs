@@ -198,14 +198,18 @@ impl Secrets {
 
     /// A secret. Beside the secret itself, text is searched for the forms no escape scheme
     /// decodes back to it: its UTF-16 (either byte order) and the hex (lower- and upper-case
-    /// digits) of it and of its bytes, base32 (either case, with and without padding), and base64
-    /// of its bytes and of its UTF-16 (PowerShell's `-EncodedCommand`, Java's `UTF-16BE`):
-    /// standard and URL-safe, with and without padding — a Basic `user:pass` credential — and the
-    /// secret inside a longer encoded text, see [`base64_cores`]. Escaped forms, whole or in part — percent, form (`+`), quoted-printable, HTML character
-    /// references, JSON and other backslash escapes — are found by decoding the text
-    /// ([`escapes`]).
+    /// digits) of it and of its UTF-16, base32 and base32hex (either case, with and without
+    /// padding), and base64 of its bytes and of its UTF-16 (PowerShell's `-EncodedCommand`,
+    /// Java's `UTF-16BE`): standard and URL-safe, with and without padding — a Basic `user:pass`
+    /// credential — and, in base32 and base64, the secret inside a longer encoded text, see
+    /// [`encoded_cores`]. Each form is also found wrapped in lines
+    /// ([`escapes::spans_across_line_breaks`]). Escaped forms, whole or in part — percent, form
+    /// (`+`), quoted-printable, HTML character references, JSON and other backslash escapes — are
+    /// found by decoding the text ([`escapes::spans_holding`]).
     pub fn add(&mut self, value: String) {
-        use data_encoding::{BASE64, BASE64_NOPAD, BASE64URL, BASE64URL_NOPAD};
+        use data_encoding::{
+            BASE32, BASE32_NOPAD, BASE32HEX, BASE32HEX_NOPAD, BASE64, BASE64_NOPAD, BASE64URL, BASE64URL_NOPAD,
+        };
         let value = value.trim().to_string();
         if value.is_empty() {
             return;
@@ -220,15 +224,18 @@ impl Secrets {
             let hex = data_encoding::HEXLOWER.encode(bytes);
             forms.extend([hex.to_ascii_uppercase(), hex]);
         }
-        for engine in [&data_encoding::BASE32, &data_encoding::BASE32_NOPAD] {
+        for engine in [BASE32, BASE32_NOPAD, BASE32HEX, BASE32HEX_NOPAD] {
             let base32 = engine.encode(value.as_bytes());
             forms.extend([base32.to_ascii_lowercase(), base32]);
         }
+        let base32_cores = encoded_cores(value.as_bytes(), &[&BASE32, &BASE32HEX], 5, 8);
+        forms.extend(base32_cores.iter().map(|core| core.to_ascii_lowercase()));
+        forms.extend(base32_cores);
         for bytes in [value.as_bytes(), &utf16_le, &utf16_be] {
             for engine in [&BASE64, &BASE64_NOPAD, &BASE64URL, &BASE64URL_NOPAD] {
                 forms.push(engine.encode(bytes));
             }
-            forms.extend(base64_cores(bytes));
+            forms.extend(encoded_cores(bytes, &[&BASE64, &BASE64URL], 3, 4));
         }
         for form in forms {
             if !self.values.contains(&form) {
@@ -277,6 +284,10 @@ impl Secrets {
                 // find_iter gives matches that do not overlap.
                 out = escapes::replace_spans(&out, &spans, REDACTED.as_bytes());
             }
+        }
+        let wrapped = escapes::spans_across_line_breaks(&out, &self.values);
+        if !wrapped.is_empty() {
+            out = escapes::replace_spans(&out, &wrapped, REDACTED.as_bytes());
         }
         let escaped = escapes::spans_holding(&out, &self.plain);
         if escaped.is_empty() { out } else { escapes::replace_spans(&out, &escaped, REDACTED.as_bytes()) }
@@ -469,26 +480,32 @@ pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Res
     Ok(path)
 }
 
-/// The base64 characters that depend on `secret` alone wherever it starts in a longer text
-/// (`user:` + key, a JSON body): for each of the three offsets the secret can take within a
-/// 3-byte group and both alphabets, the whole groups it fills. The one or two bytes at each edge
-/// that share a group with other bytes stay visible — too few to use the key. Cores shorter than
-/// eight characters (secrets under about nine bytes) are left out: they would match ordinary text.
-fn base64_cores(secret: &[u8]) -> Vec<String> {
+/// The characters of an encoding in groups (base64: 3 bytes to 4 characters; base32: 5 to 8) that
+/// depend on `secret` alone wherever it starts in a longer text (`user:` + key, a JSON body): for
+/// each offset the secret can take within a group and each of `engines`, the whole groups it
+/// fills. The bytes at each edge that share a group with other bytes (up to two in base64, four in
+/// base32) stay visible — too few to use the key. Cores shorter than eight characters (secrets
+/// under about nine bytes) are left out: they would match ordinary text.
+fn encoded_cores(
+    secret: &[u8],
+    engines: &[&data_encoding::Encoding],
+    bytes_per_group: usize,
+    chars_per_group: usize,
+) -> Vec<String> {
     let mut cores = Vec::new();
-    for shift in 0..3usize {
+    for shift in 0..bytes_per_group {
         let mut shifted = vec![0u8; shift];
         shifted.extend_from_slice(secret);
         // Groups wholly made of the secret's bytes: from the first group boundary at or after
         // `shift`, to the last one at or before the secret's end.
-        let first = shift.div_ceil(3);
-        let last = shifted.len() / 3;
-        if last <= first || (last - first) * 4 < 8 {
+        let first = shift.div_ceil(bytes_per_group);
+        let last = shifted.len() / bytes_per_group;
+        if last <= first || (last - first) * chars_per_group < 8 {
             continue;
         }
-        for engine in [&data_encoding::BASE64, &data_encoding::BASE64URL] {
+        for engine in engines {
             let encoded = engine.encode(&shifted);
-            cores.push(encoded[first * 4..last * 4].to_string());
+            cores.push(encoded[first * chars_per_group..last * chars_per_group].to_string());
         }
     }
     cores
@@ -583,6 +600,37 @@ mod tests {
         body.extend_from_slice(b"K3y&amp;Secret&lt;1>\xff");
         assert!(!String::from_utf8_lossy(&secrets.bytes(&body)).contains("Secret"));
     }
+    /// Forms an ordinary API writes that hide a key from a search of whole forms (round 21's
+    /// echoes of `sk_live_R21xQ9pLmN4vB7kT2wZ8`): base64 and hex wrapped in lines (MIME,
+    /// `base64.encodebytes`, `xxd -p`), base32 of a longer text, base32hex, UTF-16BE in base64,
+    /// octal escapes.
+    #[test]
+    fn forms_wrapped_in_lines_or_inside_longer_base32_are_redacted() {
+        let mut secrets = Secrets::default();
+        secrets.add("sk_live_R21xQ9pLmN4vB7kT2wZ8".into());
+        for echoed in [
+            "eyJhY2NvdW50IjoiYWxpY2VAZXhhbXBsZS5jb20iLCJ0b2tlbiI6InNrX2xpdmVfUjIxeFE5cExt\nTjR2QjdrVDJ3WjgifQ==\n",
+            "eyJhY2NvdW50IjoiYWxpY2VAZXhhbXBsZS5jb20iLCJ0b2tlbiI6InNrX2xpdmVfUjIxeFE5cExt\r\nTjR2QjdrVDJ3WjgifQ==\r\n",
+            "OVZWWX3MNF3GKX2SGIYXQUJZOBGG2TRUOZBDO22UGJ3VUOA=",
+            "OVZXG227NRUXMZK7KIZDC6CRHFYEY3KOGR3EEN3LKQZHOWRY",
+            "OVZWK43LL5WGS5TFL5JDEMLYKE4XATDNJY2HMQRXNNKDE522HA======",
+            "OVZWK4TTNNPWY2LWMVPVEMRRPBITS4CMNVHDI5SCG5VVIMTXLI4A====",
+            "EDLLUR39EPILUKHI65S52EBG9HMKSD3M88RMML1IETD3G===",
+            "AHMAawBfAGwAaQB2AGUAXwBSADIAMQB4AFEAOQBwAEwAbQBOADQAdgBCADcAawBUADIAdwBaADg=",
+            "736b5f6c6976655f5232317851397\n04c6d4e347642376b5432775a38",
+            // PostgreSQL's `bytea` escape format, C's octal escapes.
+            r"\163\153\137\154\151\166\145\137\122\062\061\170\121\071\160\114\155\116\064\166\102\067\153\124\062\167\132\070",
+        ] {
+            let mut answer = json!({ "v": echoed });
+            secrets.redact(&mut answer);
+            let left = answer["v"].as_str().unwrap();
+            assert!(left.contains(REDACTED), "{echoed:?} reached the program as {left:?}");
+            // Printed by the program (a string's repr: the line breaks written `\n`).
+            let printed = secrets.text(&format!("{{'v': {:?}}}", echoed));
+            assert!(printed.contains(REDACTED), "{echoed:?} printed as {printed}");
+        }
+    }
+
     use serde_json::json;
 
     #[test]
