@@ -434,7 +434,7 @@ mod tests {
                 assert_eq!(spans, vec![offset..offset + wrapped.len()], "{wrapped:?} at {offset}");
             }
         }
-        assert!(spans_across_line_breaks(b"c2tfbGl2\n\nZV9SMjF4", &[needle.clone()]).is_empty());
+        assert!(spans_across_line_breaks(b"c2tfbGl2\n\nZV9SMjF4", std::slice::from_ref(&needle)).is_empty());
         assert!(spans_across_line_breaks(b"c2tfbGl2 ZV9SMjF4", &[needle]).is_empty(), "no line break: no search");
     }
 
