@@ -402,10 +402,19 @@ pub fn parse_yaml(text: &str, budget: &ParseBudget) -> Result<Node, ParseFailure
     // colons of keys, tags, anchors, aliases — counted in quoted and plain text too (so prose
     // counts: GitHub's 73 MB description, as YAML, would hold well under a million).
     let marks = text.bytes().filter(|b| matches!(b, b',' | b'[' | b'{' | b':' | b'!' | b'&' | b'*')).count();
-    let YamlSizes { nodes, as_written, expanded } = (marks <= max_nodes)
+    let YamlSizes { nodes, as_written, expanded, too_deep_at } = (marks <= max_nodes)
         .then(|| yaml_sizes(text, max_nodes))
         .filter(|sizes| sizes.nodes <= max_nodes)
         .ok_or_else(|| budget.too_many_values(Syntax::Yaml))?;
+    let offsets = CharOffsets::new(text);
+    if let Some(at) = too_deep_at.map(|at| offsets.byte(at)) {
+        return Err(ParseFailure {
+            range: ByteRange::new(at, at),
+            message: format!(
+                "invalid YAML: it nests deeper than {MAX_YAML_NESTING} levels (its aliases copied in), past what chainsmith loads"
+            ),
+        });
+    }
     budget.draw_values(Syntax::Yaml, nodes)?;
     let beyond = expanded.saturating_sub(as_written.saturating_mul(8));
     if beyond > 0 && !budget.take(beyond) {
@@ -418,7 +427,6 @@ pub fn parse_yaml(text: &str, budget: &ParseBudget) -> Result<Node, ParseFailure
             ),
         });
     }
-    let offsets = CharOffsets::new(text);
     let docs = MarkedYaml::load_from_str(text).map_err(|e| {
         let at = offsets.byte(e.marker().index());
         ParseFailure { range: ByteRange::new(at, at), message: format!("invalid YAML: {}", e.info()) }
@@ -437,19 +445,27 @@ pub fn parse_yaml(text: &str, budget: &ParseBudget) -> Result<Node, ParseFailure
 const ALIAS_EXPANSION: u64 = 64 << 20;
 
 /// About the bytes a YAML document takes loaded — each scalar's text and a little for each node —
-/// with each alias counted as one node (as written), and with each copied in (as loading does).
-/// Read from the parser's events, which hold no copies, so a 1 MB file whose aliases nest a 1 MiB
-/// string ten thousand times (10 GiB loaded) costs nothing to size. A file the parser refuses
-/// sizes as far as it read: loading it reports where it failed.
+/// with each alias counted as one node (as written), and with each copied in (as loading does),
+/// and how deep it nests with aliases copied in. Read from the parser's events, which hold no
+/// copies, so a 1 MB file whose aliases nest a 1 MiB string ten thousand times (10 GiB loaded)
+/// costs nothing to size. A file the parser refuses sizes as far as it read: loading it reports
+/// where it failed.
 fn yaml_sizes(text: &str, max_nodes: usize) -> YamlSizes {
     use saphyr_parser::{Event, Parser};
     const NODE: u64 = 64;
-    let mut anchored: HashMap<usize, u64> = HashMap::new();
+    /// A node being read: its anchor, its size so far and how deep it nests (itself one level).
+    struct Open {
+        anchor: usize,
+        size: u64,
+        depth: usize,
+    }
+    let mut anchored: HashMap<usize, (u64, usize)> = HashMap::new();
     let (mut as_written, mut nodes) = (0u64, 0usize);
-    // (anchor of the open collection, its size so far); the bottom collects the documents.
-    let mut open: Vec<(usize, u64)> = vec![(0, 0)];
+    // The bottom collects the documents.
+    let mut open = vec![Open { anchor: 0, size: 0, depth: 0 }];
+    let mut too_deep_at = None;
     for event in Parser::new_from_str(text) {
-        let Ok((event, _)) = event else { break };
+        let Ok((event, span)) = event else { break };
         if matches!(event, Event::Scalar(..) | Event::Alias(_) | Event::SequenceStart(..) | Event::MappingStart(..)) {
             nodes += 1;
             if nodes > max_nodes {
@@ -459,37 +475,61 @@ fn yaml_sizes(text: &str, max_nodes: usize) -> YamlSizes {
         let finished = match event {
             Event::Scalar(value, _, anchor, _) => {
                 as_written = as_written.saturating_add(NODE + value.len() as u64);
-                Some((anchor, NODE + value.len() as u64))
+                Some(Open { anchor, size: NODE + value.len() as u64, depth: 1 })
             }
             Event::Alias(anchor) => {
                 as_written = as_written.saturating_add(NODE);
-                Some((0, anchored.get(&anchor).copied().unwrap_or(NODE)))
+                let (size, depth) = anchored.get(&anchor).copied().unwrap_or((NODE, 1));
+                Some(Open { anchor: 0, size, depth })
             }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
                 as_written = as_written.saturating_add(NODE);
-                open.push((anchor, NODE));
+                open.push(Open { anchor, size: NODE, depth: 1 });
+                if open.len() - 1 > MAX_YAML_NESTING {
+                    too_deep_at = Some(span.start.index());
+                    break;
+                }
                 None
             }
             Event::SequenceEnd | Event::MappingEnd if open.len() > 1 => open.pop(),
             _ => None,
         };
-        if let Some((anchor, size)) = finished {
-            if anchor != 0 {
-                anchored.insert(anchor, size);
+        if let Some(node) = finished {
+            if node.anchor != 0 {
+                anchored.insert(node.anchor, (node.size, node.depth));
             }
+            // Levels still open above it, the bottom not counted.
+            let nesting = open.len() - 1 + node.depth;
             let parent = open.last_mut().expect("the bottom is never popped");
-            parent.1 = parent.1.saturating_add(size);
+            parent.size = parent.size.saturating_add(node.size);
+            parent.depth = parent.depth.max(node.depth + 1);
+            if nesting > MAX_YAML_NESTING {
+                too_deep_at = Some(span.start.index());
+                break;
+            }
         }
     }
-    YamlSizes { nodes, as_written, expanded: open.iter().fold(0u64, |total, (_, size)| total.saturating_add(*size)) }
+    YamlSizes {
+        nodes,
+        as_written,
+        expanded: open.iter().fold(0u64, |total, node| total.saturating_add(node.size)),
+        too_deep_at,
+    }
 }
 
+/// How deep a YAML protocol file may nest, its aliases copied in: as deep as a JSON one may
+/// (jsonc-parser's limit). Loading recurses with the nesting, so a file of 30,000 nested `- `
+/// (60 KB) would overflow the stack.
+const MAX_YAML_NESTING: usize = 512;
+
 /// What [`yaml_sizes`] finds: the nodes as written (each alias one), and about the bytes they
-/// take loaded, as written and with each alias copied in.
+/// take loaded, as written and with each alias copied in; where (a character index) the nesting
+/// passed [`MAX_YAML_NESTING`], if it did.
 struct YamlSizes {
     nodes: usize,
     as_written: u64,
     expanded: u64,
+    too_deep_at: Option<usize>,
 }
 
 /// saphyr reports positions in characters; protocol ranges are bytes.
@@ -629,6 +669,20 @@ mod tests {
         let raised = ParseBudget::for_load([512 << 20]);
         raised.draw_values(Syntax::Json, LOAD_VALUES as usize + (4 << 20)).unwrap();
         assert!(raised.draw_values(Syntax::Json, 1).is_err());
+    }
+
+    /// A small file nesting block sequences (or aliases of them) thousands deep would overflow the
+    /// stack loading it: it is refused, where it passes the limit, as deep JSON is.
+    #[test]
+    fn yaml_nested_past_the_limit_is_refused_where_it_passes_it() {
+        let deep = format!("x:\n{}1\n", "- ".repeat(30_000));
+        let failure = parse_yaml(&deep, &ParseBudget::default()).unwrap_err();
+        assert!(failure.message.contains("nests deeper than 512 levels"), "{failure:?}");
+        assert_eq!(failure.range.start, 3 + 2 * 511, "the 512th `- `, the 513th level under the mapping");
+        let chained: String = (1..60).map(|k| format!("a{k}: &a{k}\n{}*a{}\n", "- ".repeat(300), k - 1)).collect();
+        let failure = parse_yaml(&format!("a0: &a0 1\n{chained}"), &ParseBudget::default()).unwrap_err();
+        assert!(failure.message.contains("its aliases copied in"), "{failure:?}");
+        assert!(parse_yaml(&format!("x:\n{}1\n", "- ".repeat(500)), &ParseBudget::default()).is_ok());
     }
 
     /// A small file whose aliases nest one long string ever deeper would load as gigabytes: it is
