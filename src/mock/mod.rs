@@ -27,9 +27,9 @@ use crate::toolset::{Catalog, ParamLocation, Tool, Transport};
 
 /// A running mock; stops when dropped.
 pub struct MockServer {
-    server: Arc<tiny_http::Server>,
     address: SocketAddr,
     state: Arc<State>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -42,20 +42,23 @@ struct State {
 
 impl MockServer {
     /// Serves every toolset of `catalog` that has HTTP tools, on `bind` (port 0: any free port).
+    ///
+    /// hyper serves it, on a thread of its own: a request's body is never read (no answer depends
+    /// on one), so what a request declares it will send costs nothing.
     pub fn start(catalog: Arc<Catalog>, bind: SocketAddr) -> std::io::Result<MockServer> {
-        let server = tiny_http::Server::http(bind).map_err(std::io::Error::other)?;
-        let address = server.server_addr().to_ip().ok_or_else(|| std::io::Error::other("no IP address"))?;
-        let server = Arc::new(server);
+        let listener = std::net::TcpListener::bind(bind)?;
+        listener.set_nonblocking(true)?;
+        let address = listener.local_addr()?;
         let state = Arc::new(State { catalog, session: AtomicU64::new(1), calls: Mutex::default() });
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel();
         let thread = {
-            let (server, state) = (server.clone(), state.clone());
-            std::thread::Builder::new().name("chainsmith-mock".into()).spawn(move || {
-                for request in server.incoming_requests() {
-                    answer(&state, request);
-                }
-            })?
+            let state = state.clone();
+            std::thread::Builder::new()
+                .name("chainsmith-mock".into())
+                .spawn(move || runtime.block_on(serve(listener, state, stopped)))?
         };
-        Ok(MockServer { server, address, state, thread: Some(thread) })
+        Ok(MockServer { address, state, stop: Some(stop), thread: Some(thread) })
     }
 
     pub fn address(&self) -> SocketAddr {
@@ -93,19 +96,54 @@ impl MockServer {
 
 impl Drop for MockServer {
     fn drop(&mut self) {
-        self.server.unblock();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn answer(state: &State, request: tiny_http::Request) {
+/// Accepts connections on `listener` until `stopped`, each served on a task of its own; the
+/// connections still open end with the runtime.
+async fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stopped: tokio::sync::oneshot::Receiver<()>) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stopped => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of descriptors, or a connection reset before it was taken: the next may do.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let answered = answer(&state, &request);
+                async move { Ok::<_, std::convert::Infallible>(answered) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn answer<B>(state: &State, request: &hyper::Request<B>) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
     let method = request.method().as_str().to_ascii_uppercase();
-    let (status, body) = respond(state, &method, request.url());
-    let header = tiny_http::Header::from_bytes("Content-Type", "application/json").expect("a valid header");
-    let response = tiny_http::Response::from_string(body.to_string()).with_status_code(status).with_header(header);
-    let _ = request.respond(response);
+    let url = request.uri().path_and_query().map_or("/", |target| target.as_str());
+    let (status, body) = respond(state, &method, url);
+    let mut response = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(body.to_string())));
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    response
 }
 
 /// The status and JSON body for `method url` (the URL as the request line has it).
@@ -593,5 +631,23 @@ components:
         assert_eq!(mock.upstream(), vec![("https://api.example.com/3".to_string(), mock.base_url("tmdb"))]);
         mock.reset();
         assert!(mock.calls().is_empty());
+    }
+
+    /// Any local process can reach the mock: a request declaring an endless body, sent while the
+    /// runs it serves go on, is answered and costs nothing (it once aborted the process).
+    #[test]
+    fn a_request_declaring_an_endless_body_is_answered_and_the_mock_goes_on() {
+        use std::io::{Read, Write};
+        let mock = MockServer::start(catalog(), "127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut hostile = std::net::TcpStream::connect(mock.address()).unwrap();
+        hostile
+            .write_all(b"POST /tmdb/movie/1 HTTP/1.1\r\nHost: x\r\nContent-Length: 9000000000000000000\r\n\r\nAAAA")
+            .unwrap();
+        let mut head = [0u8; 12];
+        hostile.read_exact(&mut head).unwrap();
+        assert_eq!(&head, b"HTTP/1.1 405");
+        drop(hostile);
+        let response = reqwest::blocking::get(format!("{}/movie/550", mock.base_url("tmdb"))).unwrap();
+        assert_eq!(response.status(), 200);
     }
 }
