@@ -31,8 +31,8 @@ pub enum Escapes {
     /// HTML character references: `&#75;`, `&#x4b;`, and the named `&amp;`, `&lt;`, `&gt;`,
     /// `&quot;`, `&apos;`; the `;` may be left out, as browsers allow.
     Html,
-    /// Backslash escapes of JSON and most languages: `\u004B` (surrogate pairs joined), `\x4b`,
-    /// the octal `\113` of C and PostgreSQL's `bytea`, and a backslash before any other ASCII
+    /// Backslash escapes of JSON and most languages: `\u004B` (surrogate pairs joined),
+    /// `\u{4B}`, `\x4b`, the octal `\113` of C and PostgreSQL's `bytea`, and a backslash before any other ASCII
     /// character (`\/`, `\"`, `\n`).
     Backslash,
     /// Bytes written as hex digit pairs with separators between them (`4b:33:79`, `4B-33`,
@@ -240,6 +240,12 @@ fn backslash_escape(text: &[u8]) -> Option<(Decoded, usize)> {
     let rest = text.strip_prefix(b"\\")?;
     let unit = |at: usize| rest.get(at..at + 5).filter(|u| u[0] == b'u').and_then(|u| hex_value(&u[1..]));
     match rest.first()? {
+        // `\u{4B}`, as JavaScript, Rust and Swift write any code point.
+        b'u' if rest.get(1) == Some(&b'{') => {
+            let digits = rest.get(2..)?.iter().take(7).position(|b| *b == b'}').filter(|n| (1..=6).contains(n))?;
+            let code = hex_value(&rest[2..2 + digits])?;
+            Some((Decoded::Char(char::from_u32(code)?), 4 + digits))
+        }
         b'u' => {
             let first = unit(0)?;
             if (0xD800..0xDC00).contains(&first)
@@ -405,6 +411,7 @@ mod tests {
         assert!(!Escapes::QuotedPrintable.present_in(b"a=1&b==zz&c="), "a query string holds no escape");
         assert_eq!(decoded(Escapes::Html, "&#75;&#x33;y&amp;&lt&#0000000075;&bogus;&#;"), "K3y&<K&bogus;&#;");
         assert_eq!(decoded(Escapes::Backslash, r#"\u004B3\x79\/\"\n\uD83D\uDE00\q\u12"#), "K3y/\"\n😀\\q\\u12");
+        assert_eq!(decoded(Escapes::Backslash, r"\u{4B}\u{33}y\u{}\u{1234567}"), r"K3y\u{}\u{1234567}");
         assert_eq!(decoded(Escapes::Backslash, r"\113\063y\0\08\477"), "K3y\\0\\08\\477", "three octal digits, to 377");
     }
 

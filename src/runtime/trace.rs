@@ -306,6 +306,13 @@ impl Secrets {
         match value {
             Value::String(s) if self.values.iter().any(|v| v == s) => *s = REDACTED.into(),
             Value::String(s) if !self.values.is_empty() => *s = self.text(s),
+            // Bytes as a list of numbers (Node's `Buffer` as JSON, a byte array serialised):
+            // holding a secret, the list goes whole.
+            Value::Array(items)
+                if !self.values.is_empty() && byte_list(items).is_some_and(|bytes| self.bytes(&bytes) != bytes) =>
+            {
+                *value = Value::String(REDACTED.into());
+            }
             Value::Array(items) => items.iter_mut().for_each(|v| self.redact(v)),
             Value::Object(map) => {
                 for (k, v) in map.iter_mut() {
@@ -323,6 +330,15 @@ impl Secrets {
             _ => {}
         }
     }
+}
+
+/// `items` as bytes, when there are enough of them to hold a secret and each is a number from 0
+/// to 255.
+fn byte_list(items: &[Value]) -> Option<Vec<u8>> {
+    if items.len() < 4 {
+        return None;
+    }
+    items.iter().map(|item| item.as_u64().and_then(|n| u8::try_from(n).ok())).collect()
 }
 
 /// The response as the trace keeps it: unchanged when small, else with arrays shortened and long
@@ -603,7 +619,7 @@ mod tests {
     /// Forms an ordinary API writes that hide a key from a search of whole forms (round 21's
     /// echoes of `sk_live_R21xQ9pLmN4vB7kT2wZ8`): base64 and hex wrapped in lines (MIME,
     /// `base64.encodebytes`, `xxd -p`), base32 of a longer text, base32hex, UTF-16BE in base64,
-    /// octal escapes.
+    /// octal and `\u{…}` escapes (and round 22's bytes as a list of numbers).
     #[test]
     fn forms_wrapped_in_lines_or_inside_longer_base32_are_redacted() {
         let mut secrets = Secrets::default();
@@ -618,6 +634,8 @@ mod tests {
             "EDLLUR39EPILUKHI65S52EBG9HMKSD3M88RMML1IETD3G===",
             "AHMAawBfAGwAaQB2AGUAXwBSADIAMQB4AFEAOQBwAEwAbQBOADQAdgBCADcAawBUADIAdwBaADg=",
             "736b5f6c6976655f5232317851397\n04c6d4e347642376b5432775a38",
+            // JavaScript's and Rust's code point escapes.
+            r"\u{73}\u{6b}_live_R21xQ9pLmN4vB7kT2wZ8",
             // PostgreSQL's `bytea` escape format, C's octal escapes.
             r"\163\153\137\154\151\166\145\137\122\062\061\170\121\071\160\114\155\116\064\166\102\067\153\124\062\167\132\070",
         ] {
@@ -629,6 +647,14 @@ mod tests {
             let printed = secrets.text(&format!("{{'v': {:?}}}", echoed));
             assert!(printed.contains(REDACTED), "{echoed:?} printed as {printed}");
         }
+        // Node's `Buffer` as JSON: its bytes as a list of numbers.
+        let mut buffer =
+            json!({"type": "Buffer", "data": "xsk_live_R21xQ9pLmN4vB7kT2wZ8".bytes().collect::<Vec<u8>>()});
+        secrets.redact(&mut buffer);
+        assert_eq!(buffer, json!({"type": "Buffer", "data": REDACTED}));
+        let mut numbers = json!([115, 107, 95, 108, 300]);
+        secrets.redact(&mut numbers);
+        assert_eq!(numbers, json!([115, 107, 95, 108, 300]), "numbers holding no secret stay");
     }
 
     use serde_json::json;
