@@ -50,14 +50,25 @@ impl MockServer {
         listener.set_nonblocking(true)?;
         let address = listener.local_addr()?;
         let state = Arc::new(State { catalog, session: AtomicU64::new(1), calls: Mutex::default() });
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         let (stop, stopped) = tokio::sync::oneshot::channel();
+        // The runtime is made, and dropped, on the mock's thread: dropping one where a runtime
+        // already runs (the language server's) would panic.
+        let (started, starting) = std::sync::mpsc::channel();
         let thread = {
             let state = state.clone();
-            std::thread::Builder::new()
-                .name("chainsmith-mock".into())
-                .spawn(move || runtime.block_on(serve(listener, state, stopped)))?
+            std::thread::Builder::new().name("chainsmith-mock".into()).spawn(move || {
+                match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(runtime) => {
+                        let _ = started.send(Ok(()));
+                        runtime.block_on(serve(listener, state, stopped));
+                    }
+                    Err(e) => {
+                        let _ = started.send(Err(e));
+                    }
+                }
+            })?
         };
+        starting.recv().map_err(std::io::Error::other)??;
         Ok(MockServer { address, state, stop: Some(stop), thread: Some(thread) })
     }
 
