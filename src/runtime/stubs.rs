@@ -28,6 +28,10 @@ const KEYWORDS: &[&str] = &[
 /// Deeper schemas than this become `Any` (recursive or huge documents).
 const MAX_DEPTH: usize = 12;
 
+/// How many named schemas' definitions may be written one inside another ([`MAX_DEPTH`] levels
+/// each): as deep as the schemas a tool's own are expanded to (`refs::MAX_DEPTH`).
+const MAX_NAMED_NESTING: usize = 64;
+
 const PACKAGE_STUB: &str = r#"from typing import Any
 
 class ToolError(Exception):
@@ -106,6 +110,8 @@ struct Emitter<'r> {
     /// Names given to named schemas whose definition is being written: the object of that name
     /// takes it instead of a fresh one.
     reserved: HashSet<String>,
+    /// Named schemas whose definitions are being written, one inside another.
+    defining: usize,
 }
 
 impl<'r> Emitter<'r> {
@@ -116,6 +122,7 @@ impl<'r> Emitter<'r> {
             taken: HashSet::new(),
             by_ref: HashMap::new(),
             reserved: HashSet::new(),
+            defining: 0,
         }
     }
 }
@@ -194,10 +201,18 @@ impl Emitter<'_> {
             return name.clone();
         }
         let Some(target) = self.refs.target(reference) else { return "Any".into() };
+        // Each named schema starts its own depth, so a chain of them (`A.next: B`, `B.next: C`…)
+        // would recurse as deep as it is long: 2,000 of them in a 70 KB spec overflowed the stack.
+        // Past the limit, a use is `Any`, and the schema is written where it is met less deep.
+        if self.defining >= MAX_NAMED_NESTING {
+            return "Any".into();
+        }
         let name = self.unique(&camel(schema::ref_name(reference)));
         self.by_ref.insert(reference.to_string(), name.clone());
         self.reserved.insert(name.clone());
+        self.defining += 1;
         let ty = self.ty(target, &name, 0);
+        self.defining -= 1;
         if self.reserved.remove(&name) {
             self.definitions.push(format!("{name} = {ty}\n"));
             return name;
@@ -445,6 +460,28 @@ paths:
 
         def person(*, person_id: int) -> Any: ...
         "#);
+    }
+
+    /// A chain of named schemas, each holding the next (`S0.n: S1`, `S1.n: S2`, …), is written
+    /// as deep as [`MAX_NAMED_NESTING`] allows, not as deep as it is long: 3,000 of them, written
+    /// on a test thread's small stack, once overflowed it.
+    #[test]
+    fn a_long_chain_of_named_schemas_is_written_to_a_bound() {
+        let mut spec = String::from(
+            "openapi: 3.0.0\ninfo: {title: t, version: \"1\"}\npaths:\n  /s:\n    get:\n      responses:\n        \"200\":\n          description: ok\n          content:\n            application/json:\n              schema: {$ref: \"#/components/schemas/S0\"}\ncomponents:\n  schemas:\n",
+        );
+        for n in 0..3000 {
+            spec.push_str(&format!(
+                "    S{n}:\n      type: object\n      properties:\n        n: {{$ref: \"#/components/schemas/S{}\"}}\n",
+                n + 1
+            ));
+        }
+        spec.push_str("    S3000: {type: string}\n");
+        let catalog = openapi_catalog("chain", &spec, Some("http://x"));
+        let stub = toolset_stub(&catalog, &catalog.toolsets[0]);
+        assert!(stub.contains("class S0(TypedDict):\n    n: S1"), "{}", &stub[..stub.len().min(2000)]);
+        assert!(stub.contains(&format!("class S{}(TypedDict):\n    n: Any", MAX_NAMED_NESTING - 1)));
+        assert!(!stub.contains(&format!("class S{}(", MAX_NAMED_NESTING)));
     }
 
     /// An object with a property named `""` has a key whose name is lost: a `TypedDict` would
