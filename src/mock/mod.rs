@@ -57,8 +57,15 @@ impl MockServer {
         let thread = {
             let state = state.clone();
             std::thread::Builder::new().name("chainsmith-mock".into()).spawn(move || {
-                match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                    Ok(runtime) => {
+                let ready = tokio::runtime::Builder::new_current_thread().enable_all().build().and_then(|runtime| {
+                    let listener = {
+                        let _entered = runtime.enter();
+                        tokio::net::TcpListener::from_std(listener)?
+                    };
+                    Ok((runtime, listener))
+                });
+                match ready {
+                    Ok((runtime, listener)) => {
                         let _ = started.send(Ok(()));
                         runtime.block_on(serve(listener, state, stopped));
                     }
@@ -118,8 +125,7 @@ impl Drop for MockServer {
 
 /// Accepts connections on `listener` until `stopped`, each served on a task of its own; the
 /// connections still open end with the runtime.
-async fn serve(listener: std::net::TcpListener, state: Arc<State>, mut stopped: tokio::sync::oneshot::Receiver<()>) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+async fn serve(listener: tokio::net::TcpListener, state: Arc<State>, mut stopped: tokio::sync::oneshot::Receiver<()>) {
     loop {
         let stream = tokio::select! {
             _ = &mut stopped => return,

@@ -43,7 +43,7 @@ pub enum Escapes {
     /// prints a string) standing for nothing: an encoded form of a secret wrapped in lines (MIME
     /// and `base64.encodebytes` wrap base64 at 76 characters, `xxd -p` hex at 60) is whole. Not
     /// one of [`Escapes::ALL`]: it is searched for a secret's encoded forms, see
-    /// [`spans_across_line_breaks`].
+    /// [`spans_of_forms`].
     LineBreaks,
 }
 
@@ -306,21 +306,20 @@ pub fn spans_holding(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
     merged(found)
 }
 
-/// The spans of `text` that hold one of `needles` (exactly, each at least four bytes) once its
-/// line breaks are left out ([`Escapes::LineBreaks`]), merged and in order: a secret's encoded
-/// forms wrapped in lines, which no escape scheme decodes back to the secret.
-pub fn spans_across_line_breaks(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
+/// The spans of `text` that hold one of `needles` (exactly, each at least four bytes), as written
+/// or with its line breaks left out ([`Escapes::LineBreaks`]), merged and in order: a secret's
+/// encoded forms, whole or wrapped in lines, which no escape scheme decodes back to the secret.
+pub fn spans_of_forms(text: &[u8], needles: &[String]) -> Vec<Range<usize>> {
     let needles: Vec<&[u8]> = needles.iter().filter(|n| n.len() >= 4).map(|n| n.as_bytes()).collect();
     let Some(reach) = needles.iter().map(|n| n.len() * 5).max() else { return Vec::new() };
-    if !Escapes::LineBreaks.present_in(text) {
-        return Vec::new();
-    }
     let mut found = Vec::new();
     for (start, window) in windows(text, reach) {
-        let (joined, spans) = Escapes::LineBreaks.decode(window);
-        if joined.len() < window.len() {
+        if Escapes::LineBreaks.present_in(window) {
+            let (joined, spans) = Escapes::LineBreaks.decode(window);
             let span_of = |at: Range<usize>| spans[at.start].start..spans[at.end - 1].end;
             find_in_window(&joined, &needles, start, &span_of, &mut found);
+        } else {
+            find_in_window(window, &needles, start, &|span| span, &mut found);
         }
     }
     merged(found)
@@ -329,7 +328,8 @@ pub fn spans_across_line_breaks(text: &[u8], needles: &[String]) -> Vec<Range<us
 /// `text` in windows of [`WINDOW`] bytes, each with where it starts, reaching on by `reach` bytes
 /// (the most text a needle can take), so every span lies whole in the window where it starts. A
 /// window may start inside an escape; what it then reads as plain bytes ends with that escape,
-/// before any span that starts in the window.
+/// before any span that starts in the window (but for a line break written `\r\n`, whose `r`
+/// may begin one: a span then takes one byte more than it needs).
 fn windows(text: &[u8], reach: usize) -> impl Iterator<Item = (usize, &[u8])> {
     (0..text.len()).step_by(WINDOW).map(move |start| (start, &text[start..text.len().min(start + WINDOW + reach)]))
 }
@@ -434,15 +434,21 @@ mod tests {
     #[test]
     fn a_form_wrapped_in_lines_is_found_where_it_stood() {
         let needle = "c2tfbGl2ZV9SMjF4".to_string();
-        for wrapped in ["c2tfbGl2\nZV9SMjF4", "c2tfbGl2\r\nZV9SMjF4", "c2tfbGl2\\nZV9SMjF4", "c\n2\nt\nfbGl2ZV9SMjF4"] {
+        for wrapped in [
+            "c2tfbGl2ZV9SMjF4",
+            "c2tfbGl2\nZV9SMjF4",
+            "c2tfbGl2\r\nZV9SMjF4",
+            "c2tfbGl2\\nZV9SMjF4",
+            "c\n2\nt\nfbGl2ZV9SMjF4",
+        ] {
             for offset in [0, WINDOW - 9, WINDOW] {
                 let text = format!("{}{wrapped}\n==", "a".repeat(offset));
-                let spans = spans_across_line_breaks(text.as_bytes(), std::slice::from_ref(&needle));
+                let spans = spans_of_forms(text.as_bytes(), std::slice::from_ref(&needle));
                 assert_eq!(spans, vec![offset..offset + wrapped.len()], "{wrapped:?} at {offset}");
             }
         }
-        assert!(spans_across_line_breaks(b"c2tfbGl2\n\nZV9SMjF4", std::slice::from_ref(&needle)).is_empty());
-        assert!(spans_across_line_breaks(b"c2tfbGl2 ZV9SMjF4", &[needle]).is_empty(), "no line break: no search");
+        assert!(spans_of_forms(b"c2tfbGl2\n\nZV9SMjF4", std::slice::from_ref(&needle)).is_empty());
+        assert!(spans_of_forms(b"c2tfbGl2 ZV9SMjF4", &[needle]).is_empty());
     }
 
     #[test]

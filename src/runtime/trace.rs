@@ -202,8 +202,8 @@ impl Secrets {
     /// padding), and base64 of its bytes and of its UTF-16 (PowerShell's `-EncodedCommand`,
     /// Java's `UTF-16BE`): standard and URL-safe, with and without padding — a Basic `user:pass`
     /// credential — and, in base32 and base64, the secret inside a longer encoded text, see
-    /// [`encoded_cores`]. Each form is also found wrapped in lines
-    /// ([`escapes::spans_across_line_breaks`]). Escaped forms, whole or in part — percent, form
+    /// [`encoded_cores`]. Each form is also found wrapped in lines ([`escapes::spans_of_forms`]),
+    /// in an answer as in a line of output. Escaped forms, whole or in part — percent, form
     /// (`+`), quoted-printable, HTML character references, JSON and other backslash escapes — are
     /// found by decoding the text ([`escapes::spans_holding`]).
     pub fn add(&mut self, value: String) {
@@ -277,17 +277,9 @@ impl Secrets {
         if self.plain.is_empty() {
             return out;
         }
-        for value in self.values.iter().filter(|v| v.len() >= 4) {
-            let needle = value.as_bytes();
-            let spans: Vec<_> = memchr::memmem::find_iter(&out, needle).map(|at| at..at + needle.len()).collect();
-            if !spans.is_empty() {
-                // find_iter gives matches that do not overlap.
-                out = escapes::replace_spans(&out, &spans, REDACTED.as_bytes());
-            }
-        }
-        let wrapped = escapes::spans_across_line_breaks(&out, &self.values);
-        if !wrapped.is_empty() {
-            out = escapes::replace_spans(&out, &wrapped, REDACTED.as_bytes());
+        let forms = escapes::spans_of_forms(&out, &self.values);
+        if !forms.is_empty() {
+            out = escapes::replace_spans(&out, &forms, REDACTED.as_bytes());
         }
         let escaped = escapes::spans_holding(&out, &self.plain);
         if escaped.is_empty() { out } else { escapes::replace_spans(&out, &escaped, REDACTED.as_bytes()) }
@@ -500,8 +492,9 @@ pub fn save(root: &Path, program: &Path, file_stamp: &str, trace: &Trace) -> Res
 /// depend on `secret` alone wherever it starts in a longer text (`user:` + key, a JSON body): for
 /// each offset the secret can take within a group and each of `engines`, the whole groups it
 /// fills. The bytes at each edge that share a group with other bytes (up to two in base64, four in
-/// base32) stay visible — too few to use the key. Cores shorter than eight characters (secrets
-/// under about nine bytes) are left out: they would match ordinary text.
+/// base32) stay visible — too few to use the key. Cores of fewer than six of the secret's bytes
+/// (secrets under about nine bytes in base64, fifteen in base32) are left out: they would match
+/// ordinary text.
 fn encoded_cores(
     secret: &[u8],
     engines: &[&data_encoding::Encoding],
@@ -516,7 +509,7 @@ fn encoded_cores(
         // `shift`, to the last one at or before the secret's end.
         let first = shift.div_ceil(bytes_per_group);
         let last = shifted.len() / bytes_per_group;
-        if last <= first || (last - first) * chars_per_group < 8 {
+        if last <= first || (last - first) * bytes_per_group < 6 {
             continue;
         }
         for engine in engines {
@@ -652,9 +645,9 @@ mod tests {
             json!({"type": "Buffer", "data": "xsk_live_R21xQ9pLmN4vB7kT2wZ8".bytes().collect::<Vec<u8>>()});
         secrets.redact(&mut buffer);
         assert_eq!(buffer, json!({"type": "Buffer", "data": REDACTED}));
-        let mut numbers = json!([115, 107, 95, 108, 300]);
+        let mut numbers = json!([115, 107, 95, 108, 105]);
         secrets.redact(&mut numbers);
-        assert_eq!(numbers, json!([115, 107, 95, 108, 300]), "numbers holding no secret stay");
+        assert_eq!(numbers, json!([115, 107, 95, 108, 105]), "bytes holding no secret stay");
     }
 
     use serde_json::json;

@@ -265,9 +265,7 @@ impl ParseBudget {
     fn draw_values(&self, syntax: Syntax, values: usize) -> Result<(), ParseFailure> {
         use std::sync::atomic::Ordering;
         let weighted = (values as u64).saturating_mul(syntax.weight() as u64);
-        let left = &self.values_left;
-        if left.fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| left.checked_sub(weighted)).is_ok() {
-            self.drawn.fetch_add(weighted, Ordering::AcqRel);
+        if self.draw_again(weighted) {
             return Ok(());
         }
         self.asked.store(true, Ordering::Release);
@@ -282,9 +280,10 @@ impl ParseBudget {
         self.drawn.load(std::sync::atomic::Ordering::Acquire)
     }
 
-    /// Takes again what a load drew when it was parsed (its [`ParseBudget::drawn`]), for the
-    /// same load read back from the catalog cache: what it holds in memory is what it held then.
-    /// `false`, taking nothing, when the load's files no longer leave that much.
+    /// Takes `drawn` values (weighted) from what the load's files may hold together: a load read
+    /// back from the catalog cache takes what its parse took ([`ParseBudget::drawn`]), since what
+    /// it holds in memory is what it held then. `false`, taking nothing, when they no longer
+    /// leave that much.
     pub fn draw_again(&self, drawn: u64) -> bool {
         use std::sync::atomic::Ordering;
         let left = &self.values_left;
@@ -453,7 +452,8 @@ const ALIAS_EXPANSION: u64 = 64 << 20;
 fn yaml_sizes(text: &str, max_nodes: usize) -> YamlSizes {
     use saphyr_parser::{Event, Parser};
     const NODE: u64 = 64;
-    /// A node being read: its anchor, its size so far and how deep it nests (itself one level).
+    /// A node being read: its anchor, its size so far and how many collections deep it nests
+    /// (itself one level; a scalar none, as in JSON's count).
     struct Open {
         anchor: usize,
         size: u64,
@@ -475,11 +475,11 @@ fn yaml_sizes(text: &str, max_nodes: usize) -> YamlSizes {
         let finished = match event {
             Event::Scalar(value, _, anchor, _) => {
                 as_written = as_written.saturating_add(NODE + value.len() as u64);
-                Some(Open { anchor, size: NODE + value.len() as u64, depth: 1 })
+                Some(Open { anchor, size: NODE + value.len() as u64, depth: 0 })
             }
             Event::Alias(anchor) => {
                 as_written = as_written.saturating_add(NODE);
-                let (size, depth) = anchored.get(&anchor).copied().unwrap_or((NODE, 1));
+                let (size, depth) = anchored.get(&anchor).copied().unwrap_or((NODE, 0));
                 Some(Open { anchor: 0, size, depth })
             }
             Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {

@@ -50,7 +50,8 @@ fn workspace_root(params: &lsp::InitializeParams) -> Option<PathBuf> {
         Some(path) => path.into_owned(),
         None => params.root_path.as_ref().filter(|p| !p.is_empty()).map(PathBuf::from)?,
     };
-    Some(crate::files::normalize(&announced))
+    // Absolute first: a relative `rootPath` of `.` or `a/..` would normalise to nothing.
+    Some(crate::files::normalize(&std::path::absolute(&announced).ok()?))
 }
 
 fn capabilities(encoding: crate::text::Encoding) -> lsp::ServerCapabilities {
@@ -116,5 +117,7 @@ mod tests {
         assert_eq!(workspace_root(&params).as_deref(), Some(dir.path()));
         let params = lsp::InitializeParams { root_path: Some(spelled), ..Default::default() };
         assert_eq!(workspace_root(&params).as_deref(), Some(dir.path()));
+        let params = lsp::InitializeParams { root_path: Some("a/..".into()), ..Default::default() };
+        assert_eq!(workspace_root(&params), Some(std::env::current_dir().unwrap()), "the folder chainsmith runs in");
     }
 }
