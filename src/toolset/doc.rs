@@ -35,6 +35,22 @@ pub struct ParseFailure {
 }
 
 impl Node {
+    /// How many values it holds, itself included (counted without recursion: a document may nest
+    /// as deep as its parser allows).
+    pub fn value_count(&self) -> usize {
+        let mut count = 0;
+        let mut stack = vec![self];
+        while let Some(node) = stack.pop() {
+            count += 1;
+            match &node.kind {
+                NodeKind::Array(items) => stack.extend(items),
+                NodeKind::Object(members) => stack.extend(members.iter().map(|(_, _, member)| member)),
+                _ => {}
+            }
+        }
+        count
+    }
+
     pub fn get(&self, key: &str) -> Option<&Node> {
         match &self.kind {
             NodeKind::Object(members) => members.iter().find(|(k, _, _)| k == key).map(|(_, _, v)| v),

@@ -87,7 +87,22 @@ pub struct Resolver<'a> {
     ///
     /// [`schema::property`]: super::schema::property
     pub empty_names: Vec<ByteRange>,
+    /// Values built so far, and the most the document's tools may be built of
+    /// ([`MAX_BUILT_PER_WRITTEN`] times the values it holds).
+    built: usize,
+    max_built: usize,
+    /// Where building first went past `max_built`: what is past it is not read.
+    pub past_budget: Option<ByteRange>,
 }
+
+/// What a document's tools may be built of, in values, for each value it holds (and at least
+/// [`MIN_BUILT`]): a schema `$ref`'d by name is kept once, but everything else a shared component
+/// holds (a `$ref`'d parameter's or body's own schema, an example) is copied into each operation
+/// that uses it, so a 1.6 MB file of shared parameters once built 23 GB of tools.
+pub const MAX_BUILT_PER_WRITTEN: usize = 8;
+
+/// Small documents may be built of this many values whatever they hold.
+const MIN_BUILT: usize = 1 << 20;
 
 impl<'a> Resolver<'a> {
     pub fn new(root: &'a Node, prefix: String) -> Self {
@@ -99,7 +114,32 @@ impl<'a> Resolver<'a> {
             broken: HashSet::new(),
             problems: Vec::new(),
             empty_names: Vec::new(),
+            built: 0,
+            max_built: root.value_count().saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT),
+            past_budget: None,
         }
+    }
+
+    /// Takes `values` from what the document's tools may be built of; `false`, noting where, when
+    /// that is spent.
+    fn build(&mut self, values: usize, at: ByteRange) -> bool {
+        if self.built.saturating_add(values) > self.max_built {
+            self.past_budget.get_or_insert(at);
+            return false;
+        }
+        self.built += values;
+        true
+    }
+
+    /// A literal (an example, a default) as JSON, when what the document's tools may be built of
+    /// leaves room for it.
+    pub fn literal(&mut self, node: &Node) -> Option<Value> {
+        self.build(node.value_count(), node.range).then(|| node.to_json())
+    }
+
+    /// The most values the document's tools may be built of.
+    pub fn max_built(&self) -> usize {
+        self.max_built
     }
 
     fn target(&self, reference: &str) -> Result<&'a Node, RefProblem> {
@@ -153,6 +193,9 @@ impl<'a> Resolver<'a> {
 
     /// `names`: the node maps arbitrary names to schemas (`properties`), so its keys are not keywords.
     fn value(&mut self, node: &'a Node, depth: usize, names: bool) -> Result<Value, RefError<'a>> {
+        if !self.build(1, node.range) {
+            return Ok(json!({"description": "(not read: the protocol's tools would be built of too many values)"}));
+        }
         match &node.kind {
             NodeKind::Object(members) => {
                 if !names
@@ -187,7 +230,7 @@ impl<'a> Resolver<'a> {
         if names {
             self.value(member, depth + 1, false)
         } else if LITERAL_KEYWORDS.contains(&key) || key.starts_with("x-") {
-            Ok(member.to_json())
+            Ok(self.literal(member).unwrap_or(Value::Null))
         } else {
             if key == "properties"
                 && let Some((_, at, _)) = member.members().iter().find(|(name, _, _)| name.is_empty())
