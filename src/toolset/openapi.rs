@@ -99,18 +99,7 @@ fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::
     for at in std::mem::take(&mut loader.resolver.empty_names) {
         loader.diagnostics.push(Diagnostic::warning(file, at, "empty-property-name", refs::EMPTY_NAME));
     }
-    if let Some(at) = loader.resolver.past_budget {
-        loader.diagnostics.push(Diagnostic::error(
-            file,
-            at,
-            "protocol-too-large",
-            format!(
-                "the operations copy more than {} values out of the components they share (`$ref`'d parameters, bodies, responses and their examples; {} times what the file holds): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
-                loader.resolver.max_built(),
-                refs::MAX_BUILT_PER_WRITTEN
-            ),
-        ));
-    }
+    loader.diagnostics.extend(loader.resolver.past_budget(file));
 
     loaded.auth = loader.auth.take();
     loaded.tools = tools;

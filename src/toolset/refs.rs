@@ -92,7 +92,7 @@ pub struct Resolver<'a> {
     built: usize,
     max_built: usize,
     /// Where building first went past `max_built`: what is past it is not read.
-    pub past_budget: Option<ByteRange>,
+    past_budget: Option<ByteRange>,
 }
 
 /// What a document's tools may be built of, in values, for each value it holds (and at least
@@ -137,9 +137,18 @@ impl<'a> Resolver<'a> {
         self.build(node.value_count(), node.range).then(|| node.to_json())
     }
 
-    /// The most values the document's tools may be built of.
-    pub fn max_built(&self) -> usize {
-        self.max_built
+    /// The error on `file` when building its tools went past what they may be built of.
+    pub fn past_budget(&self, file: &Path) -> Option<Diagnostic> {
+        let at = self.past_budget?;
+        Some(Diagnostic::error(
+            file,
+            at,
+            "protocol-too-large",
+            format!(
+                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses and their examples; {MAX_BUILT_PER_WRITTEN} times what the file holds): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
+                self.max_built
+            ),
+        ))
     }
 
     fn target(&self, reference: &str) -> Result<&'a Node, RefProblem> {
