@@ -35,20 +35,27 @@ pub struct ParseFailure {
 }
 
 impl Node {
-    /// How many values it holds, itself included (counted without recursion: a document may nest
-    /// as deep as its parser allows).
-    pub fn value_count(&self) -> usize {
-        let mut count = 0;
+    /// What it takes built, in values: one for each value it holds, itself included, and one
+    /// more for each [`BYTES_PER_VALUE`] of its strings and keys (counted without recursion: a
+    /// document may nest as deep as its parser allows).
+    pub fn weight(&self) -> usize {
+        let mut weight = 0;
         let mut stack = vec![self];
         while let Some(node) = stack.pop() {
-            count += 1;
+            weight += 1;
             match &node.kind {
+                NodeKind::String(text) => weight += text.len() / BYTES_PER_VALUE as usize,
                 NodeKind::Array(items) => stack.extend(items),
-                NodeKind::Object(members) => stack.extend(members.iter().map(|(_, _, member)| member)),
+                NodeKind::Object(members) => {
+                    for (key, _, member) in members {
+                        weight += key.len() / BYTES_PER_VALUE as usize;
+                        stack.push(member);
+                    }
+                }
                 _ => {}
             }
         }
-        count
+        weight
     }
 
     pub fn get(&self, key: &str) -> Option<&Node> {
@@ -202,7 +209,7 @@ pub fn parse_within(text: &str, syntax: Syntax, budget: &ParseBudget) -> Result<
 /// file of tiny values (`0,0,…`, two bytes a value) within the default 256 MiB would grow to five
 /// gigabytes; 4 million take about 400 MB. Written out, real specifications take 25 to 65 bytes
 /// a value: a file near the limit may need a higher one.
-const BYTES_PER_VALUE: u64 = 64;
+pub const BYTES_PER_VALUE: u64 = 64;
 
 /// The values the protocol files parsed in one load may hold together (8 million, as JSON
 /// values: a YAML node counts twice), beyond what toolsets trusted with a larger size limit add:

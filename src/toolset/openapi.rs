@@ -99,7 +99,7 @@ fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::
     for at in std::mem::take(&mut loader.resolver.empty_names) {
         loader.diagnostics.push(Diagnostic::warning(file, at, "empty-property-name", refs::EMPTY_NAME));
     }
-    loader.diagnostics.extend(loader.resolver.past_budget(file));
+    loader.diagnostics.extend(loader.resolver.budget.diagnostic(file));
 
     loaded.auth = loader.auth.take();
     loaded.tools = tools;
@@ -309,7 +309,14 @@ fn body_media(content: Option<&Node>) -> Option<(&Node, bool)> {
 
 /// The top-level properties of an object schema (its own and its `allOf` parts'), with whether each
 /// is required, or `None` when the schema is not an object with declared properties.
-fn body_properties(refs: &Schemas, schema: &Value) -> Option<Vec<(String, Value, bool)>> {
+/// Each property's schema is a copy (a named body schema's, for every operation sending it),
+/// weighed against what the file's tools may be built of: one past it is unknown (`{}`).
+fn body_properties(
+    refs: &Schemas,
+    schema: &Value,
+    budget: &mut refs::BuildBudget,
+    at: ByteRange,
+) -> Option<Vec<(String, Value, bool)>> {
     let schema = resolved(refs, schema);
     let mut parts = vec![schema];
     let mut i = 0;
@@ -337,17 +344,16 @@ fn body_properties(refs: &Schemas, schema: &Value) -> Option<Vec<(String, Value,
             if keyword(refs, prop, "readOnly") == Some(&Value::Bool(true)) || out.iter().any(|(n, _, _)| n == name) {
                 continue;
             }
-            out.push((name.clone(), prop.clone(), required.contains(name.as_str())));
+            let prop = budget.keep(Some(prop), at).unwrap_or_else(|| json!({}));
+            out.push((name.clone(), prop, required.contains(name.as_str())));
         }
     }
     (!out.is_empty()).then_some(out)
 }
 
 /// A schema's example: `example`, else the first of 3.1's `examples`.
-fn schema_example(refs: &Schemas, schema: &Value) -> Option<Value> {
-    keyword(refs, schema, "example")
-        .cloned()
-        .or_else(|| keyword(refs, schema, "examples").and_then(Value::as_array)?.first().cloned())
+fn schema_example<'v>(refs: &'v Schemas, schema: &'v Value) -> Option<&'v Value> {
+    keyword(refs, schema, "example").or_else(|| keyword(refs, schema, "examples").and_then(Value::as_array)?.first())
 }
 
 /// Where a schema's `$ref` leads, or the schema itself.
@@ -732,13 +738,16 @@ impl<'a> Loader<'a, '_> {
         {
             example = self.resolver.deref(first)?.get("value").and_then(|e| self.resolver.literal(e));
         }
-        let refs = &self.resolver.store;
-        let example = example.or_else(|| schema_example(refs, &schema));
+        // What a shared parameter's schema says is copied into each operation using it: weighed.
+        let (refs, budget, at) = (&self.resolver.store, &mut self.resolver.budget, declared.range);
+        let example = example.or_else(|| budget.keep(schema_example(refs, &schema), at));
         let description = match declared.str_of("description").trim() {
-            "" => keyword(refs, &schema, "description").and_then(Value::as_str).unwrap_or("").trim().to_string(),
-            text => text.to_string(),
+            "" => {
+                budget.keep_text(keyword(refs, &schema, "description").and_then(Value::as_str).unwrap_or("").trim(), at)
+            }
+            text => budget.keep_text(text, at),
         };
-        let default = keyword(refs, &schema, "default").cloned();
+        let default = budget.keep(keyword(refs, &schema, "default"), at);
         Ok(Some(Param {
             name: names::python_param(wire),
             wire_name: wire.to_string(),
@@ -769,7 +778,7 @@ impl<'a> Loader<'a, '_> {
             None => "it is ignored, as if absent (the body schema's `required` list decides)".to_string(),
         };
         let body_required = self.required(body.get("required"), &what, consequence) != Some(false);
-        let description = body.str_of("description").trim().to_string();
+        let description = self.resolver.budget.keep_text(body.str_of("description").trim(), written.range);
         let (schema, example, fielded) = match body_media(body.get("content")) {
             Some((media, fielded)) => {
                 let schema = match media.get("schema") {
@@ -786,19 +795,20 @@ impl<'a> Loader<'a, '_> {
             }
             None => (json!({}), None, false),
         };
-        let refs = &self.resolver.store;
-        if fielded && let Some(properties) = body_properties(refs, &schema) {
+        let (refs, budget, at) = (&self.resolver.store, &mut self.resolver.budget, written.range);
+        if fielded && let Some(properties) = body_properties(refs, &schema, budget, at) {
             return Ok(properties
                 .into_iter()
                 .map(|(wire, prop, required)| Param {
                     name: names::python_param(&wire),
-                    description: keyword(refs, &prop, "description")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .trim()
-                        .to_string(),
-                    default: keyword(refs, &prop, "default").cloned(),
-                    example: schema_example(refs, &prop).or_else(|| example.as_ref()?.get(&wire).cloned()),
+                    description: budget.keep_text(
+                        keyword(refs, &prop, "description").and_then(Value::as_str).unwrap_or("").trim(),
+                        at,
+                    ),
+                    default: budget.keep(keyword(refs, &prop, "default"), at),
+                    example: budget
+                        .keep(schema_example(refs, &prop), at)
+                        .or_else(|| example.as_ref()?.get(&wire).cloned()),
                     wire_name: wire,
                     location: ParamLocation::Body,
                     required: body_required && required,
@@ -807,7 +817,7 @@ impl<'a> Loader<'a, '_> {
                 .collect());
         }
         let description = if description.is_empty() {
-            keyword(refs, &schema, "description").and_then(Value::as_str).unwrap_or("").trim().to_string()
+            budget.keep_text(keyword(refs, &schema, "description").and_then(Value::as_str).unwrap_or("").trim(), at)
         } else {
             description
         };
@@ -817,8 +827,8 @@ impl<'a> Loader<'a, '_> {
             location: ParamLocation::Body,
             required: body_required,
             description,
-            default: keyword(refs, &schema, "default").cloned(),
-            example: example.or_else(|| schema_example(refs, &schema)),
+            default: budget.keep(keyword(refs, &schema, "default"), at),
+            example: example.or_else(|| budget.keep(schema_example(refs, &schema), at)),
             schema,
         }])
     }
@@ -1625,6 +1635,26 @@ paths:
         let first = tool(&loaded, "o0");
         assert_eq!(first.params.len(), 10);
         assert_eq!(first.params[0].schema["enum"].as_array().map(Vec::len), Some(5000), "the first operations whole");
+
+        // A long text counts by its length: a 200 KB `default` shared by 800 operations (and
+        // copied out of a named schema, outside the schema's conversion) would be 160 MB.
+        let paths: serde_json::Map<String, Value> = (0..800)
+            .map(|n| (format!("/o{n}"), json!({"get": {"parameters": [{"$ref": "#/components/parameters/P"}], "responses": {"200": {"description": "ok"}}}})))
+            .collect();
+        let text = json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths, "components": {
+            "parameters": {"P": {"name": "p", "in": "query", "schema": {"$ref": "#/components/schemas/S"}}},
+            "schemas": {"S": {"type": "string", "default": "x".repeat(200_000)}}}})
+        .to_string();
+        let loaded = load_text(&text, Syntax::Json);
+        assert_eq!(loaded.tools.len(), 800);
+        assert_eq!(loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").count(), 1);
+        let copied: usize = loaded
+            .tools
+            .iter()
+            .flat_map(|t| &t.params)
+            .filter_map(|p| p.default.as_ref()?.as_str().map(str::len))
+            .sum();
+        assert!(copied > 0 && copied <= 64 << 20, "{copied} bytes of defaults");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::doc::{Node, NodeKind};
+use super::doc::{BYTES_PER_VALUE, Node, NodeKind};
 use super::schema::Schemas;
 use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;
@@ -87,12 +87,76 @@ pub struct Resolver<'a> {
     ///
     /// [`schema::property`]: super::schema::property
     pub empty_names: Vec<ByteRange>,
-    /// Values built so far, and the most the document's tools may be built of
-    /// ([`MAX_BUILT_PER_WRITTEN`] times the values it holds).
+    /// What the document's tools may still be built of.
+    pub budget: BuildBudget,
+}
+
+/// What a document's tools may be built of, in values weighed as [`Node::weight`] weighs them:
+/// [`MAX_BUILT_PER_WRITTEN`] times what the document holds.
+pub struct BuildBudget {
     built: usize,
     max_built: usize,
     /// Where building first went past `max_built`: what is past it is not read.
-    past_budget: Option<ByteRange>,
+    past: Option<ByteRange>,
+}
+
+impl BuildBudget {
+    /// Takes `weight` from what is left; `false`, noting where (`at`), when that is spent.
+    fn take(&mut self, weight: usize, at: ByteRange) -> bool {
+        if self.built.saturating_add(weight) > self.max_built {
+            self.past.get_or_insert(at);
+            return false;
+        }
+        self.built += weight;
+        true
+    }
+
+    /// A copy of `value` (a default, an example, a schema read out of the store for one
+    /// operation), when there is room for it, weighed before it is copied.
+    pub fn keep(&mut self, value: Option<&Value>, at: ByteRange) -> Option<Value> {
+        let value = value?;
+        self.take(value_weight(value), at).then(|| value.clone())
+    }
+
+    /// A copy of `text` (a description read out of the store), or nothing when there is no room.
+    pub fn keep_text(&mut self, text: &str, at: ByteRange) -> String {
+        if self.take(1 + text.len() / BYTES_PER_VALUE as usize, at) { text.to_string() } else { String::new() }
+    }
+
+    /// The error on `file` when building its tools went past what they may be built of.
+    pub fn diagnostic(&self, file: &Path) -> Option<Diagnostic> {
+        let at = self.past?;
+        Some(Diagnostic::error(
+            file,
+            at,
+            "protocol-too-large",
+            format!(
+                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses and their examples; {MAX_BUILT_PER_WRITTEN} times what the file holds, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
+                self.max_built
+            ),
+        ))
+    }
+}
+
+/// [`Node::weight`] of a built value.
+fn value_weight(value: &Value) -> usize {
+    let mut weight = 0;
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        weight += 1;
+        match value {
+            Value::String(text) => weight += text.len() / BYTES_PER_VALUE as usize,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(members) => {
+                for (key, member) in members {
+                    weight += key.len() / BYTES_PER_VALUE as usize;
+                    stack.push(member);
+                }
+            }
+            _ => {}
+        }
+    }
+    weight
 }
 
 /// What a document's tools may be built of, in values, for each value it holds (and at least
@@ -114,41 +178,18 @@ impl<'a> Resolver<'a> {
             broken: HashSet::new(),
             problems: Vec::new(),
             empty_names: Vec::new(),
-            built: 0,
-            max_built: root.value_count().saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT),
-            past_budget: None,
+            budget: BuildBudget {
+                built: 0,
+                max_built: root.weight().saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT),
+                past: None,
+            },
         }
-    }
-
-    /// Takes `values` from what the document's tools may be built of; `false`, noting where, when
-    /// that is spent.
-    fn build(&mut self, values: usize, at: ByteRange) -> bool {
-        if self.built.saturating_add(values) > self.max_built {
-            self.past_budget.get_or_insert(at);
-            return false;
-        }
-        self.built += values;
-        true
     }
 
     /// A literal (an example, a default) as JSON, when what the document's tools may be built of
     /// leaves room for it.
     pub fn literal(&mut self, node: &Node) -> Option<Value> {
-        self.build(node.value_count(), node.range).then(|| node.to_json())
-    }
-
-    /// The error on `file` when building its tools went past what they may be built of.
-    pub fn past_budget(&self, file: &Path) -> Option<Diagnostic> {
-        let at = self.past_budget?;
-        Some(Diagnostic::error(
-            file,
-            at,
-            "protocol-too-large",
-            format!(
-                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses and their examples; {MAX_BUILT_PER_WRITTEN} times what the file holds): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
-                self.max_built
-            ),
-        ))
+        self.budget.take(node.weight(), node.range).then(|| node.to_json())
     }
 
     fn target(&self, reference: &str) -> Result<&'a Node, RefProblem> {
@@ -202,7 +243,11 @@ impl<'a> Resolver<'a> {
 
     /// `names`: the node maps arbitrary names to schemas (`properties`), so its keys are not keywords.
     fn value(&mut self, node: &'a Node, depth: usize, names: bool) -> Result<Value, RefError<'a>> {
-        if !self.build(1, node.range) {
+        let weight = match &node.kind {
+            NodeKind::String(text) => 1 + text.len() / BYTES_PER_VALUE as usize,
+            _ => 1,
+        };
+        if !self.budget.take(weight, node.range) {
             return Ok(json!({"description": "(not read: the protocol's tools would be built of too many values)"}));
         }
         match &node.kind {
