@@ -116,7 +116,7 @@ impl Node {
             let part = raw.replace("~1", "/").replace("~0", "~");
             node = match &node.kind {
                 NodeKind::Object(_) => node.get(&part)?,
-                NodeKind::Array(items) => items.get(part.parse::<usize>().ok()?)?,
+                NodeKind::Array(items) => items.get(array_index(&part)?)?,
                 _ => return None,
             };
         }
@@ -155,6 +155,15 @@ impl Node {
             }
         }
     }
+}
+
+/// An array index as a JSON pointer writes it (RFC 6901): `0`, or digits without a leading zero.
+/// `00` or `+0` lead nowhere: read as numbers, one node would have endless spellings, and each
+/// would be copied (a bundled `$ref`, a stored schema) as if it were another.
+fn array_index(part: &str) -> Option<usize> {
+    let canonical =
+        part == "0" || (!part.starts_with('0') && !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    canonical.then(|| part.parse().ok()).flatten()
 }
 
 /// Which syntax a protocol file is written in.
@@ -634,6 +643,12 @@ mod tests {
         let r = doc.key_range("c").unwrap();
         assert_eq!(&text[r.start..r.end], "\"c\"");
         assert_eq!(doc.to_json(), serde_json::json!({"a": {"b": [1, 2.5, "é"]}, "c": null}));
+        // An array index has one spelling: others would make one node many (each copied apart).
+        assert_eq!(doc.pointer("/a/b/0").map(Node::to_json), Some(serde_json::json!(1)));
+        assert!(doc.pointer("/a/b/2").is_some());
+        for other in ["/a/b/00", "/a/b/+0", "/a/b/01", "/a/b/", "/a/b/-0", "/a/b/3"] {
+            assert!(doc.pointer(other).is_none(), "{other}");
+        }
     }
 
     /// A file of tiny values within the size limit would take gigabytes parsed: past 4 million

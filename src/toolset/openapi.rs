@@ -1655,6 +1655,16 @@ paths:
             .filter_map(|p| p.default.as_ref()?.as_str().map(str::len))
             .sum();
         assert!(copied > 0 && copied <= 64 << 20, "{copied} bytes of defaults");
+
+        // So does a long key, copied with the object holding it.
+        let paths: serde_json::Map<String, Value> = (0..800)
+            .map(|n| (format!("/o{n}"), json!({"get": {"parameters": [{"$ref": "#/components/parameters/P"}], "responses": {"200": {"description": "ok"}}}})))
+            .collect();
+        let text = json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, "paths": paths, "components": {
+            "parameters": {"P": {"name": "p", "in": "query", "schema": {"type": "object", "properties": {"k".repeat(200_000): {"type": "string"}}}}}}})
+        .to_string();
+        let loaded = load_text(&text, Syntax::Json);
+        assert_eq!(loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").count(), 1);
     }
 
     #[test]

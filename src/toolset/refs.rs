@@ -245,6 +245,10 @@ impl<'a> Resolver<'a> {
     fn value(&mut self, node: &'a Node, depth: usize, names: bool) -> Result<Value, RefError<'a>> {
         let weight = match &node.kind {
             NodeKind::String(text) => 1 + text.len() / BYTES_PER_VALUE as usize,
+            // Its keys are copied with it.
+            NodeKind::Object(members) => {
+                1 + members.iter().map(|(key, _, _)| key.len() / BYTES_PER_VALUE as usize).sum::<usize>()
+            }
             _ => 1,
         };
         if !self.budget.take(weight, node.range) {
