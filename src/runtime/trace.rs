@@ -609,6 +609,7 @@ mod tests {
         body.extend_from_slice(b"K3y&amp;Secret&lt;1>\xff");
         assert!(!String::from_utf8_lossy(&secrets.bytes(&body)).contains("Secret"));
     }
+
     /// Forms an ordinary API writes that hide a key from a search of whole forms (round 21's
     /// echoes of `sk_live_R21xQ9pLmN4vB7kT2wZ8`): base64 and hex wrapped in lines (MIME,
     /// `base64.encodebytes`, `xxd -p`), base32 of a longer text, base32hex, UTF-16BE in base64,

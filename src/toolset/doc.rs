@@ -42,20 +42,23 @@ impl Node {
         let mut weight = 0;
         let mut stack = vec![self];
         while let Some(node) = stack.pop() {
-            weight += 1;
+            weight += node.own_weight();
             match &node.kind {
-                NodeKind::String(text) => weight += text.len() / BYTES_PER_VALUE as usize,
                 NodeKind::Array(items) => stack.extend(items),
-                NodeKind::Object(members) => {
-                    for (key, _, member) in members {
-                        weight += key.len() / BYTES_PER_VALUE as usize;
-                        stack.push(member);
-                    }
-                }
+                NodeKind::Object(members) => stack.extend(members.iter().map(|(_, _, member)| member)),
                 _ => {}
             }
         }
         weight
+    }
+
+    /// [`Node::weight`] of this node alone, its text and keys included, what it holds not.
+    pub fn own_weight(&self) -> usize {
+        1 + match &self.kind {
+            NodeKind::String(text) => text_weight(text),
+            NodeKind::Object(members) => members.iter().map(|(key, _, _)| text_weight(key)).sum(),
+            _ => 0,
+        }
     }
 
     pub fn get(&self, key: &str) -> Option<&Node> {
@@ -157,6 +160,11 @@ impl Node {
     }
 }
 
+/// What `text` adds to a value's weight ([`Node::weight`]): a value for each [`BYTES_PER_VALUE`].
+pub fn text_weight(text: &str) -> usize {
+    text.len() / BYTES_PER_VALUE as usize
+}
+
 /// An array index as a JSON pointer writes it (RFC 6901): `0`, or digits without a leading zero.
 /// `00` or `+0` lead nowhere: read as numbers, one node would have endless spellings, and each
 /// would be copied (a bundled `$ref`, a stored schema) as if it were another.
@@ -218,7 +226,7 @@ pub fn parse_within(text: &str, syntax: Syntax, budget: &ParseBudget) -> Result<
 /// file of tiny values (`0,0,…`, two bytes a value) within the default 256 MiB would grow to five
 /// gigabytes; 4 million take about 400 MB. Written out, real specifications take 25 to 65 bytes
 /// a value: a file near the limit may need a higher one.
-pub const BYTES_PER_VALUE: u64 = 64;
+const BYTES_PER_VALUE: u64 = 64;
 
 /// The values the protocol files parsed in one load may hold together (8 million, as JSON
 /// values: a YAML node counts twice), beyond what toolsets trusted with a larger size limit add:

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::doc::{BYTES_PER_VALUE, Node, NodeKind};
+use super::doc::{Node, NodeKind, text_weight};
 use super::schema::Schemas;
 use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;
@@ -120,7 +120,7 @@ impl BuildBudget {
 
     /// A copy of `text` (a description read out of the store), or nothing when there is no room.
     pub fn keep_text(&mut self, text: &str, at: ByteRange) -> String {
-        if self.take(1 + text.len() / BYTES_PER_VALUE as usize, at) { text.to_string() } else { String::new() }
+        if self.take(1 + text_weight(text), at) { text.to_string() } else { String::new() }
     }
 
     /// The error on `file` when building its tools went past what they may be built of.
@@ -145,11 +145,11 @@ fn value_weight(value: &Value) -> usize {
     while let Some(value) = stack.pop() {
         weight += 1;
         match value {
-            Value::String(text) => weight += text.len() / BYTES_PER_VALUE as usize,
+            Value::String(text) => weight += text_weight(text),
             Value::Array(items) => stack.extend(items),
             Value::Object(members) => {
                 for (key, member) in members {
-                    weight += key.len() / BYTES_PER_VALUE as usize;
+                    weight += text_weight(key);
                     stack.push(member);
                 }
             }
@@ -243,15 +243,7 @@ impl<'a> Resolver<'a> {
 
     /// `names`: the node maps arbitrary names to schemas (`properties`), so its keys are not keywords.
     fn value(&mut self, node: &'a Node, depth: usize, names: bool) -> Result<Value, RefError<'a>> {
-        let weight = match &node.kind {
-            NodeKind::String(text) => 1 + text.len() / BYTES_PER_VALUE as usize,
-            // Its keys are copied with it.
-            NodeKind::Object(members) => {
-                1 + members.iter().map(|(key, _, _)| key.len() / BYTES_PER_VALUE as usize).sum::<usize>()
-            }
-            _ => 1,
-        };
-        if !self.budget.take(weight, node.range) {
+        if !self.budget.take(node.own_weight(), node.range) {
             return Ok(json!({"description": "(not read: the protocol's tools would be built of too many values)"}));
         }
         match &node.kind {
