@@ -316,6 +316,9 @@ try {
 
   step("Run chain from its code lens: ✓ hints from the mock's answers");
   await open("run_me.py");
+  // The lens stands above line 1: at the top of the file, where a user scrolls to find it (the
+  // click that focused the editor may have put the cursor, and the view, past the last line).
+  await goTo(1, 1);
   const lens = page.locator(".contentWidgets a, .codelens-decoration a", { hasText: "Run chain" });
   await lens.first().waitFor({ state: "visible", timeout: 60_000 });
   await lens.first().click();
@@ -373,6 +376,7 @@ try {
 
   step("Cancel on a run's progress notification stops it: the server says it was cancelled");
   await open("slow_run.py");
+  await goTo(1, 1);
   // The lens of the editor slow_run.py opened in (run_me.py's may be open in the other group, or
   // hidden behind it in this one).
   const slowLens = page
