@@ -21,7 +21,9 @@ use std::thread::JoinHandle;
 
 use serde_json::{Map, Value, json};
 
+use crate::toolset::doc::text_weight;
 use crate::toolset::endpoint::{self, Matched, Segment};
+use crate::toolset::refs::value_weight_past;
 use crate::toolset::schema::{self, Refs};
 use crate::toolset::{Catalog, ParamLocation, Tool, Transport};
 
@@ -297,8 +299,10 @@ fn echo_ids(body: &mut Value, path_params: &[(String, usize)], segments: &[Segme
     }
 }
 
-/// How many values one generated answer may hold: a schema that refers to itself would otherwise
-/// grow as (properties × 2)^depth — megabytes from a 2 KB spec.
+/// How many values one generated answer may hold, a value for each 64 bytes of text (as loaders
+/// weigh what they build): a schema that refers to itself would otherwise grow as
+/// (properties × 2)^depth — megabytes from a 2 KB spec — and a 1 MB `enum` member or example
+/// is copied wherever the schema holding it is used.
 const MAX_GENERATED_VALUES: usize = 5_000;
 
 /// How deep a generated answer nests before its arrays are empty and its objects hold only what
@@ -335,10 +339,11 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
     if let Some(values) = schema::enum_values(refs, schema)
         && let Some(first) = values.get((seed as usize) % values.len().max(1))
     {
-        return first.clone();
+        return if afford(budget, first) { first.clone() } else { Value::Null };
     }
     // The spec's own example, unless it contradicts the schema beside it (a `"20"` for an integer).
     if let Some(example) = schema.get("example")
+        && afford(budget, example)
         && schema::contradictions(refs, schema, example, 1).is_empty()
     {
         return example.clone();
@@ -372,6 +377,9 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
             for (i, (key, property)) in schema::keys(refs, schema).into_iter().enumerate() {
                 if spent && !required.contains(&key) {
                     continue;
+                }
+                if !take(budget, text_weight(key)) {
+                    break;
                 }
                 let id_types = schema::types(refs, property);
                 let value = if (key == "id" || key.ends_with("_id"))
@@ -411,6 +419,27 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
             }
         }
     }
+}
+
+/// Takes `weight` from `budget`; when it does not fit, the budget is spent and the answer ends.
+fn take(budget: &mut usize, weight: usize) -> bool {
+    match budget.checked_sub(weight) {
+        Some(left) => {
+            *budget = left;
+            true
+        }
+        None => {
+            *budget = 0;
+            false
+        }
+    }
+}
+
+/// Takes a copy of `value` (an `enum` member, an example) from `budget`, weighed no further than
+/// the room left: a value too heavy for it spends the budget, as the weighing did. Its first
+/// value was taken already, as for any value generated.
+fn afford(budget: &mut usize, value: &Value) -> bool {
+    take(budget, value_weight_past(value, budget.saturating_add(1)) - 1)
 }
 
 /// FNV-1a: a stable seed from text (the standard hasher is randomised per process).
@@ -623,6 +652,35 @@ components:
         assert!(size < 1 << 20, "{size} bytes");
         assert!(value["a"][0]["name"].is_string(), "{value}");
         assert!(schema::contradictions(tool, tool.response.as_ref().unwrap(), &value, 3).is_empty());
+    }
+
+    /// One 64 KB `enum` member, example or key, in a schema 400 properties use: the schema is
+    /// stored once, but an answer copying it for each would be 25 MB (one request took the mock
+    /// down with a 1 MB member). Answers are weighed by their text, as loaders weigh what they build.
+    #[test]
+    fn an_answer_is_weighed_by_its_text() {
+        let long = "x".repeat(64 << 10);
+        let shared = [
+            json!({"type": "string", "enum": [long]}),
+            json!({"type": "string", "example": long}),
+            json!({"type": "object", "properties": {long.clone(): {"type": "integer"}}}),
+        ];
+        for shared in shared {
+            let properties: Map<String, Value> =
+                (0..400).map(|i| (format!("k{i}"), json!({"$ref": "#/components/schemas/S"}))).collect();
+            let spec = json!({
+                "openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+                "paths": {"/o": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {
+                    "schema": {"type": "object", "properties": properties}}}}}}}},
+                "components": {"schemas": {"S": shared}}
+            });
+            let catalog = crate::toolset::test_support::openapi_catalog("t", &spec.to_string(), None);
+            let tool = &catalog.toolsets[0].tools[0];
+            let value = generate(tool, tool.response.as_ref().unwrap(), 1);
+            let size = value.to_string().len();
+            assert!(size < 2 << 20, "{size} bytes");
+            assert!(value.to_string().contains(&long), "what fits is copied: {}", &value.to_string()[..200]);
+        }
     }
 
     #[test]

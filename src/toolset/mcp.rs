@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::doc::Node;
-use super::refs::Resolver;
+use super::refs::{BuildBudget, Resolver, value_weight};
 use super::schema::Schemas;
 use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport, schema};
 use crate::config::McpConfig;
@@ -50,6 +50,9 @@ pub fn load_server(name: &str, config: &McpConfig, root: &Path, file: &Path, ran
 pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: ByteRange) -> Loaded {
     let mut loaded = Loaded::default();
     let mut store = Schemas::default();
+    // The answer's tools are built out of one bound sized by the whole answer: each tool's schema
+    // is a document of its own, but a bound per tool would let many tools build many times more.
+    let mut budget = BuildBudget::for_weight(listed.iter().map(value_weight).sum());
     let mut taken: HashSet<String> = HashSet::new();
     for described in listed {
         let Some(original) = described.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
@@ -61,7 +64,15 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
             ));
             continue;
         };
-        let mut schemas = ToolSchemas { toolset, original, file, range, store: &mut store, problems: Vec::new() };
+        let mut schemas = ToolSchemas {
+            toolset,
+            original,
+            file,
+            range,
+            store: &mut store,
+            budget: &mut budget,
+            problems: Vec::new(),
+        };
         let mut tool = tool(described, original, toolset, &mut schemas);
         loaded.diagnostics.append(&mut schemas.problems);
         if !taken.insert(tool.name.clone()) {
@@ -78,6 +89,7 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
         }
         loaded.tools.push(tool);
     }
+    loaded.diagnostics.extend(budget.diagnostic(file, "the server's `tools/list` answer"));
     loaded.schemas = std::sync::Arc::new(store);
     for tool in &mut loaded.tools {
         tool.schemas = loaded.schemas.clone();
@@ -93,6 +105,7 @@ struct ToolSchemas<'a> {
     file: &'a Path,
     range: ByteRange,
     store: &'a mut Schemas,
+    budget: &'a mut BuildBudget,
     problems: Vec<Diagnostic>,
 }
 
@@ -103,7 +116,8 @@ impl ToolSchemas<'_> {
     /// checked), with a warning on the entry.
     fn convert(&mut self, member: &str, schema: &Value) -> Value {
         let root = Node::from_json(schema, self.range);
-        let mut resolver = Resolver::new(&root, format!("{}/{}/{member}", self.toolset, self.original));
+        let budget = std::mem::replace(self.budget, BuildBudget::for_weight(0));
+        let mut resolver = Resolver::with_budget(&root, format!("{}/{}/{member}", self.toolset, self.original), budget);
         let converted = resolver.schema(&root);
         let mut problems: Vec<&str> = resolver.problems.iter().map(|p| p.reference).collect();
         // The schema as listed keeps its parameters known; its references then lead nowhere
@@ -129,6 +143,7 @@ impl ToolSchemas<'_> {
             }
         }
         self.store.extend(std::mem::take(&mut resolver.store));
+        *self.budget = resolver.budget;
         converted
     }
 }
@@ -151,7 +166,7 @@ fn tool(described: &Value, original: &str, toolset: &str, schemas: &mut ToolSche
         toolset: toolset.to_string(),
         category: String::new(),
         description,
-        params: params(&input, schemas.store),
+        params: params(&input, schemas.store, schemas.budget, schemas.range),
         response: response.into(),
         statuses: Vec::new(),
         examples: Vec::new(),
@@ -173,8 +188,9 @@ fn tool(described: &Value, original: &str, toolset: &str, schemas: &mut ToolSche
     }
 }
 
-/// The arguments of an `inputSchema`: its `properties`, required per `required`.
-fn params(input: &Value, refs: &Schemas) -> Vec<Param> {
+/// The arguments of an `inputSchema`: its `properties`, required per `required`. A description
+/// read out of the store (a `$ref`'d schema's) is a copy, weighed against `budget`.
+fn params(input: &Value, refs: &Schemas, budget: &mut BuildBudget, at: ByteRange) -> Vec<Param> {
     let required: HashSet<&str> =
         input.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let Some(properties) = input.get("properties").and_then(Value::as_object) else { return Vec::new() };
@@ -199,10 +215,12 @@ fn params(input: &Value, refs: &Schemas) -> Vec<Param> {
             wire_name: wire.clone(),
             location: ParamLocation::Argument,
             required: required.contains(wire.as_str()),
-            description: schema::description(refs, schema)
-                .or_else(|| schema.get("title").and_then(Value::as_str))
-                .unwrap_or_default()
-                .to_string(),
+            description: budget.keep_text(
+                schema::description(refs, schema)
+                    .or_else(|| schema.get("title").and_then(Value::as_str))
+                    .unwrap_or_default(),
+                at,
+            ),
             schema: schema.clone(),
             default: schema.get("default").cloned(),
             example,
@@ -214,6 +232,7 @@ fn params(input: &Value, refs: &Schemas) -> Vec<Param> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Map;
 
     fn listed() -> Vec<Value> {
         vec![
@@ -313,5 +332,35 @@ mod tests {
         assert_eq!(loaded.tools[1].params.len(), 1);
         let [d] = loaded.diagnostics.as_slice() else { panic!("{:?}", loaded.diagnostics) };
         assert!(d.message.contains("`#/$defs/Nope`"), "{}", d.message);
+    }
+
+    /// A server's answer whose tools' arguments all share one long description: each tool is a
+    /// document of its own, and a bound per tool would let forty of them copy 40 × 40 times 64 KB
+    /// out of a 2.6 MB answer.
+    #[test]
+    fn what_an_answers_tools_copy_is_bounded_by_the_whole_answer() {
+        let long = "d".repeat(64 << 10);
+        let listed: Vec<Value> = (0..40)
+            .map(|t| {
+                let properties: Map<String, Value> =
+                    (0..40).map(|p| (format!("p{p}"), json!({"$ref": "#/$defs/Shared"}))).collect();
+                json!({"name": format!("t{t}"), "inputSchema": {
+                    "type": "object", "properties": properties,
+                    "$defs": {"Shared": {"type": "string", "description": long}}
+                }})
+            })
+            .collect();
+        let loaded = tools_from_list(&listed, "demo", Path::new("chainsmith.toml"), ByteRange::new(0, 1));
+        assert_eq!(loaded.tools.len(), 40, "every tool still loads");
+        let copied: usize = loaded.tools.iter().flat_map(|t| &t.params).map(|p| p.description.len()).sum();
+        let answer: usize = listed.iter().map(|t| t.to_string().len()).sum();
+        assert!(
+            copied <= 8 * answer + (64 << 20),
+            "{copied} bytes of descriptions copied out of a {answer}-byte answer"
+        );
+        assert!(loaded.tools[0].params[0].description == long, "what fits is copied");
+        let too_large: Vec<_> = loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").collect();
+        assert_eq!(too_large.len(), 1, "{:?}", loaded.diagnostics);
+        assert!(too_large[0].message.contains("the server's `tools/list` answer"), "{}", too_large[0].message);
     }
 }

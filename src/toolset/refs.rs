@@ -101,8 +101,13 @@ pub struct BuildBudget {
 }
 
 impl BuildBudget {
+    /// What the tools of a document weighing `weight` (as [`Node::weight`] weighs) may be built of.
+    pub fn for_weight(weight: usize) -> Self {
+        BuildBudget { built: 0, max_built: weight.saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT), past: None }
+    }
+
     /// Takes `weight` from what is left; `false`, noting where (`at`), when that is spent.
-    fn take(&mut self, weight: usize, at: ByteRange) -> bool {
+    pub fn take(&mut self, weight: usize, at: ByteRange) -> bool {
         if self.built.saturating_add(weight) > self.max_built {
             self.past.get_or_insert(at);
             return false;
@@ -123,15 +128,16 @@ impl BuildBudget {
         if self.take(1 + text_weight(text), at) { text.to_string() } else { String::new() }
     }
 
-    /// The error on `file` when building its tools went past what they may be built of.
-    pub fn diagnostic(&self, file: &Path) -> Option<Diagnostic> {
+    /// The error on `file` when building its tools went past what they may be built of; `source`
+    /// names what the bound was sized by (`the file`, `the server's answer`).
+    pub fn diagnostic(&self, file: &Path, source: &str) -> Option<Diagnostic> {
         let at = self.past?;
         Some(Diagnostic::error(
             file,
             at,
             "protocol-too-large",
             format!(
-                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses and their examples; {MAX_BUILT_PER_WRITTEN} times what the file holds, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
+                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses, descriptions, examples; {MAX_BUILT_PER_WRITTEN} times what {source} holds, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
                 self.max_built
             ),
         ))
@@ -139,16 +145,26 @@ impl BuildBudget {
 }
 
 /// [`Node::weight`] of a built value.
-fn value_weight(value: &Value) -> usize {
+pub fn value_weight(value: &Value) -> usize {
+    value_weight_past(value, usize::MAX)
+}
+
+/// [`value_weight`], or a weight past `limit` as soon as one is reached (weighing a large value
+/// costs no more than the room it is weighed against).
+pub fn value_weight_past(value: &Value, limit: usize) -> usize {
     let mut weight = 0;
     let mut stack = vec![value];
     while let Some(value) = stack.pop() {
+        if weight > limit {
+            break;
+        }
         weight += 1;
         match value {
             Value::String(text) => weight += text_weight(text),
-            Value::Array(items) => stack.extend(items),
+            // Each item weighs at least one: more than the room left need not be looked at.
+            Value::Array(items) => stack.extend(items.iter().take(limit.saturating_sub(weight).saturating_add(1))),
             Value::Object(members) => {
-                for (key, member) in members {
+                for (key, member) in members.iter().take(limit.saturating_sub(weight).saturating_add(1)) {
                     weight += text_weight(key);
                     stack.push(member);
                 }
@@ -170,6 +186,12 @@ const MIN_BUILT: usize = 1 << 20;
 
 impl<'a> Resolver<'a> {
     pub fn new(root: &'a Node, prefix: String) -> Self {
+        Self::with_budget(root, prefix, BuildBudget::for_weight(root.weight()))
+    }
+
+    /// A resolver that builds out of `budget` (several documents' tools sharing one bound, as a
+    /// `tools/list` answer's tools do; the caller takes it back from [`Resolver::budget`]).
+    pub fn with_budget(root: &'a Node, prefix: String, budget: BuildBudget) -> Self {
         Resolver {
             root,
             prefix,
@@ -178,11 +200,7 @@ impl<'a> Resolver<'a> {
             broken: HashSet::new(),
             problems: Vec::new(),
             empty_names: Vec::new(),
-            budget: BuildBudget {
-                built: 0,
-                max_built: root.weight().saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT),
-                past: None,
-            },
+            budget,
         }
     }
 

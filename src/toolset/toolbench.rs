@@ -31,7 +31,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::doc::{Node, NodeKind};
+use super::doc::{Node, NodeKind, text_weight};
+use super::refs::BuildBudget;
 use super::{Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
 use crate::diagnostic::Diagnostic;
 use crate::names;
@@ -41,8 +42,9 @@ use crate::text::ByteRange;
 const FINISH: &str = "Finish";
 
 pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
-    let mut loader = Loader::new(file, toolset);
+    let mut loader = Loader::new(file, toolset, BuildBudget::for_weight(doc.weight()));
     loader.document(doc);
+    loader.diagnostics.extend(loader.budget.diagnostic(file, "the file"));
     Loaded {
         tools: loader.tools,
         diagnostics: loader.diagnostics,
@@ -80,10 +82,13 @@ struct Loader<'a> {
     owners: HashMap<String, Key>,
     /// Whether anything ToolBench-shaped was found at all.
     recognised: bool,
+    /// What the records' tools may be built of: a tool file's name, category and description are
+    /// copied into each of its records.
+    budget: BuildBudget,
 }
 
 impl<'a> Loader<'a> {
-    fn new(file: &'a Path, toolset: &'a str) -> Self {
+    fn new(file: &'a Path, toolset: &'a str, budget: BuildBudget) -> Self {
         Loader {
             file,
             toolset,
@@ -93,6 +98,7 @@ impl<'a> Loader<'a> {
             seen: Default::default(),
             owners: HashMap::new(),
             recognised: false,
+            budget,
         }
     }
 
@@ -251,6 +257,10 @@ impl<'a> Loader<'a> {
             return;
         };
         let name_range = api_node.map(|n| n.range).unwrap_or(record.range);
+        // The tool's name, its two keys and its source each hold a copy of the tool name.
+        if !self.budget.take(4 * text_weight(tool_name), record.range) {
+            return;
+        }
         let name = names::toolbench_tool(api, tool_name);
         if !self.claim(&name, Key::Api(tool_name.to_string(), api.to_string()), record, name_range) {
             return;
@@ -283,13 +293,13 @@ impl<'a> Loader<'a> {
         let description = non_empty(record, "api_description")
             .or_else(|| non_empty(record, "description"))
             .or(defaults.description)
-            .unwrap_or("")
-            .to_string();
+            .unwrap_or("");
+        let description = self.budget.keep_text(description, record.range);
         let category = non_empty(record, "category_name")
             .or_else(|| non_empty(record, "category"))
             .or(defaults.category)
-            .unwrap_or("")
-            .to_string();
+            .unwrap_or("");
+        let category = self.budget.keep_text(category, record.range);
         let response = match record.get("template_response") {
             Some(sketch) => response_from_sketch(sketch),
             // RapidAPI tool files keep a `schema`: a JSON Schema or a sketch.
@@ -1065,6 +1075,21 @@ mod tests {
         assert_eq!(demo.tools.len(), 3);
         let open = load_file(&format!("{TB}/data_example/instruction/inference_query_demo_open_domain.json"));
         assert!(open.tools.is_empty() && open.diagnostics.is_empty());
+    }
+
+    /// A tool file's category is copied into each of its records: a 64 KB one and 1,100 records
+    /// would copy 70 MB out of a 100 KB file.
+    #[test]
+    fn what_a_tool_file_gives_its_records_is_copied_to_a_bound() {
+        let records: Vec<Value> = (0..1100).map(|i| json!({"api_name": format!("a{i}"), "method": "GET"})).collect();
+        let text = json!({"tool_name": "t", "category": "c".repeat(64 << 10), "api_list": records}).to_string();
+        let loaded = load_text(&text);
+        let copied: usize = loaded.tools.iter().map(|t| t.category.len()).sum();
+        assert!(copied <= 64 << 20, "{copied} bytes of categories copied out of {} bytes", text.len());
+        assert_eq!(loaded.tools.len(), 1100, "every record still loads");
+        assert_eq!(loaded.tools[0].category.len(), 64 << 10, "what fits is copied");
+        let too_large: Vec<_> = loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").collect();
+        assert_eq!(too_large.len(), 1, "{:?}", loaded.diagnostics);
     }
 
     #[test]
