@@ -20,7 +20,8 @@
 //!   folders, no TCP connect or bind (a second wall when namespaces are refused);
 //! - seccomp (the `seccompiler` crate): no `ioctl(TIOCSTI)`/`TIOCLINUX` (typing into a terminal)
 //!   nor the terminal requests whose effect outlives the run (line discipline, output stopped,
-//!   exclusive mode, input discarded), no mount calls (root's program could undo `nodev`),
+//!   exclusive mode, input discarded), no mount calls (root's program could undo `nodev`), no
+//!   user namespace of its own (`clone3`, whose flags it cannot read, answers `ENOSYS`),
 //!   no new Unix socket (`socket(AF_UNIX)`, datagram `socketpair`: a pathname socket is reachable
 //!   whatever the namespaces, and Landlock cannot yet tell one from another), no socket of any
 //!   other family but the internet's (vsock, packet, netlink: no namespace confines them), no
@@ -89,7 +90,8 @@ pub struct Sandbox {
     shm_access: Option<u64>,
     /// The scratch folder's own size-capped file system, with private mounts.
     scratch: Option<ScratchMount>,
-    seccomp: Option<BpfProgram>,
+    /// The filters of [`seccomp_filters`], applied in order.
+    seccomp: Option<Vec<BpfProgram>>,
     /// What the kernel refused, in words (best-effort mode runs without it).
     pub missing: Vec<String>,
     /// One line for the program's environment (`CHAINSMITH_SANDBOX`), naming what applies, so
@@ -226,7 +228,7 @@ impl Sandbox {
             // about namespaces already says the program's processes are not isolated.
             (None, None)
         };
-        let seccomp = match seccomp_filter() {
+        let seccomp = match seccomp_filters() {
             Ok(program) => Some(program),
             Err(why) => {
                 missing.push(format!(
@@ -354,9 +356,9 @@ impl Sandbox {
                 if let Some(fd) = landlock {
                     restrict_self(fd)?;
                 }
-                if let Some(program) = &seccomp {
-                    // Last: it forbids nothing the steps before need. The crate's error carries
-                    // no more than errno, which is still set.
+                // Last: they forbid nothing the steps before need. The crate's error carries no
+                // more than errno, which is still set.
+                for program in seccomp.iter().flatten() {
                     if seccompiler::apply_filter(program).is_err() {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -367,9 +369,11 @@ impl Sandbox {
     }
 }
 
-/// The seccomp filter of a run: everything is allowed but what would leave the sandbox by a path
-/// the other layers leave open, which fails with `EPERM`.
-fn seccomp_filter() -> Result<BpfProgram, String> {
+/// The seccomp filters of a run: everything is allowed but what would leave the sandbox by a path
+/// the other layers leave open, which fails with `EPERM`; and `clone3`, whose flags a filter
+/// cannot read (they are behind a pointer), fails with `ENOSYS`, so that the C library creates
+/// threads and processes with `clone`, whose flags it can (as container runtimes do).
+fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
     // SAFETY: PR_GET_SECCOMP takes no pointer; it fails with EINVAL where seccomp is missing.
     if unsafe { libc::prctl(libc::PR_GET_SECCOMP) } < 0 {
         return Err(std::io::Error::last_os_error().to_string());
@@ -405,7 +409,14 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
     let socket_type = SeccompCmpOp::MaskedEq(0xf);
     // `fcntl`'s request naming the signal an `O_ASYNC` descriptor sends (Linux's, not in `libc`).
     const F_SETSIG: u64 = 10;
+    let new_user_namespace =
+        || when(&[(0, SeccompCmpOp::MaskedEq(libc::CLONE_NEWUSER as u64), libc::CLONE_NEWUSER as u64)]);
     let rules = vec![
+        // A user namespace of its own: every capability inside it, so the whole of the kernel
+        // that only root could reach before (new mounts, network devices) to look for a flaw in.
+        // The run needs none: it is given its namespaces when it starts.
+        (libc::SYS_unshare, vec![new_user_namespace()]),
+        (libc::SYS_clone, vec![new_user_namespace()]),
         (libc::SYS_ioctl, terminal_requests.iter().map(|request| when(&[(1, SeccompCmpOp::Eq, *request)])).collect()),
         // A new Unix socket could connect to any pathname socket the user can reach (a desktop's
         // session bus, ssh-agent, docker.sock, another run's files). A stream pair is harmless
@@ -465,11 +476,27 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
         (libc::SYS_fspick, Vec::new()),
         (libc::SYS_pivot_root, Vec::new()),
     ];
-    let rules: Result<Vec<(i64, Vec<SeccompRule>)>, _> = rules
-        .into_iter()
-        .map(|(call, rules)| rules.into_iter().collect::<Result<Vec<_>, _>>().map(|r| (call, r)))
-        .collect();
-    let mut rules = rules.map_err(|e| e.to_string())?;
+    let filter = |rules: Vec<(i64, Vec<Result<SeccompRule, _>>)>, errno: i32| {
+        let rules: Result<Vec<(i64, Vec<SeccompRule>)>, _> = rules
+            .into_iter()
+            .map(|(call, rules)| rules.into_iter().collect::<Result<Vec<_>, _>>().map(|r| (call, r)))
+            .collect();
+        let filter = SeccompFilter::new(
+            for_every_convention(rules.map_err(|e: seccompiler::BackendError| e.to_string())?, arch)
+                .into_iter()
+                .collect(),
+            SeccompAction::Allow,
+            SeccompAction::Errno(errno as u32),
+            arch,
+        )
+        .map_err(|e| e.to_string())?;
+        BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    };
+    Ok(vec![filter(rules, libc::EPERM)?, filter(vec![(libc::SYS_clone3, Vec::new())], libc::ENOSYS)?])
+}
+
+/// `rules` with the same rules for the x32 calling convention's numbers, on x86_64.
+fn for_every_convention(mut rules: Vec<(i64, Vec<SeccompRule>)>, arch: TargetArch) -> Vec<(i64, Vec<SeccompRule>)> {
     if arch == TargetArch::x86_64 {
         // The x32 calling convention reaches the same calls with this bit set, under the same
         // architecture tag the filter checks (its `ioctl` has a number of its own).
@@ -486,14 +513,7 @@ fn seccomp_filter() -> Result<BpfProgram, String> {
             .collect();
         rules.extend(x32);
     }
-    let filter = SeccompFilter::new(
-        rules.into_iter().collect(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
-        arch,
-    )
-    .map_err(|e| e.to_string())?;
-    BpfProgram::try_from(filter).map_err(|e| e.to_string())
+    rules
 }
 
 /// What the kernel grants a run: namespaces, and mounts of its own inside them.

@@ -953,6 +953,39 @@ print("add_key", libc.syscall(add_key, b"user", b"planted", b"x", 1, session), o
     );
 }
 
+/// A program may make no user namespace of its own (every capability inside it, and the kernel
+/// that only root could reach before): not with `unshare`, not with `clone`; `clone3`, whose flags
+/// no filter can read, is absent, and threads and processes are still made (with `clone`).
+#[test]
+fn a_program_makes_no_user_namespace_but_threads_and_processes() {
+    let ws = workspace("http://127.0.0.1:9", false, "");
+    let program = r#"import ctypes, os, platform, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+print("unshare", libc.unshare(CLONE_NEWUSER), os.strerror(ctypes.get_errno()))
+clone, clone3 = {"x86_64": (56, 435), "aarch64": (220, 435)}[platform.machine()]
+pid = libc.syscall(clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)
+if pid == 0:
+    os._exit(0)
+print("clone", pid, os.strerror(ctypes.get_errno()))
+print("clone3", libc.syscall(clone3, 0, 0), os.strerror(ctypes.get_errno()))
+seen = []
+thread = threading.Thread(target=lambda: seen.append("thread"))
+thread.start()
+thread.join()
+print(*seen, subprocess.run(["echo", "process"], capture_output=True, text=True).stdout.strip())
+"#;
+    std::fs::write(ws.path().join("p.py"), program).unwrap();
+    let out = chainsmith(ws.path(), &["run", "p.py"], &[]);
+    assert_eq!(
+        text(&out.stdout),
+        "unshare -1 Operation not permitted\nclone -1 Operation not permitted\n\
+         clone3 -1 Function not implemented\nthread process\n",
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// What a program prints reaches the user's terminal with its colours but without other escape
 /// sequences: set the clipboard (OSC 52) or ask the terminal for a report it would answer by
 /// typing into the shell's input, and it would act after the run. A pipe gets the output as written.
