@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::doc::{self, Node, NodeKind, Syntax};
+use super::refs::BuildBudget;
 use crate::diagnostic::Diagnostic;
 use crate::text::ByteRange;
 
@@ -47,6 +48,7 @@ pub fn bundle(
         docs: HashMap::new(),
         names: HashMap::new(),
         copies: Vec::new(),
+        budget: BuildBudget::for_weight(doc.weight()),
         diagnostics: Vec::new(),
     };
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -59,8 +61,13 @@ pub fn bundle(
         next += 1;
         let node = bundler.docs.get(&path).and_then(|d| d.as_ref().ok()).and_then(|d| d.pointer(&pointer)).cloned();
         let Some(node) = node else { continue };
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let copy = bundler.rewrite(&node, &Context { base: &base, this: Some(&path), anchor: Some(anchor) });
+        // Nested pointers (`/a`, `/a/b`, `/a/b/c`, …) each copy what the next one copies again.
+        let copy = if bundler.budget.take(node.weight(), anchor) {
+            let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            bundler.rewrite(&node, &Context { base: &base, this: Some(&path), anchor: Some(anchor) })
+        } else {
+            Node { kind: NodeKind::Object(Vec::new()), range: anchor }
+        };
         bundled.push((next - 1, copy));
     }
     if let NodeKind::Object(members) = &mut out.kind {
@@ -68,6 +75,7 @@ pub fn bundle(
         let copies = bundled.into_iter().map(|(n, node)| (bundler.copy_key(n), range, node)).collect();
         members.push((BUNDLED.to_string(), range, Node { kind: NodeKind::Object(copies), range }));
     }
+    bundler.diagnostics.extend(bundler.budget.diagnostic(&bundler.main, "the file and those its `$ref`s name hold"));
     (Some(out), bundler.diagnostics)
 }
 
@@ -92,6 +100,8 @@ struct Bundler<'r> {
     names: HashMap<(PathBuf, String), usize>,
     /// What each number copies, with the range its copy carries.
     copies: Vec<(PathBuf, String, ByteRange)>,
+    /// What the copies may weigh, sized by the main document and every file read.
+    budget: BuildBudget,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -182,6 +192,9 @@ impl Bundler<'_> {
             }
             let parsed = (self.read)(&path)
                 .and_then(|text| doc::parse_within(&text, Syntax::of_path(&path), self.aliases).map_err(|f| f.message));
+            if let Ok(read) = &parsed {
+                self.budget.add_written(read.weight());
+            }
             self.docs.insert(path.clone(), parsed);
         }
         let found = match &self.docs[&path] {
@@ -231,5 +244,28 @@ mod tests {
         .unwrap();
         let (bundled, problems) = bundle(&doc, Path::new("x.yaml"), &|_| Err("not read".into()), &Default::default());
         assert!(bundled.is_none() && problems.is_empty());
+    }
+
+    /// `ext.json#/a`, `ext.json#/a/a`, … each copy the 1 MB text at the bottom again: 100 levels
+    /// would copy 100 MB out of a 1 MB file.
+    #[test]
+    fn nested_pointers_copy_to_a_bound() {
+        let mut ext = serde_json::json!({"leaf": "x".repeat(1 << 20)});
+        for _ in 0..100 {
+            ext = serde_json::json!({ "a": ext });
+        }
+        let ext = ext.to_string();
+        let schemas: serde_json::Map<String, serde_json::Value> = (1..=100)
+            .map(|depth| (format!("S{depth}"), serde_json::json!({"$ref": format!("ext.json#{}", "/a".repeat(depth))})))
+            .collect();
+        let main = serde_json::json!({"openapi": "3.0.0", "paths": {}, "components": {"schemas": schemas}}).to_string();
+        let doc = doc::parse(&main, Syntax::Json).unwrap();
+        let (bundled, problems) = bundle(&doc, Path::new("main.json"), &|_| Ok(ext.clone()), &Default::default());
+        let bundled = bundled.expect("bundled");
+        let copies = bundled.get(BUNDLED).expect("the copies");
+        assert!(copies.weight() <= 1 << 20, "copies weighing {}", copies.weight());
+        assert!(copies.to_json().to_string().contains(&"x".repeat(1 << 20)), "what fits is copied");
+        let codes: Vec<&str> = problems.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["protocol-too-large"], "{problems:?}");
     }
 }

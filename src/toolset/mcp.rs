@@ -89,7 +89,7 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
         }
         loaded.tools.push(tool);
     }
-    loaded.diagnostics.extend(budget.diagnostic(file, "the server's `tools/list` answer"));
+    loaded.diagnostics.extend(budget.diagnostic(file, "the server's `tools/list` answer holds"));
     loaded.schemas = std::sync::Arc::new(store);
     for tool in &mut loaded.tools {
         tool.schemas = loaded.schemas.clone();
@@ -361,6 +361,6 @@ mod tests {
         assert!(loaded.tools[0].params[0].description == long, "what fits is copied");
         let too_large: Vec<_> = loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").collect();
         assert_eq!(too_large.len(), 1, "{:?}", loaded.diagnostics);
-        assert!(too_large[0].message.contains("the server's `tools/list` answer"), "{}", too_large[0].message);
+        assert!(too_large[0].message.contains("the server's `tools/list` answer holds"), "{}", too_large[0].message);
     }
 }

@@ -99,7 +99,7 @@ fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::
     for at in std::mem::take(&mut loader.resolver.empty_names) {
         loader.diagnostics.push(Diagnostic::warning(file, at, "empty-property-name", refs::EMPTY_NAME));
     }
-    loader.diagnostics.extend(loader.resolver.budget.diagnostic(file, "the file"));
+    loader.diagnostics.extend(loader.resolver.budget.diagnostic(file, "the file holds"));
 
     loaded.auth = loader.auth.take();
     loaded.tools = tools;

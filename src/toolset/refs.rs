@@ -95,7 +95,8 @@ pub struct Resolver<'a> {
 /// [`MAX_BUILT_PER_WRITTEN`] times what the document holds.
 pub struct BuildBudget {
     built: usize,
-    max_built: usize,
+    /// What the documents the tools are built from weigh.
+    written: usize,
     /// Where building first went past `max_built`: what is past it is not read.
     past: Option<ByteRange>,
 }
@@ -103,12 +104,21 @@ pub struct BuildBudget {
 impl BuildBudget {
     /// What the tools of a document weighing `weight` (as [`Node::weight`] weighs) may be built of.
     pub fn for_weight(weight: usize) -> Self {
-        BuildBudget { built: 0, max_built: weight.saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT), past: None }
+        BuildBudget { built: 0, written: weight, past: None }
+    }
+
+    /// Adds what another document read for the same tools (a file a `$ref` names) weighs.
+    pub fn add_written(&mut self, weight: usize) {
+        self.written = self.written.saturating_add(weight);
+    }
+
+    fn max_built(&self) -> usize {
+        self.written.saturating_mul(MAX_BUILT_PER_WRITTEN).max(MIN_BUILT)
     }
 
     /// Takes `weight` from what is left; `false`, noting where (`at`), when that is spent.
     pub fn take(&mut self, weight: usize, at: ByteRange) -> bool {
-        if self.built.saturating_add(weight) > self.max_built {
+        if self.built.saturating_add(weight) > self.max_built() {
             self.past.get_or_insert(at);
             return false;
         }
@@ -129,7 +139,7 @@ impl BuildBudget {
     }
 
     /// The error on `file` when building its tools went past what they may be built of; `source`
-    /// names what the bound was sized by (`the file`, `the server's answer`).
+    /// says what the bound was sized by (`the file holds`, `the server's answer holds`).
     pub fn diagnostic(&self, file: &Path, source: &str) -> Option<Diagnostic> {
         let at = self.past?;
         Some(Diagnostic::error(
@@ -137,8 +147,8 @@ impl BuildBudget {
             at,
             "protocol-too-large",
             format!(
-                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses, descriptions, examples; {MAX_BUILT_PER_WRITTEN} times what {source} holds, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
-                self.max_built
+                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses, descriptions, examples; {MAX_BUILT_PER_WRITTEN} times what {source}, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
+                self.max_built()
             ),
         ))
     }

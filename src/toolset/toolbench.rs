@@ -44,7 +44,7 @@ const FINISH: &str = "Finish";
 pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
     let mut loader = Loader::new(file, toolset, BuildBudget::for_weight(doc.weight()));
     loader.document(doc);
-    loader.diagnostics.extend(loader.budget.diagnostic(file, "the file"));
+    loader.diagnostics.extend(loader.budget.diagnostic(file, "the file holds"));
     Loaded {
         tools: loader.tools,
         diagnostics: loader.diagnostics,
