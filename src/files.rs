@@ -288,12 +288,36 @@ pub fn json_values(text: &[u8], stop: usize) -> usize {
 /// The text of the JSON file `path`, read as [`read_text`] reads, refused when it holds more than
 /// `max_values` values.
 pub fn read_json_text(path: &Path, limit: u64, max_values: usize) -> Result<String, ReadError> {
-    let text = read_text(path, limit)?;
+    within_values(read_text(path, limit)?, max_values)
+}
+
+/// `text` when it holds at most `max_values` JSON values.
+fn within_values(text: String, max_values: usize) -> Result<String, ReadError> {
     let count = json_values(text.as_bytes(), max_values);
     if count > max_values {
         return Err(ReadError::TooManyValues { count, limit: max_values });
     }
     Ok(text)
+}
+
+/// [`read_json_text`] of a file chainsmith keeps in the workspace `root` itself (its
+/// `.chainsmith/` state: the ToolNet store, run traces), judged by where the opened file lies: a
+/// link planted in its place or in place of `.chainsmith` that leads out of the workspace would
+/// have another file read as this workspace's own (another project's store, a file of the user's
+/// shown in an error), and is refused, as writes through it are.
+pub fn read_state(root: &Path, path: &Path, limit: u64, max_values: usize) -> Result<String, ReadError> {
+    let judged = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path)?;
+    let real = real_path_of(&judged)?;
+    let inside =
+        real_root(root).ok_or_else(|| std::io::Error::other(format!("{}: no such workspace", root.display())))?;
+    if !real.starts_with(&inside) {
+        return Err(std::io::Error::other(format!(
+            "it leads outside the workspace, to {}, where chainsmith keeps none of its files; not read",
+            real.display()
+        ))
+        .into());
+    }
+    within_values(read_text(&fd_path(&judged), limit)?, max_values)
 }
 
 /// chainsmith's folder in the user's cache (`$XDG_CACHE_HOME/chainsmith`, else

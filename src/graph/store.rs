@@ -88,18 +88,17 @@ impl Store {
         root.join(STORE_PATH)
     }
 
-    /// The workspace's store; an empty one when there is no file yet.
+    /// The workspace's store; an empty one when there is no file yet. It is read as chainsmith's
+    /// own state ([`crate::files::read_state`]): a link planted in its place is refused.
     pub fn load(root: &Path) -> Result<Store, StoreError> {
-        Store::load_file(&Store::path(root))
-    }
-
-    pub fn load_file(file: &Path) -> Result<Store, StoreError> {
-        let text = match crate::files::read_json_text(file, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES) {
+        let file = Store::path(root);
+        let read = crate::files::read_state(root, &file, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES);
+        let text = match read {
             Ok(t) => t,
             Err(e) if e.not_found() => return Ok(Store::default()),
-            Err(e) => return Err(StoreError::Unreadable { file: file.to_path_buf(), message: e.to_string() }),
+            Err(e) => return Err(StoreError::Unreadable { file: file.clone(), message: e.to_string() }),
         };
-        Store::parse(&text).map_err(|problem| problem.into_error(file))
+        Store::parse(&text).map_err(|problem| problem.into_error(&file))
     }
 
     /// Reads a store's text.
@@ -203,8 +202,8 @@ impl Store {
     /// The file lies in the workspace, whose links may be planted: it is written only inside `root`.
     pub fn save(&self, root: &Path) -> Result<PathBuf, StoreError> {
         let file = Store::path(root);
-        if file.exists() {
-            Store::load_file(&file)?;
+        if file.symlink_metadata().is_ok() {
+            Store::load(root)?;
         }
         crate::files::write_inside(root, &file, self.to_text().as_bytes())
             .map_err(|e| StoreError::Unwritable { file: file.clone(), message: e.to_string() })?;

@@ -48,9 +48,9 @@ pub fn run_record(trace: &TraceSummary, evaluator: &dyn Evaluator) -> RunRecord 
     }
 }
 
-/// Reads a trace file.
-pub fn read_trace(path: &Path) -> Result<TraceSummary, String> {
-    let text = crate::files::read_json_text(path, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES)
+/// Reads a trace file of the workspace `root`'s runs.
+pub fn read_trace(root: &Path, path: &Path) -> Result<TraceSummary, String> {
+    let text = crate::files::read_state(root, path, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES)
         .map_err(|e| format!("cannot read the trace: {e}"))?;
     serde_json::from_str(&text).map_err(|e| format!("not a run trace: {e}"))
 }
@@ -194,7 +194,7 @@ impl WorkspaceGraph {
                         seen.insert(name, (old, run));
                     }
                     _ => {
-                        let run = read_trace(&path).map(|t| run_record(&t, &TraceEvaluator));
+                        let run = read_trace(&self.root, &path).map(|t| run_record(&t, &TraceEvaluator));
                         seen.insert(name, (now, run));
                     }
                 }

@@ -59,7 +59,7 @@ fn planted_state_files_neither_hang_nor_exhaust_memory() {
 
     let show = ended_within(ws.path(), &["graph", "show"], Duration::from_secs(60)).expect("graph show ended");
     let said = text(&show.stdout) + &text(&show.stderr);
-    assert!(said.contains("toolnet.json") && said.contains("not a regular file (a device)"), "{said}");
+    assert!(said.contains("toolnet.json") && said.contains("leads outside the workspace"), "{said}");
 
     // Well under the size limit, but made of millions of tiny values (3 bytes each): parsed, it
     // would take gigabytes. It is refused, as a diagnostic on itself.
@@ -72,6 +72,36 @@ fn planted_state_files_neither_hang_nor_exhaust_memory() {
         said.contains("probed/tmdb.json") && said.contains("JSON of more than 1000000 values"),
         "the overlay of tiny values is a diagnostic on itself:\n{said}"
     );
+}
+
+/// chainsmith's own state is never a link (it writes none there): a ToolNet store or a run's
+/// trace linked to another workspace's, or `.chainsmith` itself linked to another's, is not read
+/// as this workspace's, and nothing of it is shown.
+#[test]
+fn state_linked_out_of_the_workspace_is_not_read_as_its_own() {
+    let tasks = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/datasets/restbench/tmdb.json");
+    let other = workspace("http://127.0.0.1:9", false, "");
+    let import = ended_within(other.path(), &["graph", "import", tasks], Duration::from_secs(60)).expect("imported");
+    assert!(import.status.success(), "{}", text(&import.stderr));
+    let learnt = "tmdb.search_person → person_movie_credits";
+    let shown = ended_within(other.path(), &["graph", "show"], Duration::from_secs(60)).expect("shown");
+    assert!(text(&shown.stdout).contains(learnt), "where it lies, the store is read:\n{}", text(&shown.stdout));
+
+    let linked_store = workspace("http://127.0.0.1:9", false, "");
+    std::fs::create_dir_all(linked_store.path().join(".chainsmith")).unwrap();
+    std::os::unix::fs::symlink(
+        other.path().join(".chainsmith/toolnet.json"),
+        linked_store.path().join(".chainsmith/toolnet.json"),
+    )
+    .unwrap();
+    let linked_state = workspace("http://127.0.0.1:9", false, "");
+    std::os::unix::fs::symlink(other.path().join(".chainsmith"), linked_state.path().join(".chainsmith")).unwrap();
+    for ws in [&linked_store, &linked_state] {
+        let show = ended_within(ws.path(), &["graph", "show"], Duration::from_secs(60)).expect("graph show ended");
+        let said = text(&show.stdout) + &text(&show.stderr);
+        assert!(!said.contains(learnt), "another workspace's store was read as this one's:\n{said}");
+        assert!(said.contains("toolnet.json") && said.contains("leads outside the workspace"), "{said}");
+    }
 }
 
 #[test]
