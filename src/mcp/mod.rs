@@ -16,7 +16,9 @@
 //! Every request has a timeout; a server that exits, closes its output or never answers yields a
 //! clear [`McpError`] naming the server and the request, with the tail of its stderr. Lines on the
 //! server's stdout that are not JSON-RPC are tolerated (as the reference SDKs do) but kept, and
-//! quoted in errors, since they usually explain why nothing sensible came back.
+//! quoted in errors, since they usually explain why nothing sensible came back. JSON nested past
+//! the parser's 128 levels is the exception: it may be the answer a caller waits for, so every
+//! waiting call fails at once instead of waiting out its timeout.
 //!
 //! This file holds what both transports share: the client's API, the JSON-RPC bookkeeping (ids,
 //! waiting callers, the server's own requests, what it said besides JSON-RPC) and the handshake.
@@ -249,7 +251,21 @@ impl Shared {
                 }
             }
             Ok(message) => self.dispatch(message, trimmed),
+            // JSON nested past what the parser follows is no noise to tolerate: it may be the
+            // answer a caller waits for, which would then wait out its whole timeout.
+            Err(e) if e.to_string().starts_with("recursion limit exceeded") => {
+                self.noise(trimmed);
+                self.fail_pending("it sent a message nested deeper than chainsmith reads (128 levels)");
+            }
             Err(_) => self.noise(trimmed),
+        }
+    }
+
+    /// Answers every waiting caller with a transport failure (`why`); the session goes on.
+    fn fail_pending(&self, why: &str) {
+        let waiting: Vec<Sender<Reply>> = lock(&self.state).pending.drain().map(|(_, waiting)| waiting).collect();
+        for waiting in waiting {
+            let _ = waiting.send(Err(RpcError { code: TRANSPORT_FAILURE, message: why.to_string(), data: None }));
         }
     }
 

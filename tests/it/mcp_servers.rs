@@ -359,6 +359,17 @@ fn broken_servers_fail_clearly_and_fast() {
     assert!(e.message.contains("garbage"), "{}", e.message);
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
 
+    // An answer nested past what chainsmith reads fails the call at once, not after its timeout.
+    let started = Instant::now();
+    let deep = format!("{}{}", "[".repeat(1_000), "]".repeat(1_000));
+    let e = mcp_error(
+        McpClient::start_named("deep", &sh(&format!("read line; echo '{deep}'; sleep 30"), 20), dir.path())
+            .unwrap_err(),
+    );
+    assert_eq!(e.kind, McpErrorKind::Closed, "{}", e.message);
+    assert!(e.message.contains("nested deeper than chainsmith reads"), "{}", e.message);
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+
     // Not an MCP server at all: `cat` echoes our own request back.
     let cat = McpConfig { command: "cat".into(), timeout_s: 2, ..Default::default() };
     let e = mcp_error(McpClient::start_named("cat", &cat, dir.path()).unwrap_err());
