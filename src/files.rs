@@ -301,10 +301,12 @@ fn within_values(text: String, max_values: usize) -> Result<String, ReadError> {
 }
 
 /// [`read_json_text`] of a file chainsmith keeps in the workspace `root` itself (its
-/// `.chainsmith/` state: the ToolNet store, run traces), judged by where the opened file lies: a
-/// link planted in its place or in place of `.chainsmith` that leads out of the workspace would
-/// have another file read as this workspace's own (another project's store, a file of the user's
-/// shown in an error), and is refused, as writes through it are.
+/// `.chainsmith/` state: the ToolNet store, run traces, evaluation results), judged by where the
+/// opened file lies (opened `O_PATH` first, so a device outside is never opened): a link planted
+/// in its place or in place of `.chainsmith` that leads out of the workspace would have another
+/// file read as this workspace's own (another project's store, made-up results, a file of the
+/// user's quoted in an error), and is refused. (Writes never go through such a link either:
+/// [`write_inside`] replaces a link at the file and refuses a folder that leads outside.)
 pub fn read_state(root: &Path, path: &Path, limit: u64, max_values: usize) -> Result<String, ReadError> {
     let judged = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_PATH).open(path)?;
     let real = real_path_of(&judged)?;

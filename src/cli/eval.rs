@@ -175,8 +175,14 @@ fn history(
     Ok(tasks[taken].to_vec())
 }
 
-pub fn read_records(path: &Path) -> Result<Vec<TaskRecord>> {
-    let text = match crate::files::read_text(path, crate::files::MAX_READ) {
+/// The records of a results file; `workspace` names the workspace whose own file it is (the
+/// default one in `.chainsmith/eval`), read only where it lies inside it.
+pub fn read_records(path: &Path, workspace: Option<&Path>) -> Result<Vec<TaskRecord>> {
+    let read = match workspace {
+        Some(root) => crate::files::read_state(root, path, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES),
+        None => crate::files::read_text(path, crate::files::MAX_READ),
+    };
+    let text = match read {
         Ok(text) => text,
         Err(e) if e.not_found() => return Ok(Vec::new()),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -228,7 +234,7 @@ fn print(records: &[TaskRecord], format: Format) -> Result<()> {
 pub fn merge(files: &[PathBuf], format: Format, common: bool) -> Result<u8> {
     let mut records: Vec<TaskRecord> = Vec::new();
     for file in files {
-        for record in read_records(file)? {
+        for record in read_records(file, None)? {
             // A task evaluated twice (an overlapping shard): the later record wins.
             records.retain(|r| !(r.variant == record.variant && r.index == record.index));
             records.push(record);
@@ -269,7 +275,7 @@ pub fn eval(root: Option<&Path>, command: Option<EvalCommand>, args: EvalArgs) -
         Some(out) => (out.clone(), None),
         None => (root.join(".chainsmith").join("eval").join(format!("{}.jsonl", variant.label)), Some(root.as_path())),
     };
-    let mut records = read_records(&out)?;
+    let mut records = read_records(&out, boundary)?;
     let catalog = Arc::new(catalog);
     let mock = match args.live {
         true => None,

@@ -89,7 +89,7 @@ impl Store {
     }
 
     /// The workspace's store; an empty one when there is no file yet. It is read as chainsmith's
-    /// own state ([`crate::files::read_state`]): a link planted in its place is refused.
+    /// own state ([`crate::files::read_state`]): one that leads out of the workspace is refused.
     pub fn load(root: &Path) -> Result<Store, StoreError> {
         let file = Store::path(root);
         let read = crate::files::read_state(root, &file, crate::files::MAX_READ, crate::files::MAX_RECORD_VALUES);
@@ -198,7 +198,8 @@ impl Store {
     }
 
     /// Writes the store atomically. Refuses (and leaves the file alone) when the file on disk is
-    /// not a readable ToolNet store.
+    /// not a readable ToolNet store — a link leading out of the workspace included, so learning
+    /// stops there until the user removes it, rather than replace what someone planted.
     /// The file lies in the workspace, whose links may be planted: it is written only inside `root`.
     pub fn save(&self, root: &Path) -> Result<PathBuf, StoreError> {
         let file = Store::path(root);

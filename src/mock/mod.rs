@@ -336,16 +336,24 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
     if let Some(target) = schema::follow(refs, schema) {
         return generate_within(refs, target, seed, depth + 1, budget);
     }
-    if let Some(values) = schema::enum_values(refs, schema)
-        && let Some(first) = values.get((seed as usize) % values.len().max(1))
-    {
-        return if afford(budget, first) { first.clone() } else { Value::Null };
+    if let Some(values) = schema::enum_values(refs, schema).filter(|values| !values.is_empty()) {
+        // The seeded member, else the next that fits what is left.
+        let start = (seed as usize) % values.len();
+        for member in values.iter().cycle().skip(start).take(values.len().min(16)) {
+            if let Some(cost) = copy_cost(*budget, member) {
+                *budget -= cost;
+                return member.clone();
+            }
+        }
+        return Value::Null;
     }
-    // The spec's own example, unless it contradicts the schema beside it (a `"20"` for an integer).
+    // The spec's own example, unless it contradicts the schema beside it (a `"20"` for an integer)
+    // or is too heavy to copy (then a value of its type is made).
     if let Some(example) = schema.get("example")
-        && afford(budget, example)
+        && let Some(cost) = copy_cost(*budget, example)
         && schema::contradictions(refs, schema, example, 1).is_empty()
     {
+        *budget -= cost;
         return example.clone();
     }
     for combinator in ["allOf", "anyOf", "oneOf"] {
@@ -375,11 +383,14 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
             let required = schema::required_keys(refs, schema);
             let mut object = Map::new();
             for (i, (key, property)) in schema::keys(refs, schema).into_iter().enumerate() {
-                if spent && !required.contains(&key) {
+                // Judged again for each key: the keys before may have spent what was left.
+                if (spent || *budget <= REQUIRED_VALUES) && !required.contains(&key) {
                     continue;
                 }
-                if !take(budget, text_weight(key)) {
-                    break;
+                // A key too long for what is left is left out.
+                match budget.checked_sub(text_weight(key)) {
+                    Some(left) => *budget = left,
+                    None => continue,
                 }
                 let id_types = schema::types(refs, property);
                 let value = if (key == "id" || key.ends_with("_id"))
@@ -421,25 +432,17 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
     }
 }
 
-/// Takes `weight` from `budget`; when it does not fit, the budget is spent and the answer ends.
-fn take(budget: &mut usize, weight: usize) -> bool {
-    match budget.checked_sub(weight) {
-        Some(left) => {
-            *budget = left;
-            true
-        }
-        None => {
-            *budget = 0;
-            false
-        }
-    }
-}
+/// The most one `enum` member or example copied into an answer may weigh (256 KB of text, or as
+/// many values): weighing a heavier one costs no more than this, however often it is met.
+const MAX_COPIED: usize = 4_096;
 
-/// Takes a copy of `value` (an `enum` member, an example) from `budget`, weighed no further than
-/// the room left: a value too heavy for it spends the budget, as the weighing did. Its first
-/// value was taken already, as for any value generated.
-fn afford(budget: &mut usize, value: &Value) -> bool {
-    take(budget, value_weight_past(value, budget.saturating_add(1)) - 1)
+/// What a copy of `value` (an `enum` member, an example) takes from `budget`, its first value
+/// taken already as for any value generated; `None` when it weighs more than is left or than
+/// [`MAX_COPIED`] (weighed no further than that).
+fn copy_cost(budget: usize, value: &Value) -> Option<usize> {
+    let room = budget.min(MAX_COPIED);
+    let cost = value_weight_past(value, room.saturating_add(1)) - 1;
+    (cost <= room).then_some(cost)
 }
 
 /// FNV-1a: a stable seed from text (the standard hasher is randomised per process).
@@ -680,6 +683,8 @@ components:
             let size = value.to_string().len();
             assert!(size < 2 << 20, "{size} bytes");
             assert!(value.to_string().contains(&long), "what fits is copied: {}", &value.to_string()[..200]);
+            let contradictions = schema::contradictions(tool, tool.response.as_ref().unwrap(), &value, 3);
+            assert!(contradictions.is_empty(), "the answer still fits its schema: {contradictions:?}");
         }
     }
 

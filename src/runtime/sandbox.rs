@@ -232,7 +232,7 @@ impl Sandbox {
             Ok(program) => Some(program),
             Err(why) => {
                 missing.push(format!(
-                    "seccomp ({why}): Unix sockets other than chainsmith's and typing into a terminal are not blocked"
+                    "seccomp ({why}): Unix sockets other than chainsmith's, typing into a terminal and new user namespaces are not blocked"
                 ));
                 None
             }
@@ -263,7 +263,7 @@ impl Sandbox {
             });
         }
         if seccomp.is_some() {
-            applies.push("no Unix socket but chainsmith's, no typing into a terminal");
+            applies.push("no Unix socket but chainsmith's, no typing into a terminal, no user namespace");
         }
         applies.push("memory capped");
         if processes.is_some() || process_cgroup.is_some() {

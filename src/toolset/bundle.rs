@@ -30,14 +30,23 @@ const MAX_FILES: usize = 2_000;
 /// How a file is read (the editor's unsaved text first, then the disk).
 pub type Reader<'r> = dyn Fn(&Path) -> Result<String, String> + 'r;
 
-/// The document with its references to other files bundled in, and the problems met; the
-/// document itself (no copy) when it refers to no other file.
+/// A document with the other files it refers to bundled in.
+pub struct Bundled {
+    pub doc: Node,
+    /// What the copies took out of what the document's tools may be built of, sized by the
+    /// document and every file read: its tools are built out of what is left (each copy would
+    /// otherwise raise the bound eight times its own weight).
+    pub budget: BuildBudget,
+}
+
+/// The document with its references to other files bundled in, and the problems met; `None` (the
+/// document itself, no copy) when it refers to no other file.
 pub fn bundle(
     doc: &Node,
     file: &Path,
     read: &Reader<'_>,
     aliases: &doc::ParseBudget,
-) -> (Option<Node>, Vec<Diagnostic>) {
+) -> (Option<Bundled>, Vec<Diagnostic>) {
     if !refers_to_files(doc) {
         return (None, Vec::new());
     }
@@ -48,7 +57,7 @@ pub fn bundle(
         docs: HashMap::new(),
         names: HashMap::new(),
         copies: Vec::new(),
-        budget: BuildBudget::for_weight(doc.weight()),
+        budget: BuildBudget::for_weight(doc.weight()).sized_by("the file and those its `$ref`s name hold"),
         diagnostics: Vec::new(),
     };
     let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -75,8 +84,7 @@ pub fn bundle(
         let copies = bundled.into_iter().map(|(n, node)| (bundler.copy_key(n), range, node)).collect();
         members.push((BUNDLED.to_string(), range, Node { kind: NodeKind::Object(copies), range }));
     }
-    bundler.diagnostics.extend(bundler.budget.diagnostic(&bundler.main, "the file and those its `$ref`s name hold"));
-    (Some(out), bundler.diagnostics)
+    (Some(Bundled { doc: out, budget: bundler.budget }), bundler.diagnostics)
 }
 
 fn refers_to_files(node: &Node) -> bool {
@@ -262,10 +270,11 @@ mod tests {
         let doc = doc::parse(&main, Syntax::Json).unwrap();
         let (bundled, problems) = bundle(&doc, Path::new("main.json"), &|_| Ok(ext.clone()), &Default::default());
         let bundled = bundled.expect("bundled");
-        let copies = bundled.get(BUNDLED).expect("the copies");
+        let copies = bundled.doc.get(BUNDLED).expect("the copies");
         assert!(copies.weight() <= 1 << 20, "copies weighing {}", copies.weight());
         assert!(copies.to_json().to_string().contains(&"x".repeat(1 << 20)), "what fits is copied");
-        let codes: Vec<&str> = problems.iter().map(|d| d.code).collect();
-        assert_eq!(codes, ["protocol-too-large"], "{problems:?}");
+        assert!(problems.is_empty(), "{problems:?}");
+        let too_large = bundled.budget.diagnostic(Path::new("main.json")).expect("an error for what was not copied");
+        assert!(too_large.message.contains("the file and those its `$ref`s name hold"), "{}", too_large.message);
     }
 }

@@ -397,7 +397,10 @@ fn load_doc(
     match kind {
         SourceKind::OpenApi => {
             let (bundled, mut problems) = super::bundle::bundle(doc, file, read, aliases);
-            let mut loaded = openapi::load(bundled.as_ref().unwrap_or(doc), text, file, toolset);
+            let mut loaded = match bundled {
+                Some(bundled) => openapi::load_within(&bundled.doc, text, file, toolset, Some(bundled.budget)),
+                None => openapi::load(doc, text, file, toolset),
+            };
             loaded.diagnostics.append(&mut problems);
             loaded
         }
@@ -855,6 +858,53 @@ Owner:
             assert_eq!(refused.len(), 2, "{:?}", catalog.diagnostics);
             assert!(refused.iter().all(|d| d.code == "invalid-protocol" && d.file.starts_with(dir.path())));
         }
+    }
+
+    /// What the bundler copies and what the operations then copy come out of one bound sized by
+    /// what was written: nested pointers (`ext.json#/a/a/…`) make the bundled document far
+    /// heavier than the files, and a bound of eight times the bundled document let 60 operations
+    /// copy a shared 20,000-property parameter 60 times, with no error.
+    #[test]
+    fn bundled_copies_and_operations_share_one_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let properties = |n: usize, prefix: &str| -> serde_json::Map<String, serde_json::Value> {
+            (0..n).map(|i| (format!("{prefix}{i}"), serde_json::json!({"type": "integer"}))).collect()
+        };
+        let mut level = serde_json::Value::Null;
+        for k in (0..100).rev() {
+            let mut node = serde_json::json!({"name": format!("c{k}"), "in": "query", "schema": {"type": "object", "properties": properties(100, "y")}});
+            if !level.is_null() {
+                node["a"] = level;
+            }
+            level = node;
+        }
+        let ext = serde_json::json!({
+            "big": {"name": "big", "in": "query", "schema": {"type": "object", "properties": properties(20_000, "x")}},
+            "a": level,
+        });
+        let operations: serde_json::Map<String, serde_json::Value> = (0..60)
+            .map(|i| {
+                (
+                    format!("/o{i}"),
+                    serde_json::json!({"get": {"operationId": format!("o{i}"),
+                "parameters": [{"$ref": "ext.json#/big"}], "responses": {"200": {"description": "ok"}}}}),
+                )
+            })
+            .collect();
+        let levels: serde_json::Map<String, serde_json::Value> = (1..=100)
+            .map(|k| (format!("c{k}"), serde_json::json!({"$ref": format!("ext.json#{}", "/a".repeat(k))})))
+            .collect();
+        let main = serde_json::json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+            "paths": operations, "components": {"parameters": levels}});
+        std::fs::write(root.join("ext.json"), ext.to_string()).unwrap();
+        std::fs::write(root.join("main.json"), main.to_string()).unwrap();
+        std::fs::write(root.join("chainsmith.toml"), "[[toolsets]]\nname = \"t\"\nopenapi = \"main.json\"\n").unwrap();
+        let catalog = super::load(&Config::load(root, None));
+        let too_large: Vec<_> = catalog.diagnostics.iter().filter(|d| d.code == "protocol-too-large").collect();
+        assert_eq!(too_large.len(), 1, "{:?}", catalog.diagnostics);
+        assert!(too_large[0].message.contains("the file and those its `$ref`s name hold"), "{}", too_large[0].message);
+        assert_eq!(catalog.toolsets[0].tools.len(), 60, "every operation still loads");
     }
 
     #[test]

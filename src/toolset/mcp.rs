@@ -52,7 +52,8 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
     let mut store = Schemas::default();
     // The answer's tools are built out of one bound sized by the whole answer: each tool's schema
     // is a document of its own, but a bound per tool would let many tools build many times more.
-    let mut budget = BuildBudget::for_weight(listed.iter().map(value_weight).sum());
+    let mut budget = BuildBudget::for_weight(listed.iter().map(value_weight).sum())
+        .sized_by("the server's `tools/list` answer holds");
     let mut taken: HashSet<String> = HashSet::new();
     for described in listed {
         let Some(original) = described.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
@@ -89,7 +90,7 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
         }
         loaded.tools.push(tool);
     }
-    loaded.diagnostics.extend(budget.diagnostic(file, "the server's `tools/list` answer holds"));
+    loaded.diagnostics.extend(budget.diagnostic(file));
     loaded.schemas = std::sync::Arc::new(store);
     for tool in &mut loaded.tools {
         tool.schemas = loaded.schemas.clone();
@@ -188,8 +189,8 @@ fn tool(described: &Value, original: &str, toolset: &str, schemas: &mut ToolSche
     }
 }
 
-/// The arguments of an `inputSchema`: its `properties`, required per `required`. A description
-/// read out of the store (a `$ref`'d schema's) is a copy, weighed against `budget`.
+/// The arguments of an `inputSchema`: its `properties`, required per `required`. Each argument's
+/// description (a `$ref`'d schema's, read out of the store, too) is a copy, weighed against `budget`.
 fn params(input: &Value, refs: &Schemas, budget: &mut BuildBudget, at: ByteRange) -> Vec<Param> {
     let required: HashSet<&str> =
         input.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();

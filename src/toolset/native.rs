@@ -207,7 +207,7 @@ pub fn load(doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
             cx.error(problem.range, "invalid-ref", format!("`{}` does not exist in this file", problem.reference));
         }
     }
-    cx.diagnostics.extend(cx.resolver.budget.diagnostic(file, "the file holds"));
+    cx.diagnostics.extend(cx.resolver.budget.diagnostic(file));
     loaded.schemas = std::sync::Arc::new(std::mem::take(&mut cx.resolver.store));
     for tool in &mut loaded.tools {
         tool.schemas = loaded.schemas.clone();

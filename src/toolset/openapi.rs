@@ -35,15 +35,27 @@ const IGNORED_HEADERS: [&str; 3] = ["accept", "content-type", "authorization"];
 
 /// Loads the tools of one OpenAPI document. `doc` is `text` already parsed; `file` is the path that
 /// diagnostics and [`Source::file`] carry; `toolset` is the module name each tool belongs to.
-pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
-    if swagger::is_swagger2(doc) {
-        let (upgraded, form_flags) = swagger::upgrade(doc);
-        return load_document(&upgraded, file, toolset, &form_flags);
-    }
-    load_document(doc, file, toolset, &[])
+pub fn load(doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
+    load_within(doc, text, file, toolset, None)
 }
 
-fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::FormFlag]) -> Loaded {
+/// [`load`], the tools built out of `budget` when one is given (what is left of it after the
+/// files the document refers to were bundled in: [`super::bundle::Bundled`]).
+pub fn load_within(doc: &Node, _text: &str, file: &Path, toolset: &str, budget: Option<refs::BuildBudget>) -> Loaded {
+    if swagger::is_swagger2(doc) {
+        let (upgraded, form_flags) = swagger::upgrade(doc);
+        return load_document(&upgraded, file, toolset, &form_flags, budget);
+    }
+    load_document(doc, file, toolset, &[], budget)
+}
+
+fn load_document(
+    doc: &Node,
+    file: &Path,
+    toolset: &str,
+    form_flags: &[swagger::FormFlag],
+    budget: Option<refs::BuildBudget>,
+) -> Loaded {
     let mut loaded = Loaded::default();
     if !supported_version(doc, file, &mut loaded.diagnostics) {
         return loaded;
@@ -54,7 +66,10 @@ fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::
     loaded.base_url = base_url(doc);
 
     let mut loader = Loader {
-        resolver: Resolver::new(doc, format!("{toolset}/{}", file.display())),
+        resolver: match budget {
+            Some(budget) => Resolver::with_budget(doc, format!("{toolset}/{}", file.display()), budget),
+            None => Resolver::new(doc, format!("{toolset}/{}", file.display())),
+        },
         file,
         toolset,
         diagnostics: Vec::new(),
@@ -99,7 +114,7 @@ fn load_document(doc: &Node, file: &Path, toolset: &str, form_flags: &[swagger::
     for at in std::mem::take(&mut loader.resolver.empty_names) {
         loader.diagnostics.push(Diagnostic::warning(file, at, "empty-property-name", refs::EMPTY_NAME));
     }
-    loader.diagnostics.extend(loader.resolver.budget.diagnostic(file, "the file holds"));
+    loader.diagnostics.extend(loader.resolver.budget.diagnostic(file));
 
     loaded.auth = loader.auth.take();
     loaded.tools = tools;

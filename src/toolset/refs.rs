@@ -97,6 +97,8 @@ pub struct BuildBudget {
     built: usize,
     /// What the documents the tools are built from weigh.
     written: usize,
+    /// What `written` is, for the error (`the file holds`).
+    sized_by: &'static str,
     /// Where building first went past `max_built`: what is past it is not read.
     past: Option<ByteRange>,
 }
@@ -104,7 +106,12 @@ pub struct BuildBudget {
 impl BuildBudget {
     /// What the tools of a document weighing `weight` (as [`Node::weight`] weighs) may be built of.
     pub fn for_weight(weight: usize) -> Self {
-        BuildBudget { built: 0, written: weight, past: None }
+        BuildBudget { built: 0, written: weight, sized_by: "the file holds", past: None }
+    }
+
+    /// The same budget, its error saying what it was sized by (`the server's answer holds`).
+    pub fn sized_by(self, sized_by: &'static str) -> Self {
+        BuildBudget { sized_by, ..self }
     }
 
     /// Adds what another document read for the same tools (a file a `$ref` names) weighs.
@@ -138,17 +145,17 @@ impl BuildBudget {
         if self.take(1 + text_weight(text), at) { text.to_string() } else { String::new() }
     }
 
-    /// The error on `file` when building its tools went past what they may be built of; `source`
-    /// says what the bound was sized by (`the file holds`, `the server's answer holds`).
-    pub fn diagnostic(&self, file: &Path, source: &str) -> Option<Diagnostic> {
+    /// The error on `file` when building its tools went past what they may be built of.
+    pub fn diagnostic(&self, file: &Path) -> Option<Diagnostic> {
         let at = self.past?;
         Some(Diagnostic::error(
             file,
             at,
             "protocol-too-large",
             format!(
-                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses, descriptions, examples; {MAX_BUILT_PER_WRITTEN} times what {source}, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
-                self.max_built()
+                "the tools copy more than {} values out of what they share (`$ref`'d parameters, bodies, responses, descriptions, examples; {MAX_BUILT_PER_WRITTEN} times what {}, a value for each 64 bytes of text): from here on, what they copy is not read, and the schemas are unknown there (not checked)",
+                self.max_built(),
+                self.sized_by
             ),
         ))
     }

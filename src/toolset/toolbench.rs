@@ -44,7 +44,7 @@ const FINISH: &str = "Finish";
 pub fn load(doc: &Node, _text: &str, file: &Path, toolset: &str) -> Loaded {
     let mut loader = Loader::new(file, toolset, BuildBudget::for_weight(doc.weight()));
     loader.document(doc);
-    loader.diagnostics.extend(loader.budget.diagnostic(file, "the file holds"));
+    loader.diagnostics.extend(loader.budget.diagnostic(file));
     Loaded {
         tools: loader.tools,
         diagnostics: loader.diagnostics,
@@ -257,12 +257,13 @@ impl<'a> Loader<'a> {
             return;
         };
         let name_range = api_node.map(|n| n.range).unwrap_or(record.range);
-        // The tool's name, its two keys and its source each hold a copy of the tool name.
-        if !self.budget.take(4 * text_weight(tool_name), record.range) {
-            return;
-        }
         let name = names::toolbench_tool(api, tool_name);
         if !self.claim(&name, Key::Api(tool_name.to_string(), api.to_string()), record, name_range) {
+            return;
+        }
+        // The tool's name, its two keys and its source each hold a copy of the tool name: past
+        // the bound the record is not loaded (a tool has no name without it).
+        if !self.budget.take(4 * text_weight(tool_name), record.range) {
             return;
         }
 

@@ -76,6 +76,21 @@ fn eval_scores_generated_chains_run_against_the_mock_and_resumes() {
     assert!(table.contains("| width1 | 1 | 0 / 0 | 1.00 | 0 / 0 | 1.00 |"), "{table}");
     let all = text(&chainsmith(ws.path(), &["eval", "merge", "results.jsonl", "other.jsonl"], &[]).stdout);
     assert!(all.contains("| full | 2 |"), "{all}");
+
+    // The workspace's own results file linked to one outside it (another project's, or records
+    // made up): not taken for this workspace's results.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::copy(ws.path().join("results.jsonl"), outside.path().join("full.jsonl")).unwrap();
+    std::fs::create_dir_all(ws.path().join(".chainsmith/eval")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("full.jsonl"), ws.path().join(".chainsmith/eval/full.jsonl"))
+        .unwrap();
+    let asked = llm.count();
+    let linked = chainsmith(ws.path(), &["--trust", "eval", "tasks.json"], &[]);
+    let stderr = text(&linked.stderr);
+    assert_ne!(linked.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("leads outside the workspace"), "{stderr}");
+    assert!(!text(&linked.stdout).contains("| full | 2 |"), "{}", text(&linked.stdout));
+    assert_eq!(llm.count(), asked, "nothing was evaluated");
 }
 
 const PLAYLISTS: &str = r#"{"openapi": "3.0.0", "info": {"title": "music", "version": "1"},

@@ -257,7 +257,7 @@ proptest! {
         let graph = chainsmith::graph::workspace::WorkspaceGraph::load(&config, &catalog);
         graph.graph();
         let _ = chainsmith::runtime::trace::load(&dir.path().join(".chainsmith/runs/20250101T000000-a.py.json"));
-        let _ = chainsmith::cli::eval::read_records(&dir.path().join(".chainsmith/eval/full.jsonl"));
+        let _ = chainsmith::cli::eval::read_records(&dir.path().join(".chainsmith/eval/full.jsonl"), Some(dir.path()));
         // A broken overlay is a diagnostic on it, within its text.
         for d in catalog.diagnostics.iter().filter(|d| d.file.ends_with(rel)) {
             prop_assert!(d.range.start <= d.range.end && d.range.end <= file.len(), "{d:?}");

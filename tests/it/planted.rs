@@ -61,6 +61,13 @@ fn planted_state_files_neither_hang_nor_exhaust_memory() {
     let said = text(&show.stdout) + &text(&show.stderr);
     assert!(said.contains("toolnet.json") && said.contains("leads outside the workspace"), "{said}");
 
+    // Inside the workspace, a FIFO in its place is read as nothing: not a regular file.
+    std::fs::remove_file(state.join("toolnet.json")).unwrap();
+    mkfifo(&state.join("toolnet.json"));
+    let show = ended_within(ws.path(), &["graph", "show"], Duration::from_secs(60)).expect("graph show ended");
+    let said = text(&show.stdout) + &text(&show.stderr);
+    assert!(said.contains("toolnet.json") && said.contains("not a regular file (a FIFO)"), "{said}");
+
     // Well under the size limit, but made of millions of tiny values (3 bytes each): parsed, it
     // would take gigabytes. It is refused, as a diagnostic on itself.
     std::fs::remove_file(state.join("probed/tmdb.json")).unwrap();
