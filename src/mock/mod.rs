@@ -380,7 +380,7 @@ fn generate_within(refs: &dyn Refs, schema: &Value, seed: u64, depth: usize, bud
     });
     match kind {
         "object" => {
-            let required = schema::required_keys(refs, schema);
+            let required: std::collections::HashSet<&str> = schema::required_keys(refs, schema).into_iter().collect();
             let mut object = Map::new();
             for (i, (key, property)) in schema::keys(refs, schema).into_iter().enumerate() {
                 // Judged again for each key: the keys before may have spent what was left.

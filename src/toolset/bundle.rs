@@ -11,7 +11,9 @@
 //! or parsed, or a pointer it lacks, is a located error on the `$ref`.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use super::doc::{self, Node, NodeKind, Syntax};
 use super::refs::BuildBudget;
@@ -55,6 +57,7 @@ pub fn bundle(
         read,
         aliases,
         docs: HashMap::new(),
+        by_identity: HashMap::new(),
         names: HashMap::new(),
         copies: Vec::new(),
         budget: BuildBudget::for_weight(doc.weight()).sized_by("the file and those its `$ref`s name hold"),
@@ -68,7 +71,8 @@ pub fn bundle(
     while next < bundler.copies.len() {
         let (path, pointer, anchor) = bundler.copies[next].clone();
         next += 1;
-        let node = bundler.docs.get(&path).and_then(|d| d.as_ref().ok()).and_then(|d| d.pointer(&pointer)).cloned();
+        let node =
+            bundler.docs.get(&path).and_then(|d| d.as_ref().as_ref().ok()).and_then(|d| d.pointer(&pointer)).cloned();
         let Some(node) = node else { continue };
         // Nested pointers (`/a`, `/a/b`, `/a/b/c`, …) each copy what the next one copies again.
         let copy = if bundler.budget.take(node.weight(), anchor) {
@@ -103,7 +107,11 @@ struct Bundler<'r> {
     /// What the YAML files read may expand to, shared with the files loaded beside them.
     aliases: &'r doc::ParseBudget,
     /// Every file read, parsed (or why not).
-    docs: HashMap<PathBuf, Result<Node, String>>,
+    docs: HashMap<PathBuf, Rc<Result<Node, String>>>,
+    /// The files read, by device and inode: one reached again under another name (a link `d ->
+    /// .` spells it `d/ext.json`, `d/d/ext.json`, …; a hard link) is the same document, read,
+    /// parsed and counted in what the copies may weigh once.
+    by_identity: HashMap<(u64, u64), Rc<Result<Node, String>>>,
     /// (file, pointer) → its copy's number.
     names: HashMap<(PathBuf, String), usize>,
     /// What each number copies, with the range its copy carries.
@@ -198,14 +206,25 @@ impl Bundler<'_> {
                 self.error(at, format!("`$ref` `{reference}`: more than {MAX_FILES} files are referenced; not read"));
                 return keep;
             }
-            let parsed = (self.read)(&path)
-                .and_then(|text| doc::parse_within(&text, Syntax::of_path(&path), self.aliases).map_err(|f| f.message));
-            if let Ok(read) = &parsed {
-                self.budget.add_written(read.weight());
-            }
+            let identity = std::fs::metadata(&path).ok().map(|m| (m.dev(), m.ino()));
+            let parsed = match identity.and_then(|id| self.by_identity.get(&id)) {
+                Some(known) => known.clone(),
+                None => {
+                    let parsed = Rc::new((self.read)(&path).and_then(|text| {
+                        doc::parse_within(&text, Syntax::of_path(&path), self.aliases).map_err(|f| f.message)
+                    }));
+                    if let Ok(read) = parsed.as_ref() {
+                        self.budget.add_written(read.weight());
+                    }
+                    if let Some(id) = identity {
+                        self.by_identity.insert(id, parsed.clone());
+                    }
+                    parsed
+                }
+            };
             self.docs.insert(path.clone(), parsed);
         }
-        let found = match &self.docs[&path] {
+        let found = match self.docs[&path].as_ref() {
             Err(why) => Err(format!("cannot read {}: {why}", path.display())),
             Ok(doc) if doc.pointer(&pointer).is_none() => {
                 Err(format!("{} has nothing at `{fragment}`", path.display()))
@@ -252,6 +271,29 @@ mod tests {
         .unwrap();
         let (bundled, problems) = bundle(&doc, Path::new("x.yaml"), &|_| Err("not read".into()), &Default::default());
         assert!(bundled.is_none() && problems.is_empty());
+    }
+
+    /// One file under many names (`d -> .` spells `ext.json` as `d/ext.json`, `d/d/ext.json`, …)
+    /// is one document: read and counted once in what the copies may weigh, so twenty names do
+    /// not allow twenty times as much.
+    #[test]
+    fn a_file_under_many_names_is_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = serde_json::json!({"big": "x".repeat(4 << 20)}).to_string();
+        std::fs::write(dir.path().join("ext.json"), &big).unwrap();
+        std::os::unix::fs::symlink(".", dir.path().join("d")).unwrap();
+        let schemas: serde_json::Map<String, serde_json::Value> = (0..20)
+            .map(|n| (format!("S{n}"), serde_json::json!({"$ref": format!("{}ext.json#/big", "d/".repeat(n))})))
+            .collect();
+        let main = serde_json::json!({"openapi": "3.0.0", "paths": {}, "components": {"schemas": schemas}}).to_string();
+        let doc = doc::parse(&main, Syntax::Json).unwrap();
+        let read = |path: &Path| std::fs::read_to_string(path).map_err(|e| e.to_string());
+        let (bundled, problems) = bundle(&doc, &dir.path().join("main.json"), &read, &Default::default());
+        assert!(problems.is_empty(), "{problems:?}");
+        let bundled = bundled.expect("bundled");
+        let copies = bundled.doc.get(BUNDLED).expect("the copies");
+        assert!(copies.weight() <= 1 << 20, "copies weighing {}", copies.weight());
+        assert!(bundled.budget.diagnostic(Path::new("main.json")).is_some(), "the twentieth copy is past the bound");
     }
 
     /// `ext.json#/a`, `ext.json#/a/a`, … each copy the 1 MB text at the bottom again: 100 levels

@@ -3,7 +3,7 @@
 //! argument (the effective types of a schema, what a key or an index yields, whether a literal
 //! fits). Recursive schemas are natural here: nothing is inlined, so nothing is cut.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -204,10 +204,13 @@ fn parts<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<&'a Value> {
 
 /// The keys an object schema requires (`required`, in any of its parts).
 pub fn required_keys<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<&'a str> {
+    // A set beside the list: a schema may require 100,000 keys, and a search of the list for
+    // each made one lookup take minutes.
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut keys: Vec<&str> = Vec::new();
     for part in parts(refs, schema) {
         for key in part.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
-            if !keys.contains(&key) {
+            if seen.insert(key) {
                 keys.push(key);
             }
         }
@@ -270,11 +273,12 @@ pub fn property<'a>(refs: &'a dyn Refs, schema: &'a Value, key: &str) -> KeyLook
 /// The declared keys of an object schema, in declaration order, with their schemas; a property
 /// named `""` is no key a program can read, so it is left out.
 pub fn keys<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Vec<(&'a str, &'a Value)> {
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut out: Vec<(&str, &Value)> = Vec::new();
     for part in parts(refs, schema) {
         if let Some(Value::Object(props)) = part.get("properties") {
             for (k, v) in props {
-                if !k.is_empty() && !out.iter().any(|(name, _)| name == k) {
+                if !k.is_empty() && seen.insert(k.as_str()) {
                     out.push((k.as_str(), v));
                 }
             }
