@@ -117,13 +117,31 @@ impl Diagnostic {
 }
 
 /// The closest candidate to `word` by edit distance, when it is close enough to be a likely typo.
+///
+/// Both measures cost the product of the two lengths, so a candidate whose length alone rules it
+/// out is not measured: a file may name a megabyte-long key, a program may write one, and every
+/// unknown key of a program is compared with every key its schema declares.
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
+    let word_chars = lower.chars().count();
+    let max_distance = (word.len() / 4).max(1);
+    // Jaro-Winkler reaches 0.85 only when the longer text is at most four times the shorter
+    // (Jaro is at most (2 + shorter / longer) / 3, the prefix bonus at most 0.4 of what is left);
+    // Levenshtein is at least the difference in length.
+    let may_be_close = |chars: usize| {
+        let (short, long) = (chars.min(word_chars), chars.max(word_chars));
+        long <= 4 * short + 1 || long - short <= max_distance
+    };
+    let longest_close = 4 * word_chars + max_distance + 2;
     let mut best: Option<(f64, &'a str)> = None;
     for candidate in candidates {
-        let score = strsim::jaro_winkler(&lower, &candidate.to_ascii_lowercase());
-        let distance = strsim::levenshtein(&lower, &candidate.to_ascii_lowercase());
-        let close = score >= 0.85 || distance <= (word.len() / 4).max(1);
+        if !may_be_close(candidate.chars().take(longest_close).count()) {
+            continue;
+        }
+        let candidate_lower = candidate.to_ascii_lowercase();
+        let score = strsim::jaro_winkler(&lower, &candidate_lower);
+        let distance = strsim::levenshtein(&lower, &candidate_lower);
+        let close = score >= 0.85 || distance <= max_distance;
         if close && best.is_none_or(|(s, _)| score > s) {
             best = Some((score, candidate));
         }

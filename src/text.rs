@@ -50,6 +50,41 @@ pub fn for_terminal(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `text` cut to at most `max_chars` characters, the last of them `…` where it was cut. Costs no
+/// more than `max_chars` however long `text` is: a message quoting what a file wrote (a path, a
+/// name, a `$ref`) stays short when the file wrote a megabyte there, however many messages quote it.
+pub fn shorten(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max_chars {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    match text.char_indices().nth(max_chars) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some(_) => {
+            let keep = text.char_indices().nth(max_chars.saturating_sub(1)).map_or(0, |(at, _)| at);
+            std::borrow::Cow::Owned(format!("{}…", &text[..keep]))
+        }
+    }
+}
+
+/// How many characters of what a file wrote a message quotes: [`shorten`]'s length for paths,
+/// names and references in diagnostics.
+pub const QUOTED_CHARS: usize = 200;
+
+/// `text` as a message quotes it: [`shorten`] to [`QUOTED_CHARS`].
+pub fn quoted(text: &str) -> std::borrow::Cow<'_, str> {
+    shorten(text, QUOTED_CHARS)
+}
+
+/// The first `max` of `items`, each [`quoted`], joined by commas, with `, …` when there are
+/// more: how a message lists what a protocol declares (its keys, parameters, enum values), which
+/// may be thousands of entries of any length.
+pub fn some_of<T: AsRef<str>>(items: impl IntoIterator<Item = T>, max: usize) -> String {
+    let mut items = items.into_iter();
+    let shown: Vec<String> = items.by_ref().take(max).map(|item| quoted(item.as_ref()).into_owned()).collect();
+    let more = if items.next().is_some() { ", …" } else { "" };
+    format!("{}{more}", shown.join(", "))
+}
+
 /// A control character, one that reorders the text around it on screen (the bidirectional
 /// overrides and isolates, and the direction marks), or one that shows as nothing or as a blank
 /// (zero-width spaces and joiners, the line and paragraph separators, the soft hyphen, the
@@ -231,6 +266,19 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn shorten_cuts_to_a_length_in_characters() {
+        assert_eq!(shorten("short", 10), "short");
+        assert_eq!(shorten("abcdef", 6), "abcdef");
+        assert_eq!(shorten("abcdefg", 6), "abcde…");
+        assert_eq!(shorten("ééééééé", 6), "ééééé…", "characters, not bytes");
+        assert_eq!(shorten("éé", 3), "éé", "four bytes but two characters");
+        assert_eq!(quoted(&"x".repeat(1 << 20)).chars().count(), QUOTED_CHARS);
+        assert_eq!(some_of(["a", "b", "c"], 3), "a, b, c");
+        assert_eq!(some_of(["a", "b", "c"], 2), "a, b, …");
+        assert_eq!(some_of(vec!["k".repeat(1000)], 1).chars().count(), QUOTED_CHARS);
+    }
 
     #[test]
     fn control_characters_are_shown_not_obeyed() {

@@ -147,7 +147,7 @@ fn trace_text(trace: &Trace) -> String {
         if !call.ok
             && let Some(e) = &call.error
         {
-            out.push_str(&format!("    error: {}\n", runtime::trace::shorten(e, 200)));
+            out.push_str(&format!("    error: {}\n", crate::text::shorten(e, 200)));
         }
     }
     if out.is_empty() {
@@ -239,7 +239,7 @@ pub fn full_protocol(tool: &Tool) -> String {
             out.push_str(&format!("  example program:\n{program}\n"));
         }
         if let Some(response) = &example.response {
-            let text = runtime::trace::shorten(&response.to_string(), 600);
+            let text = crate::text::shorten(&response.to_string(), 600).into_owned();
             out.push_str(&format!("  example response: {text}\n"));
         }
     }

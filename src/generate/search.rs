@@ -256,7 +256,7 @@ fn tool<'c>(catalog: &'c Catalog, id: &str) -> Option<&'c Tool> {
 
 /// AnyTool's judge: does the output answer the task?
 pub fn judge_prompt(task: &str, program: &str, output: &str) -> String {
-    let shown = crate::runtime::trace::shorten(output.trim(), 2000);
+    let shown = crate::text::shorten(output.trim(), 2000).into_owned();
     format!(
         "Does the output answer the task? Judge strictly: the output must contain the information the task asks for; an empty, partial or off-topic output does not answer it.\n\nTask: {}\n\nProgram:\n```python\n{program}```\n\nOutput:\n{}\n\nReply with \"Solved\" or \"Unsolved\", then a one-sentence reason.",
         task.trim(),
@@ -277,7 +277,7 @@ pub fn checked_verdict(program: &str, outcome: &RunOutcome, asked: bool) -> Opti
         return Some(Verdict::Failed(format!(
             "the call of `{}` failed ({}) and the program went on without its answer",
             call.tool,
-            crate::runtime::trace::shorten(&why, 200)
+            crate::text::shorten(&why, 200)
         )));
     }
     if !asked {

@@ -713,7 +713,7 @@ impl Host {
             Ok((code, stdout, stderr)) => {
                 let said = if stderr.trim().is_empty() { stdout } else { stderr };
                 let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
-                Outcome::failed(format!("exited with status {code}: {}", super::trace::shorten(&said, 300)))
+                Outcome::failed(format!("exited with status {code}: {}", crate::text::shorten(&said, 300)))
             }
             Err(message) => Outcome::failed(message),
         }

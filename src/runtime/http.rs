@@ -112,7 +112,7 @@ pub fn error_excerpt(answer: &Answer) -> String {
     if text.is_empty() {
         format!("{}{reason}", answer.status)
     } else {
-        format!("{}{reason}: {}", answer.status, super::trace::shorten(&text, 300))
+        format!("{}{reason}: {}", answer.status, crate::text::shorten(&text, 300))
     }
 }
 

@@ -154,7 +154,7 @@ fn doc_string(text: &str, indent: &str) -> Option<String> {
         return None;
     }
     let clean = first.replace('\\', "\\\\").replace("\"\"\"", "'''");
-    let clean = crate::runtime::trace::shorten(&clean, 300);
+    let clean = crate::text::shorten(&clean, 300).into_owned();
     let clean = if clean.ends_with('"') { format!("{clean} ") } else { clean };
     Some(format!("{indent}\"\"\"{clean}\"\"\"\n"))
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::config::{Config, HeaderValueConfig, ToolsetSource};
+use crate::text::shorten;
 use crate::toolset::Catalog;
 
 use super::escapes;
@@ -115,15 +116,6 @@ impl TraceCall {
         }
         parts.join(", ")
     }
-}
-
-pub fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// `2025-11-21T08:45:12.345Z` and `20251121T084512345Z` (for file names) for a moment.

@@ -71,13 +71,14 @@ pub fn bundle(
     while next < bundler.copies.len() {
         let (path, pointer, anchor) = bundler.copies[next].clone();
         next += 1;
-        let node =
-            bundler.docs.get(&path).and_then(|d| d.as_ref().as_ref().ok()).and_then(|d| d.pointer(&pointer)).cloned();
-        let Some(node) = node else { continue };
+        let read = bundler.docs.get(&path).cloned();
+        let Some(node) = read.as_deref().and_then(|d| d.as_ref().ok()).and_then(|d| d.pointer(&pointer)) else {
+            continue;
+        };
         // Nested pointers (`/a`, `/a/b`, `/a/b/c`, …) each copy what the next one copies again.
-        let copy = if bundler.budget.take(node.weight(), anchor) {
+        let copy = if bundler.budget.take_node(node, anchor) {
             let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-            bundler.rewrite(&node, &Context { base: &base, this: Some(&path), anchor: Some(anchor) })
+            bundler.rewrite(node, &Context { base: &base, this: Some(&path), anchor: Some(anchor) })
         } else {
             Node { kind: NodeKind::Object(Vec::new()), range: anchor }
         };

@@ -39,13 +39,24 @@ impl Node {
     /// more for each [`BYTES_PER_VALUE`] of its strings and keys (counted without recursion: a
     /// document may nest as deep as its parser allows).
     pub fn weight(&self) -> usize {
+        self.weight_past(usize::MAX)
+    }
+
+    /// [`Node::weight`], or a weight past `limit` as soon as one is reached (weighing a large
+    /// node costs no more than the room it is weighed against).
+    pub fn weight_past(&self, limit: usize) -> usize {
         let mut weight = 0;
         let mut stack = vec![self];
         while let Some(node) = stack.pop() {
+            if weight > limit {
+                break;
+            }
             weight += node.own_weight();
+            // Each member weighs at least one: more than the room left need not be looked at.
+            let room = limit.saturating_sub(weight).saturating_add(1);
             match &node.kind {
-                NodeKind::Array(items) => stack.extend(items),
-                NodeKind::Object(members) => stack.extend(members.iter().map(|(_, _, member)| member)),
+                NodeKind::Array(items) => stack.extend(items.iter().take(room)),
+                NodeKind::Object(members) => stack.extend(members.iter().take(room).map(|(_, _, member)| member)),
                 _ => {}
             }
         }

@@ -25,7 +25,7 @@ use super::swagger;
 use super::{Auth, Example, Loaded, Param, ParamLocation, Provenance, Source, SourceKind, Tool, Transport};
 use crate::diagnostic::Diagnostic;
 use crate::names;
-use crate::text::ByteRange;
+use crate::text::{ByteRange, quoted};
 
 /// The operation keys of a path item, in the order OpenAPI lists them.
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
@@ -43,8 +43,11 @@ pub fn load(doc: &Node, text: &str, file: &Path, toolset: &str) -> Loaded {
 /// files the document refers to were bundled in: [`super::bundle::Bundled`]).
 pub fn load_within(doc: &Node, _text: &str, file: &Path, toolset: &str, budget: Option<refs::BuildBudget>) -> Loaded {
     if swagger::is_swagger2(doc) {
-        let (upgraded, form_flags) = swagger::upgrade(doc);
-        return load_document(&upgraded, file, toolset, &form_flags, budget);
+        // Sized by the 2.0 document as written: what the rewrite copies into each operation
+        // draws on the same bound as what the loader then builds.
+        let mut budget = budget.unwrap_or_else(|| refs::BuildBudget::for_weight(doc.weight()));
+        let (upgraded, form_flags) = swagger::upgrade(doc, &mut budget);
+        return load_document(&upgraded, file, toolset, &form_flags, Some(budget));
     }
     load_document(doc, file, toolset, &[], budget)
 }
@@ -91,8 +94,9 @@ fn load_document(
                 op.key_range,
                 "name-collision",
                 format!(
-                    "operation {} would be named `{name}`, which {} already uses; this operation is skipped",
+                    "operation {} would be named `{}`, which {} already uses; this operation is skipped",
                     op.label(),
+                    quoted(name),
                     first.label()
                 ),
             ));
@@ -190,8 +194,7 @@ fn scalar_text(node: &Node) -> String {
 
 /// A value as JSON text, cut to a length a message can hold.
 fn short_json(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 40 { format!("{}…", text.chars().take(40).collect::<String>()) } else { text }
+    crate::text::shorten(&value.to_string(), 41).into_owned()
 }
 
 /// A heading and a body joined into one text: `Search People. Search for people.`
@@ -246,7 +249,7 @@ struct Operation<'a> {
 impl Operation<'_> {
     /// `GET /person/{person_id}`.
     fn label(&self) -> String {
-        format!("{} {}", self.method.to_ascii_uppercase(), self.path)
+        format!("{} {}", self.method.to_ascii_uppercase(), quoted(self.path))
     }
 }
 
@@ -446,7 +449,7 @@ impl<'a> Loader<'a, '_> {
             let scheme = match self.resolver.deref(scheme) {
                 Ok(scheme) => scheme,
                 Err(err) => {
-                    let consequence = format!("security scheme `{name}` is ignored");
+                    let consequence = format!("security scheme `{}` is ignored", quoted(name));
                     self.diagnostics.push(err.diagnostic(self.file, &consequence));
                     continue;
                 }
@@ -518,7 +521,7 @@ impl<'a> Loader<'a, '_> {
             let item = match self.resolver.deref(item) {
                 Ok(item) => item,
                 Err(err) => {
-                    let consequence = format!("the operations of `{path}` are disabled");
+                    let consequence = format!("the operations of `{}` are disabled", quoted(path));
                     self.diagnostics.push(err.diagnostic(self.file, &consequence));
                     continue;
                 }
@@ -528,7 +531,7 @@ impl<'a> Loader<'a, '_> {
                     self.file,
                     item.range,
                     "invalid-operation",
-                    format!("the path item `{path}` must be an object of operations; it is skipped"),
+                    format!("the path item `{}` must be an object of operations; it is skipped", quoted(path)),
                 ));
                 continue;
             }
@@ -538,7 +541,8 @@ impl<'a> Loader<'a, '_> {
                 let node = match self.resolver.deref(node) {
                     Ok(node) => node,
                     Err(err) => {
-                        let consequence = format!("operation {} {path} is disabled", method.to_ascii_uppercase());
+                        let consequence =
+                            format!("operation {} {} is disabled", method.to_ascii_uppercase(), quoted(path));
                         self.diagnostics.push(err.diagnostic(self.file, &consequence));
                         continue;
                     }
@@ -636,8 +640,8 @@ impl<'a> Loader<'a, '_> {
                 let declared = self.resolver.deref(item)?;
                 // Where the parameter is written, for messages about it.
                 let place = match item.get("$ref").and_then(Node::as_str) {
-                    Some(reference) => format!("at {reference}"),
-                    None if of_item => format!("of the path item {}", op.path),
+                    Some(reference) => format!("at {}", quoted(reference)),
+                    None if of_item => format!("of the path item {}", quoted(op.path)),
                     None => format!("in {}", op.label()),
                 };
                 let Some(param) = self.parameter(declared, op, &place)? else { continue };
@@ -655,7 +659,8 @@ impl<'a> Loader<'a, '_> {
                     op.key_range,
                     "undeclared-path-param",
                     format!(
-                        "path parameter `{variable}` of {} is not declared; it is assumed to be a required string",
+                        "path parameter `{}` of {} is not declared; it is assumed to be a required string",
+                        quoted(variable),
                         op.label()
                     ),
                 ));
@@ -709,8 +714,10 @@ impl<'a> Loader<'a, '_> {
                     self,
                     range,
                     format!(
-                        "parameter `{wire}` has `in: {location_text}`, which is not an OpenAPI 3 location \
-                         (path, query, header, cookie; bodies are `requestBody`)"
+                        "parameter `{}` has `in: {}`, which is not an OpenAPI 3 location \
+                         (path, query, header, cookie; bodies are `requestBody`)",
+                        quoted(wire),
+                        quoted(location_text)
                     ),
                 );
                 return Ok(None);
@@ -737,7 +744,7 @@ impl<'a> Loader<'a, '_> {
             (None, _) => "read as false, as if absent (the parameter is optional)".to_string(),
         };
         let declared_required =
-            self.required(declared.get("required"), &format!("parameter `{wire}` {place}"), consequence);
+            self.required(declared.get("required"), &format!("parameter `{}` {place}", quoted(wire)), consequence);
         let required = location == ParamLocation::Path || declared_required == Some(true);
 
         let schema = if let Some(schema) = declared.get("schema") {
@@ -785,7 +792,7 @@ impl<'a> Loader<'a, '_> {
         let Some(written) = op.node.get("requestBody") else { return Ok(Vec::new()) };
         let body = self.resolver.deref(written)?;
         let what = match written.get("$ref").and_then(Node::as_str) {
-            Some(reference) => format!("the request body at {reference}"),
+            Some(reference) => format!("the request body at {}", quoted(reference)),
             None => format!("the request body of {}", op.label()),
         };
         let consequence = |read: Option<bool>| match read {
@@ -1680,6 +1687,80 @@ paths:
         .to_string();
         let loaded = load_text(&text, Syntax::Json);
         assert_eq!(loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").count(), 1);
+    }
+
+    /// Swagger 2.0 has no shared request bodies: a `body` parameter shared by `$ref` (or by a
+    /// path item) is copied into each operation's `requestBody` by the rewrite to 3.0, before the
+    /// loader builds anything. Those copies draw on the same bound, sized by the 2.0 file: 400
+    /// operations sharing a 20,000-property body (8 million values) stop at one error, and so do
+    /// shared form fields and a long `consumes` every operation would name.
+    #[test]
+    fn what_swagger_operations_copy_out_of_shared_parameters_is_bounded() {
+        let properties: serde_json::Map<String, Value> =
+            (0..20_000).map(|n| (format!("x{n}"), json!({"type": "integer"}))).collect();
+        let paths: serde_json::Map<String, Value> = (0..400)
+            .map(|n| (format!("/o{n}"), json!({"post": {"parameters": [{"$ref": "#/parameters/big"}], "responses": {"200": {"description": "ok"}}}})))
+            .collect();
+        let text = json!({"swagger": "2.0", "info": {"title": "t", "version": "1"}, "host": "example.com", "paths": paths,
+            "parameters": {"big": {"name": "big", "in": "body", "schema": {"type": "object", "properties": properties}}}})
+        .to_string();
+        let loaded = load_text(&text, Syntax::Json);
+        assert_eq!(loaded.tools.len(), 400);
+        let too_large: Vec<_> = loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").collect();
+        assert_eq!(too_large.len(), 1, "{:#?}", loaded.diagnostics);
+        assert!(too_large[0].message.contains("8 times what the file holds"), "{}", too_large[0].message);
+        let built: usize = loaded.tools.iter().map(|t| t.params.len()).sum();
+        assert!(built < 400 * 1000, "{built} parameters built");
+        assert_eq!(tool(&loaded, "post_o0").params.len(), 20_000, "the first operations whole");
+
+        let fields: serde_json::Map<String, Value> = (0..50)
+            .map(|n| (format!("f{n}"), json!({"name": format!("f{n}"), "in": "formData", "type": "string", "required": "yes", "description": "d".repeat(20_000)})))
+            .collect();
+        let uses: Vec<Value> = (0..50).map(|n| json!({"$ref": format!("#/parameters/f{n}")})).collect();
+        let paths: serde_json::Map<String, Value> = (0..200)
+            .map(|n| {
+                let ops: serde_json::Map<String, Value> = ["get", "put", "post", "delete", "patch"]
+                    .iter()
+                    .map(|m| {
+                        (
+                            m.to_string(),
+                            json!({"responses": {"200": {"description": "ok", "schema": {"type": "object"}}}}),
+                        )
+                    })
+                    .collect();
+                let mut item = json!({"parameters": uses});
+                item.as_object_mut().unwrap().extend(ops);
+                (format!("/o{n}"), item)
+            })
+            .collect();
+        let text = json!({"swagger": "2.0", "info": {"title": "t", "version": "1"}, "host": "example.com",
+            "consumes": [format!("application/json{}", "j".repeat(200_000))], "produces": [format!("application/json{}", "j".repeat(200_000))],
+            "paths": paths, "parameters": fields})
+        .to_string();
+        let loaded = load_text(&text, Syntax::Json);
+        assert_eq!(loaded.tools.len(), 1000);
+        assert_eq!(loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").count(), 1);
+        let flagged = loaded.diagnostics.iter().filter(|d| d.code == "required-not-boolean").count();
+        assert_eq!(flagged, 50, "each shared field's `required` reported once");
+        let described: usize = loaded.tools.iter().flat_map(|t| &t.params).map(|p| p.description.len()).sum();
+        assert!(described <= 64 << 20, "{described} bytes of descriptions");
+    }
+
+    /// A message names an operation by its path, and a file may write a megabyte there and fifty
+    /// thousand broken parameters under it: each message quotes the path cut short (fifty
+    /// thousand whole copies would be 50 GB).
+    #[test]
+    fn messages_quote_what_the_file_wrote_cut_short() {
+        let path = format!("/{}", "a".repeat(100_000));
+        let params: Vec<Value> = (0..2_000).map(|_| json!({})).collect();
+        let text = json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+            "paths": {&path: {"get": {"parameters": params, "responses": {"200": {"description": "ok"}}}}}})
+        .to_string();
+        let loaded = load_text(&text, Syntax::Json);
+        let invalid: Vec<_> = loaded.diagnostics.iter().filter(|d| d.code == "invalid-operation").collect();
+        assert_eq!(invalid.len(), 2_000);
+        assert!(invalid.iter().all(|d| d.message.len() < 400), "{}", invalid[0].message.len());
+        assert!(invalid[0].message.contains(&format!("GET /{}…", "a".repeat(198))), "{}", &invalid[0].message[..300]);
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub struct RefError<'a> {
 impl RefError<'_> {
     /// `consequence` says what the failure disables (`operation GET /x is disabled`).
     pub fn diagnostic(&self, file: &Path, consequence: &str) -> Diagnostic {
-        let reference = self.reference;
+        let reference = crate::text::quoted(self.reference);
         let message = match self.problem {
             RefProblem::Missing => format!("`$ref` `{reference}` does not resolve; {consequence}"),
             RefProblem::External if reference.contains("://") => format!(
@@ -138,6 +138,19 @@ impl BuildBudget {
     pub fn keep(&mut self, value: Option<&Value>, at: ByteRange) -> Option<Value> {
         let value = value?;
         self.take(value_weight(value), at).then(|| value.clone())
+    }
+
+    /// Takes what `node` weighs, weighed no further than the room left: `false` when there is
+    /// no room for a copy of it.
+    pub fn take_node(&mut self, node: &Node, at: ByteRange) -> bool {
+        let room = self.max_built().saturating_sub(self.built);
+        self.take(node.weight_past(room), at)
+    }
+
+    /// A copy of `node` (a shared part of a document an operation takes in), when there is room
+    /// for it, weighed before it is copied.
+    pub fn keep_node(&mut self, node: &Node, at: ByteRange) -> Option<Node> {
+        self.take_node(node, at).then(|| node.clone())
     }
 
     /// A copy of `text` (a description read out of the store), or nothing when there is no room.

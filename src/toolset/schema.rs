@@ -329,8 +329,8 @@ pub fn check_literal(refs: &dyn Refs, schema: &Value, value: &Value) -> Result<(
         && !values.is_empty()
         && !values.contains(value)
     {
-        let allowed: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-        return Err(format!("{} is not one of {}", short(value), allowed.join(", ")));
+        let allowed = crate::text::some_of(values.iter().map(short), 12);
+        return Err(format!("{} is not one of {allowed}", short(value)));
     }
     Ok(())
 }
@@ -449,8 +449,7 @@ fn note(out: &mut Vec<(String, String)>, path: String, what: String) {
 }
 
 fn short(value: &Value) -> String {
-    let s = value.to_string();
-    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+    crate::text::shorten(&value.to_string(), 41).into_owned()
 }
 
 /// A one-line type summary: `object {id, name, …}`, `array of object {…}`, `string (date)`.
@@ -471,9 +470,7 @@ fn summary_at(refs: &dyn Refs, schema: &Value, depth: usize) -> String {
                 if ks.is_empty() || depth > 0 {
                     "object".to_string()
                 } else {
-                    let names: Vec<&str> = ks.iter().take(6).map(|(k, _)| *k).collect();
-                    let more = if ks.len() > 6 { ", …" } else { "" };
-                    format!("object {{{}{more}}}", names.join(", "))
+                    format!("object {{{}}}", crate::text::some_of(ks.iter().map(|(k, _)| *k), 6))
                 }
             }
             "array" => match items(refs, schema) {

@@ -8,10 +8,18 @@
 //! under `schema`; a response's `schema` and `examples` move under `content` (media type from
 //! `produces`). `definitions`, `parameters` and `responses` stay at the root, where `$ref`s point
 //! (`#/definitions/...`); shared parameters and responses are rewritten in place.
+//!
+//! A body or form parameter shared by `$ref` or by a path item is copied into every operation
+//! that takes it: those copies (and the media types each operation names) are weighed against the
+//! [`BuildBudget`] the loader then builds the tools out of, sized by the 2.0 document, so a small
+//! file whose operations share one large body stops at `protocol-too-large` as its 3.0 form would.
 
-use super::doc::{Node, NodeKind};
+use std::collections::HashSet;
+
+use super::doc::{Node, NodeKind, text_weight};
+use super::refs::BuildBudget;
 use super::required::Flag;
-use crate::text::ByteRange;
+use crate::text::{ByteRange, quoted};
 
 /// Parameter keywords that describe the value: under OpenAPI 3 they belong to its `schema`.
 const VALUE_KEYWORDS: [&str; 17] = [
@@ -53,10 +61,33 @@ pub struct FormFlag {
     pub node: Node,
 }
 
+/// What the rewrite copies out of shared parts, and what it hands the loader to report.
+struct Copies<'b> {
+    budget: &'b mut BuildBudget,
+    flags: Vec<FormFlag>,
+    /// The `required` values already flagged: a shared field is reported (and copied) once.
+    flagged: HashSet<ByteRange>,
+}
+
+impl Copies<'_> {
+    /// A copy of `node` for one operation, or an empty object when there is no room for it.
+    fn node(&mut self, node: &Node, at: ByteRange) -> Node {
+        self.budget.keep_node(node, at).unwrap_or_else(|| object(at, vec![]))
+    }
+
+    /// The JSON media type among `media` (else `application/json`) as one operation's key.
+    fn json_media(&mut self, media: &[String], at: ByteRange) -> String {
+        match media.iter().find(|m| m.contains("json")) {
+            Some(m) if self.budget.take(1 + text_weight(m), at) => m.clone(),
+            _ => "application/json".into(),
+        }
+    }
+}
+
 /// The OpenAPI 3.0 form of a Swagger 2.0 document, with the form fields whose `required` it read
-/// from something other than a boolean.
-pub fn upgrade(doc: &Node) -> (Node, Vec<FormFlag>) {
-    let mut flags = Vec::new();
+/// from something other than a boolean. What it copies into operations is taken from `budget`.
+pub fn upgrade(doc: &Node, budget: &mut BuildBudget) -> (Node, Vec<FormFlag>) {
+    let mut copies = Copies { budget, flags: Vec::new(), flagged: HashSet::new() };
     let mut members: Vec<(String, Node)> = Vec::new();
     let version = doc.get("swagger").map_or(doc.range, |v| v.range);
     members.push(("openapi".into(), string(version, "3.0.0")));
@@ -73,7 +104,7 @@ pub fn upgrade(doc: &Node) -> (Node, Vec<FormFlag>) {
             .members()
             .iter()
             .map(|(path, key_range, item)| {
-                (path.clone(), *key_range, path_item(doc, path, item, &consumes, &produces, &mut flags))
+                (path.clone(), *key_range, path_item(doc, path, item, &consumes, &produces, &mut copies))
             })
             .collect();
         members.push(("paths".into(), Node { kind: NodeKind::Object(converted), range: paths.range }));
@@ -95,7 +126,8 @@ pub fn upgrade(doc: &Node) -> (Node, Vec<FormFlag>) {
         members.push(("parameters".into(), Node { kind: NodeKind::Object(converted), range: parameters.range }));
     }
     if let Some(responses) = doc.get("responses") {
-        let converted = responses.members().iter().map(|(k, r, x)| (k.clone(), *r, response(x, &produces))).collect();
+        let converted =
+            responses.members().iter().map(|(k, r, x)| (k.clone(), *r, response(x, &produces, &mut copies))).collect();
         members.push(("responses".into(), Node { kind: NodeKind::Object(converted), range: responses.range }));
     }
     for key in ["security", "tags", "externalDocs", super::bundle::BUNDLED] {
@@ -112,7 +144,7 @@ pub fn upgrade(doc: &Node) -> (Node, Vec<FormFlag>) {
             }
         }
     }
-    (upgraded, flags)
+    (upgraded, copies.flags)
 }
 
 /// `schemes://host/basePath`, https preferred; a document without `host` keeps a relative base.
@@ -157,15 +189,15 @@ fn path_item(
     item: &Node,
     consumes: &[String],
     produces: &[String],
-    flags: &mut Vec<FormFlag>,
+    copies: &mut Copies,
 ) -> Node {
     let NodeKind::Object(members) = &item.kind else { return item.clone() };
     let shared: Vec<&Node> = item.get("parameters").map(|p| p.items().iter().collect()).unwrap_or_default();
     let mut out = Vec::new();
     for (key, key_range, value) in members {
         let converted = if METHODS.contains(&key.as_str()) {
-            let label = format!("{} {path}", key.to_ascii_uppercase());
-            operation(doc, &label, value, &shared, Media { consumes, produces }, flags)
+            let label = format!("{} {}", key.to_ascii_uppercase(), quoted(path));
+            operation(doc, &label, value, &shared, Media { consumes, produces }, copies)
         } else if key == "parameters" {
             // Body and form parameters of the path item are folded into each operation's body.
             let kept: Vec<Node> =
@@ -187,10 +219,13 @@ struct Media<'m> {
 }
 
 /// `label`: how messages name the operation (`POST /pet/{petId}`).
-fn operation(doc: &Node, label: &str, op: &Node, shared: &[&Node], media: Media, flags: &mut Vec<FormFlag>) -> Node {
+fn operation(doc: &Node, label: &str, op: &Node, shared: &[&Node], media: Media, copies: &mut Copies) -> Node {
     let NodeKind::Object(members) = &op.kind else { return op.clone() };
-    let consumes = op.get("consumes").map(|c| media_list(Some(c))).unwrap_or_else(|| media.consumes.to_vec());
-    let produces = op.get("produces").map(|p| media_list(Some(p))).unwrap_or_else(|| media.produces.to_vec());
+    // The document's media types are read in place, never copied into each operation.
+    let own_consumes = op.get("consumes").map(|c| media_list(Some(c)));
+    let own_produces = op.get("produces").map(|p| media_list(Some(p)));
+    let consumes = own_consumes.as_deref().unwrap_or(media.consumes);
+    let produces = own_produces.as_deref().unwrap_or(media.produces);
     let own: Vec<&Node> = op.get("parameters").map(|p| p.items().iter().collect()).unwrap_or_default();
     // Body and form parameters of the path item apply unless the operation redeclares them.
     let mut body_params: Vec<&Node> = own.iter().copied().filter(|p| is_body_like(resolve(doc, p))).collect();
@@ -210,7 +245,7 @@ fn operation(doc: &Node, label: &str, op: &Node, shared: &[&Node], media: Media,
             }
             "responses" => {
                 let converted =
-                    value.members().iter().map(|(k, r, x)| (k.clone(), *r, response(x, &produces))).collect();
+                    value.members().iter().map(|(k, r, x)| (k.clone(), *r, response(x, produces, copies))).collect();
                 Node { kind: NodeKind::Object(converted), range: value.range }
             }
             "consumes" | "produces" | "schemes" => continue,
@@ -218,7 +253,7 @@ fn operation(doc: &Node, label: &str, op: &Node, shared: &[&Node], media: Media,
         };
         out.push((key.clone(), *key_range, converted));
     }
-    if let Some(body) = request_body(doc, label, &body_params, &consumes, flags) {
+    if let Some(body) = request_body(doc, label, &body_params, consumes, copies) {
         let range = body.range;
         out.push(("requestBody".into(), range, body));
     }
@@ -253,27 +288,21 @@ fn plain_parameter(param: &Node) -> Node {
 }
 
 /// The operation's body: the `body` parameter's schema, or an object of the `formData` fields.
-fn request_body(
-    doc: &Node,
-    label: &str,
-    params: &[&Node],
-    consumes: &[String],
-    flags: &mut Vec<FormFlag>,
-) -> Option<Node> {
+fn request_body(doc: &Node, label: &str, params: &[&Node], consumes: &[String], copies: &mut Copies) -> Option<Node> {
     let first = *params.first()?;
+    let at = first.range;
     let resolved: Vec<&Node> = params.iter().map(|p| resolve(doc, p)).collect();
     if let Some(body) = resolved.iter().find(|p| p.str_of("in") == "body") {
-        let media = consumes.iter().find(|m| m.contains("json")).cloned().unwrap_or_else(|| "application/json".into());
-        let schema = body.get("schema").cloned().unwrap_or_else(|| object(body.range, vec![]));
+        let media = copies.json_media(consumes, at);
+        let schema = body.get("schema").map_or_else(|| object(body.range, vec![]), |s| copies.node(s, at));
         let mut members = vec![(
             "content".into(),
             object(body.range, vec![(media, object(body.range, vec![("schema".into(), schema)]))]),
         )];
-        if let Some(required) = body.get("required") {
-            members.push(("required".into(), required.clone()));
-        }
-        if let Some(description) = body.get("description") {
-            members.push(("description".into(), description.clone()));
+        for key in ["required", "description"] {
+            if let Some(value) = body.get(key).and_then(|v| copies.budget.keep_node(v, at)) {
+                members.push((key.into(), value));
+            }
         }
         return Some(object(first.range, members));
     }
@@ -283,7 +312,7 @@ fn request_body(
     let mut has_file = false;
     for field in resolved.iter().filter(|p| p.str_of("in") == "formData") {
         let name = field.str_of("name");
-        if name.is_empty() {
+        if name.is_empty() || !copies.budget.take(1 + text_weight(name), at) {
             continue;
         }
         has_file |= field.str_of("type") == "file";
@@ -293,17 +322,20 @@ fn request_body(
                 let value = if key == "type" && value.as_str() == Some("file") {
                     string(value.range, "string")
                 } else {
-                    value.clone()
+                    copies.node(value, at)
                 };
                 schema.push((key.clone(), value));
             }
         }
         properties.push((name.to_string(), object(field.range, schema)));
         let flag = field.get("required").map(super::required::flag);
-        if let (Some(Flag::Text(_) | Flag::Other), Some(node)) = (flag, field.get("required")) {
-            flags.push(FormFlag { what: format!("form field `{name}` in {label}"), node: node.clone() });
+        if let (Some(Flag::Text(_) | Flag::Other), Some(node)) = (flag, field.get("required"))
+            && copies.flagged.insert(node.range)
+        {
+            let what = format!("form field `{}` in {label}", quoted(name));
+            copies.flags.push(FormFlag { what, node: node.clone() });
         }
-        if matches!(flag, Some(Flag::Bool(true) | Flag::Text(true))) {
+        if matches!(flag, Some(Flag::Bool(true) | Flag::Text(true))) && copies.budget.take(1 + text_weight(name), at) {
             required.push(string(field.range, name));
         }
     }
@@ -327,7 +359,7 @@ fn request_body(
 }
 
 /// A response with its `schema` and `examples` under `content`.
-fn response(response: &Node, produces: &[String]) -> Node {
+fn response(response: &Node, produces: &[String], copies: &mut Copies) -> Node {
     let NodeKind::Object(members) = &response.kind else { return response.clone() };
     if response.get("$ref").is_some() {
         return response.clone();
@@ -339,7 +371,7 @@ fn response(response: &Node, produces: &[String]) -> Node {
         }
     }
     if let Some(schema) = response.get("schema") {
-        let media = produces.iter().find(|m| m.contains("json")).cloned().unwrap_or_else(|| "application/json".into());
+        let media = copies.json_media(produces, schema.range);
         let mut media_members = vec![("schema".to_string(), schema.clone())];
         if let Some(example) = response.get("examples").and_then(|e| e.get(&media)) {
             media_members.push(("example".into(), example.clone()));

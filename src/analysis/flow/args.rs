@@ -121,7 +121,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 d = d.with_suggestion(format!("Change to `{best}`"), name_range, replacement);
             }
         } else if !names.is_empty() {
-            d.message.push_str(&format!(" (parameters: {})", names.join(", ")));
+            d.message.push_str(&format!(" (parameters: {})", crate::text::some_of(&names, 20)));
         }
         self.diag(d);
     }
@@ -328,6 +328,5 @@ fn coerce_text(refs: &dyn schema::Refs, text: &str, param_schema: &Value) -> Val
 }
 
 fn short_json(value: &Value) -> String {
-    let s = value.to_string();
-    if s.chars().count() > 40 { format!("{}…", s.chars().take(40).collect::<String>()) } else { s }
+    crate::text::shorten(&value.to_string(), 41).into_owned()
 }

@@ -200,15 +200,11 @@ impl<'t, 'c> Walker<'t, 'c> {
         if !allowed.iter().any(|a| same_json_type(a, &value)) {
             return;
         }
-        let shown: Vec<String> = allowed.iter().take(12).map(Value::to_string).collect();
-        let more = if allowed.len() > 12 { ", …" } else { "" };
+        let shown = crate::text::some_of(allowed.iter().map(Value::to_string), 12);
         let d = self.warning(
             range_of(literal),
             "not-in-enum",
-            format!(
-                "{value} is not a value this field takes ({}{more}), so the comparison never holds",
-                shown.join(", ")
-            ),
+            format!("{value} is not a value this field takes ({shown}), so the comparison never holds"),
         );
         self.diag(d);
     }

@@ -403,9 +403,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             let quote = quote_of(key_node, self.text);
             d = d.with_suggestion(format!("Change to \"{best}\""), key_range, format!("{quote}{best}{quote}"));
         } else if !names.is_empty() {
-            let shown: Vec<&str> = names.iter().take(10).copied().collect();
-            let more = if names.len() > 10 { ", …" } else { "" };
-            d.message.push_str(&format!(" (keys: {}{more})", shown.join(", ")));
+            d.message.push_str(&format!(" (keys: {})", crate::text::some_of(&names, 10)));
         }
         self.diag(d);
     }
