@@ -13,6 +13,10 @@ use crate::text::ByteRange;
 use crate::toolset::schema;
 use crate::toolset::{Catalog, Param, ParamLocation, Tool};
 
+/// The most text a "missing arguments" fix inserts (`a=..., b=...`): a tool declaring more
+/// required parameters, or names longer, than a user types gets the message without the fix.
+const MAX_ADDED: usize = 4096;
+
 /// One argument of a call as the checks see it.
 pub(super) struct ArgSite<'t> {
     pub name: String,
@@ -136,24 +140,23 @@ impl<'t, 'c> Walker<'t, 'c> {
         arguments: Option<Node<'t>>,
     ) {
         let shown = self.written_name(call_index, tool, wire);
-        let list: Vec<String> = missing.iter().map(|p| format!("`{}`", spelling(p, wire))).collect();
+        // A message and its fix are made for each call: what they quote of the protocol is cut
+        // short, and a fix that would insert more than a user would type is not offered.
+        let list = crate::text::some_of(missing.iter().map(|p| format!("`{}`", spelling(p, wire))), 20);
         let plural = if missing.len() > 1 { "s" } else { "" };
-        let mut d = self.error(
-            anchor,
-            "missing-argument",
-            format!("`{shown}` is missing required argument{plural} {}", list.join(", ")),
-        );
+        let mut d =
+            self.error(anchor, "missing-argument", format!("`{shown}` is missing required argument{plural} {list}"));
         // Only keywords can be added for the user: HTTP arguments live in a URL or a dict.
-        if !wire && let Some(arguments) = arguments {
+        let added_len: usize = missing.iter().map(|p| p.name.len() + 6).sum();
+        if !wire
+            && added_len <= MAX_ADDED
+            && let Some(arguments) = arguments
+        {
             let close = arguments.end_byte().saturating_sub(1);
             let has_args = arguments.named_child_count() > 0;
             let additions: Vec<String> = missing.iter().map(|p| format!("{}=...", p.name)).collect();
             let insert = format!("{}{}", if has_args { ", " } else { "" }, additions.join(", "));
-            d = d.with_suggestion(
-                format!("Add missing argument{plural} {}", list.join(", ")),
-                ByteRange::new(close, close),
-                insert,
-            );
+            d = d.with_suggestion(format!("Add missing argument{plural} {list}"), ByteRange::new(close, close), insert);
         }
         self.diag(d);
     }
