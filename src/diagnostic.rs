@@ -122,6 +122,23 @@ impl Diagnostic {
 /// out is not measured: a file may name a megabyte-long key, a program may write one, and every
 /// unknown key of a program is compared with every key its schema declares.
 pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let mut unbounded = usize::MAX;
+    did_you_mean_within(word, candidates, &mut unbounded)
+}
+
+/// What one analysis of a program may spend on [`did_you_mean_within`], in candidates looked at
+/// and, for each one measured, the product of the two lengths: a few hundred typos against a
+/// catalog of 16,000 tools take a fraction of it, and a program of thousands of unknown keys
+/// read from a schema of 200,000 stops getting suggestions instead of taking minutes.
+pub const SUGGESTION_WORK: usize = 500_000_000;
+
+/// [`did_you_mean`], spending at most `work_left` (see [`SUGGESTION_WORK`]): `None`, and nothing
+/// left, when the candidates would cost more.
+pub fn did_you_mean_within<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    work_left: &mut usize,
+) -> Option<&'a str> {
     let lower = word.to_ascii_lowercase();
     let word_chars = lower.chars().count();
     let max_distance = (word.len() / 4).max(1);
@@ -135,7 +152,15 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
     let longest_close = 4 * word_chars + max_distance + 2;
     let mut best: Option<(f64, &'a str)> = None;
     for candidate in candidates {
-        if !may_be_close(candidate.chars().take(longest_close).count()) {
+        let chars = candidate.chars().take(longest_close).count();
+        let close_enough = may_be_close(chars);
+        let work = if close_enough { word_chars.max(1).saturating_mul(chars.max(1)) } else { 1 };
+        if work > *work_left {
+            *work_left = 0;
+            return None;
+        }
+        *work_left -= work;
+        if !close_enough {
             continue;
         }
         let candidate_lower = candidate.to_ascii_lowercase();
@@ -147,4 +172,23 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
         }
     }
     best.map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn did_you_mean_finds_a_typo_within_what_it_may_spend() {
+        assert_eq!(did_you_mean("titel", ["name", "title", "id"]), Some("title"));
+        assert_eq!(did_you_mean("titel", ["name", &"t".repeat(100_000)]), None, "ruled out by its length");
+        let mut left = 1_000;
+        assert_eq!(did_you_mean_within("titel", ["name", "title"], &mut left), Some("title"));
+        assert!(left < 1_000 && left > 900, "{left}");
+        // Out of work, no suggestion (not the best of those measured), and none after.
+        let mut left = 30;
+        assert_eq!(did_you_mean_within("titel", ["name", "title"], &mut left), None);
+        assert_eq!(left, 0);
+        assert_eq!(did_you_mean_within("titel", ["title"], &mut left), None);
+    }
 }

@@ -1,5 +1,39 @@
 //! The one naming rule for tools and parameters, used by stubs, prompts, traces, ToolNet and the CLI.
 
+use std::collections::{HashMap, HashSet};
+
+/// Names given out once each: a name already given gets the first free `{name}{separator}{n}`
+/// (`n` from 2), counted on from the last number given for that name, so that thousands of names
+/// falling together (`a-b`, `a.b`, `a b` are all `a_b`) cost a lookup each, not one for every
+/// name before them.
+#[derive(Default)]
+pub struct Unique {
+    given: HashSet<String>,
+    next: HashMap<String, usize>,
+}
+
+impl Unique {
+    /// Gives `name` as it is; `false` when it was given already.
+    pub fn take(&mut self, name: &str) -> bool {
+        self.given.insert(name.to_string())
+    }
+
+    /// `name`, or the first free `{name}{separator}{n}`; given from then on either way.
+    pub fn claim(&mut self, name: &str, separator: &str) -> String {
+        if self.take(name) {
+            return name.to_string();
+        }
+        let n = self.next.entry(name.to_string()).or_insert(2);
+        loop {
+            let candidate = format!("{name}{separator}{n}");
+            *n += 1;
+            if self.given.insert(candidate.clone()) {
+                return candidate;
+            }
+        }
+    }
+}
+
 /// Python keywords and soft keywords a generated keyword argument must not shadow.
 const PYTHON_KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del",

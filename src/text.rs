@@ -66,6 +66,54 @@ pub fn shorten(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `value` as JSON text, [`shorten`]ed to `max_chars`, made of no more of it than that: a message
+/// quoting one `enum` member for each call of a program costs the length it shows, not the
+/// member's.
+pub fn short_json(value: &serde_json::Value, max_chars: usize) -> String {
+    // One character more than is shown, so that a value cut short still shows `…`.
+    let mut room = max_chars.saturating_add(1);
+    shorten(&clip(value, &mut room).to_string(), max_chars).into_owned()
+}
+
+/// The beginning of `value`, `room` characters of its text and one for each other value, taken
+/// from `room`.
+fn clip(value: &serde_json::Value, room: &mut usize) -> serde_json::Value {
+    use serde_json::Value;
+    let text = |text: &str, room: &mut usize| -> String {
+        let kept: String = text.chars().take(*room).collect();
+        *room = room.saturating_sub(kept.chars().count().max(1));
+        kept
+    };
+    match value {
+        Value::String(s) => Value::String(text(s, room)),
+        Value::Array(items) => {
+            let mut kept = Vec::new();
+            for item in items {
+                if *room == 0 {
+                    break;
+                }
+                kept.push(clip(item, room));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(members) => {
+            let mut kept = serde_json::Map::new();
+            for (key, member) in members {
+                if *room == 0 {
+                    break;
+                }
+                let key = text(key, room);
+                kept.insert(key, clip(member, room));
+            }
+            Value::Object(kept)
+        }
+        other => {
+            *room = room.saturating_sub(1);
+            other.clone()
+        }
+    }
+}
+
 /// How many characters of what a file wrote a message quotes: [`shorten`]'s length for paths,
 /// names and references in diagnostics.
 pub const QUOTED_CHARS: usize = 200;
@@ -278,6 +326,9 @@ mod tests {
         assert_eq!(some_of(["a", "b", "c"], 3), "a, b, c");
         assert_eq!(some_of(["a", "b", "c"], 2), "a, b, …");
         assert_eq!(some_of(vec!["k".repeat(1000)], 1).chars().count(), QUOTED_CHARS);
+        assert_eq!(short_json(&serde_json::json!({"a": [1, 2]}), 40), r#"{"a":[1,2]}"#);
+        assert_eq!(short_json(&serde_json::json!("é".repeat(1 << 20)), 5), "\"ééé…");
+        assert_eq!(short_json(&serde_json::json!(["x".repeat(10)]), 6), r#"["xxx…"#);
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub fn toolset_stub(catalog: &Catalog, toolset: &Toolset) -> String {
 struct Emitter<'r> {
     refs: &'r dyn Refs,
     definitions: Vec<String>,
-    taken: HashSet<String>,
+    taken: crate::names::Unique,
     /// The Python name of each named schema met so far (a reference met again uses it).
     by_ref: HashMap<String, String>,
     /// Names given to named schemas whose definition is being written: the object of that name
@@ -119,7 +119,7 @@ impl<'r> Emitter<'r> {
         Emitter {
             refs,
             definitions: Vec::new(),
-            taken: HashSet::new(),
+            taken: Default::default(),
             by_ref: HashMap::new(),
             reserved: HashSet::new(),
             defining: 0,
@@ -225,13 +225,7 @@ impl Emitter<'_> {
     }
 
     fn unique(&mut self, hint: &str) -> String {
-        let mut name = hint.to_string();
-        let mut n = 2;
-        while !self.taken.insert(name.clone()) {
-            name = format!("{hint}{n}");
-            n += 1;
-        }
-        name
+        self.taken.claim(hint, "")
     }
 
     /// The Python type of a schema; `TypedDict`s it needs are added to the definitions.

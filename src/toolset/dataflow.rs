@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use super::schema;
 use super::{Catalog, ParamLocation, Tool, Transport};
+use crate::text::quoted;
 use crate::textsearch;
 
 /// One step into a response: a key of an object, or any item of an array.
@@ -379,7 +380,13 @@ impl Consumers {
                 for consumer in consumers.iter().filter(|c| c.tool != *from && c.want.field == want.field) {
                     let same = Evidence {
                         strength: if *consumer.param == **key { 0.9 } else { 0.75 },
-                        why: format!("`{key}` names the {} that `{}` takes", want.entity, consumer.param).into(),
+                        why: format!(
+                            "`{}` names the {} that `{}` takes",
+                            quoted(key),
+                            quoted(&want.entity),
+                            quoted(&consumer.param)
+                        )
+                        .into(),
                     };
                     out.extend(edge(from, &path, consumer, &field_types, vec![same]));
                 }
@@ -690,21 +697,15 @@ fn object_entities(
         let share = shared.len() as f64 / smaller;
         if shared.len() >= 3 && share >= 0.3 && weight >= 0.8 * best_fit {
             let strength = (0.4 + share * 0.5).min(0.9);
-            let sample: Vec<&str> = shared.iter().take(4).copied().collect();
-            add(
-                entity,
-                Evidence {
-                    strength,
-                    why: format!("it shares {} of its keys with a {entity} ({}, …)", shared.len(), sample.join(", "))
-                        .into(),
-                },
-            );
+            let sample = crate::text::some_of(&shared, 4);
+            let why = format!("it shares {} of its keys with a {} ({sample})", shared.len(), quoted(entity));
+            add(entity, Evidence { strength, why: why.into() });
         }
     }
     if let Some(parent) = &object.parent_key {
         let entity = singular(parent);
         if entities.contains(&entity) || is_identity_word(&entity) {
-            add(&entity, Evidence { strength: 0.8, why: format!("it sits under `{parent}`").into() });
+            add(&entity, Evidence { strength: 0.8, why: format!("it sits under `{}`", quoted(parent)).into() });
         }
     }
     // What the path is about, for the operation's own results (not objects nested in them).
@@ -718,7 +719,10 @@ fn object_entities(
     if own_results {
         for noun in &producer.nouns {
             if entities.contains(noun) && !producer.takes(noun) {
-                add(noun, Evidence { strength: 0.75, why: format!("the operation's path is about {noun}s").into() });
+                add(
+                    noun,
+                    Evidence { strength: 0.75, why: format!("the operation's path is about {}s", quoted(noun)).into() },
+                );
             }
         }
     }

@@ -394,7 +394,7 @@ fn load_doc(
     read: &super::bundle::Reader<'_>,
     aliases: &doc::ParseBudget,
 ) -> Loaded {
-    match kind {
+    let loaded = match kind {
         SourceKind::OpenApi => {
             let (bundled, mut problems) = super::bundle::bundle(doc, file, read, aliases);
             let mut loaded = match bundled {
@@ -406,7 +406,8 @@ fn load_doc(
         }
         SourceKind::Native => native::load(doc, text, file, toolset),
         SourceKind::ToolBench | SourceKind::Mcp => toolbench::load(doc, text, file, toolset),
-    }
+    };
+    loaded.without_overlong_names(file)
 }
 
 /// The threads protocol files load on: the parsers recurse with a document's nesting, so they get
@@ -864,6 +865,41 @@ Owner:
     /// what was written: nested pointers (`ext.json#/a/a/…`) make the bundled document far
     /// heavier than the files, and a bound of eight times the bundled document let 60 operations
     /// copy a shared 20,000-property parameter 60 times, with no error.
+    /// A parameter named longer than a word (here 2,000 bytes) is left out of its tool, with one
+    /// warning on the operation, and the rest of the tool loads; a shared one is weighed as a
+    /// copy for each operation using it (a 1 MB name shared by 4,000 operations aborted at 3.7 GB).
+    #[test]
+    fn a_parameter_named_past_a_word_is_left_out_and_a_shared_name_is_weighed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("protocols")).unwrap();
+        let long = format!("p{}", "a".repeat(2000));
+        let spec = serde_json::json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+            "servers": [{"url": "https://t.example"}],
+            "paths": {"/x": {"get": {"parameters": [
+                {"name": long, "in": "query", "required": true, "schema": {"type": "string"}},
+                {"name": "q", "in": "query", "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok"}}}}}});
+        std::fs::write(dir.path().join("protocols/t.json"), spec.to_string()).unwrap();
+        let catalog = super::load(&Config::load(dir.path(), None));
+        let tool = catalog.tool("t", "x").expect("the tool loads");
+        assert_eq!(tool.params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["q"]);
+        let warned: Vec<_> = catalog.diagnostics.iter().filter(|d| d.code == "invalid-operation").collect();
+        assert_eq!(warned.len(), 1, "{:?}", catalog.diagnostics);
+        assert!(warned[0].message.contains("longer than 1024 bytes"), "{}", warned[0].message);
+
+        let shared = serde_json::json!({"openapi": "3.0.0", "info": {"title": "t", "version": "1"},
+            "components": {"parameters": {"big": {"name": "a".repeat(200_000), "in": "query", "schema": {"type": "integer"}}}},
+            "paths": (0..2000).map(|i| (format!("/o{i}"), serde_json::json!({"get": {
+                "parameters": [{"$ref": "#/components/parameters/big"}], "responses": {"200": {"description": "ok"}}}})))
+                .collect::<serde_json::Map<_, _>>()});
+        let doc = super::doc::parse(&shared.to_string(), super::doc::Syntax::Json).unwrap();
+        let loaded = super::super::openapi::load(&doc, "", std::path::Path::new("s.json"), "s");
+        assert_eq!(loaded.tools.len(), 2000);
+        assert_eq!(loaded.diagnostics.iter().filter(|d| d.code == "protocol-too-large").count(), 1);
+        let copied: usize = loaded.tools.iter().flat_map(|t| &t.params).map(|p| p.name.len() + p.wire_name.len()).sum();
+        assert!(copied <= 128 << 20, "{copied} bytes of names");
+    }
+
     #[test]
     fn bundled_copies_and_operations_share_one_bound() {
         let dir = tempfile::tempdir().unwrap();

@@ -54,7 +54,7 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
     // is a document of its own, but a bound per tool would let many tools build many times more.
     let mut budget = BuildBudget::for_weight(listed.iter().map(value_weight).sum())
         .sized_by("the server's `tools/list` answer holds");
-    let mut taken: HashSet<String> = HashSet::new();
+    let mut taken = names::Unique::default();
     for described in listed {
         let Some(original) = described.get("name").and_then(Value::as_str).filter(|n| !n.trim().is_empty()) else {
             loaded.diagnostics.push(Diagnostic::warning(
@@ -76,16 +76,15 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
         };
         let mut tool = tool(described, original, toolset, &mut schemas);
         loaded.diagnostics.append(&mut schemas.problems);
-        if !taken.insert(tool.name.clone()) {
+        let unique = taken.claim(&tool.name, "_");
+        if unique != tool.name {
             let base = tool.name.clone();
-            let unique = (2..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).expect("a free name");
             loaded.diagnostics.push(Diagnostic::warning(
                 file,
                 range,
                 "name-collision",
                 format!("MCP tool `{original}` of toolset `{toolset}` would also be named `{base}`; it is `{unique}`"),
             ));
-            taken.insert(unique.clone());
             tool.name = unique;
         }
         loaded.tools.push(tool);
@@ -95,7 +94,7 @@ pub fn tools_from_list(listed: &[Value], toolset: &str, file: &Path, range: Byte
     for tool in &mut loaded.tools {
         tool.schemas = loaded.schemas.clone();
     }
-    loaded
+    loaded.without_overlong_names(file)
 }
 
 /// Converts one listed tool's schemas into the toolset's store (each schema is a document of its
@@ -195,16 +194,10 @@ fn params(input: &Value, refs: &Schemas, budget: &mut BuildBudget, at: ByteRange
     let required: HashSet<&str> =
         input.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
     let Some(properties) = input.get("properties").and_then(Value::as_object) else { return Vec::new() };
-    let mut taken: HashSet<String> = HashSet::new();
+    let mut taken = names::Unique::default();
     let mut params = Vec::new();
     for (wire, schema) in properties {
-        let base = names::python_param(wire);
-        let name = if taken.contains(&base) {
-            (2..).map(|i| format!("{base}_{i}")).find(|n| !taken.contains(n)).expect("a free name")
-        } else {
-            base
-        };
-        taken.insert(name.clone());
+        let name = taken.claim(&names::python_param(wire), "_");
         let example = schema
             .get("examples")
             .and_then(Value::as_array)

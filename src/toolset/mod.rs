@@ -293,6 +293,37 @@ pub struct Loaded {
     pub description: String,
 }
 
+/// The longest parameter name (as the program writes it, and as it is sent) a tool is loaded
+/// with. An API's names are words; a name of a megabyte is copied into every call a program
+/// makes (its arguments, messages and fixes), and 3,000 calls of one took `check` past 3 GB.
+pub const MAX_PARAM_NAME: usize = 1024;
+
+impl Loaded {
+    /// Leaves out each parameter named longer than [`MAX_PARAM_NAME`], with a warning on its
+    /// tool's declaration in `file` (one per tool, however many it loses).
+    pub fn without_overlong_names(mut self, file: &std::path::Path) -> Self {
+        for tool in &mut self.tools {
+            let before = tool.params.len();
+            tool.params.retain(|p| p.name.len() <= MAX_PARAM_NAME && p.wire_name.len() <= MAX_PARAM_NAME);
+            let lost = before - tool.params.len();
+            if lost > 0 {
+                self.diagnostics.push(Diagnostic::warning(
+                    file,
+                    tool.source.name_range,
+                    "invalid-operation",
+                    format!(
+                        "{lost} parameter{} of `{}` named longer than {MAX_PARAM_NAME} bytes {} left out",
+                        if lost == 1 { "" } else { "s" },
+                        crate::text::quoted(&tool.name),
+                        if lost == 1 { "is" } else { "are" }
+                    ),
+                ));
+            }
+        }
+        self
+    }
+}
+
 /// Every toolset of a workspace, indexed for lookups by the analysis and the server.
 #[derive(Debug, Default)]
 pub struct Catalog {

@@ -17,7 +17,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::doc::{Node, NodeKind};
+use super::doc::{Node, NodeKind, text_weight};
 use super::refs::{self, RefError, Resolver};
 use super::required::{Flag, flag};
 use super::schema::{self, Schemas};
@@ -192,11 +192,6 @@ fn scalar_text(node: &Node) -> String {
     }
 }
 
-/// A value as JSON text, cut to a length a message can hold.
-fn short_json(value: &Value) -> String {
-    crate::text::shorten(&value.to_string(), 41).into_owned()
-}
-
 /// A heading and a body joined into one text: `Search People. Search for people.`
 fn join_text(head: &str, body: &str) -> String {
     let (head, body) = (head.trim(), body.trim());
@@ -350,6 +345,8 @@ fn body_properties(
     }
     let mut required: HashSet<&str> = HashSet::new();
     let mut out: Vec<(String, Value, bool)> = Vec::new();
+    // The first part declaring a name gives it (found in a set: a body may declare 200,000).
+    let mut named: HashSet<&str> = HashSet::new();
     for part in &parts {
         if let Some(Value::Array(names)) = part.get("required") {
             required.extend(names.iter().filter_map(Value::as_str));
@@ -359,7 +356,11 @@ fn body_properties(
         let Some(Value::Object(props)) = part.get("properties") else { continue };
         for (name, prop) in props {
             // Read-only members come back in responses; a request never sends them.
-            if keyword(refs, prop, "readOnly") == Some(&Value::Bool(true)) || out.iter().any(|(n, _, _)| n == name) {
+            if keyword(refs, prop, "readOnly") == Some(&Value::Bool(true)) || !named.insert(name.as_str()) {
+                continue;
+            }
+            // The parameter's name, wire name and schema are each a copy for this operation.
+            if !budget.take(2 * (1 + text_weight(name)), at) {
                 continue;
             }
             let prop = budget.keep(Some(prop), at).unwrap_or_else(|| json!({}));
@@ -387,19 +388,11 @@ fn keyword<'v>(refs: &'v Schemas, schema: &'v Value, key: &str) -> Option<&'v Va
 /// Python names must be unique in a signature: a later parameter with a taken name gets its
 /// location appended (`id` in the path and in the body → `id`, `id_body`).
 fn dedupe_param_names(params: &mut [Param]) {
-    let mut used: HashSet<String> = HashSet::new();
+    let mut used = names::Unique::default();
     for param in params.iter_mut() {
-        if used.contains(&param.name) {
-            let base = format!("{}_{}", param.name, param.location.as_str());
-            let mut candidate = base.clone();
-            let mut n = 2;
-            while used.contains(&candidate) {
-                candidate = format!("{base}{n}");
-                n += 1;
-            }
-            param.name = candidate;
+        if !used.take(&param.name) {
+            param.name = used.claim(&format!("{}_{}", param.name, param.location.as_str()), "");
         }
-        used.insert(param.name.clone());
     }
 }
 
@@ -491,7 +484,10 @@ impl<'a> Loader<'a, '_> {
             (NodeKind::String(text), Flag::Text(_)) => {
                 ("required-as-string", format!("the string {}", Value::from(text.as_str())))
             }
-            _ => ("required-not-boolean", format!("{}, neither true nor false", short_json(&node.to_json()))),
+            _ => (
+                "required-not-boolean",
+                format!("{}, neither true nor false", crate::text::short_json(&node.to_json(), 41)),
+            ),
         };
         self.diagnostics.push(Diagnostic::warning(
             self.file,
@@ -724,6 +720,11 @@ impl<'a> Loader<'a, '_> {
             }
         };
         if location == ParamLocation::Header && IGNORED_HEADERS.iter().any(|h| wire.eq_ignore_ascii_case(h)) {
+            return Ok(None);
+        }
+        // Its name and wire name are copies for this operation (a `$ref`'d parameter's, for each
+        // operation using it): past the bound the parameter is left out.
+        if !self.resolver.budget.take(2 * (1 + text_weight(wire)), declared.range) {
             return Ok(None);
         }
         // The credential is added by the runtime from the toolset's auth, never passed by a program.

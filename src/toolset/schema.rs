@@ -323,14 +323,19 @@ pub fn check_literal(refs: &dyn Refs, schema: &Value, value: &Value) -> Result<(
     if !type_fits(actual, &expected) {
         // Query strings carry numbers as text; a numeric string is still a string literal, so keep
         // the error: the protocol's type is what the tool validates.
-        return Err(format!("expected {}, found {} {}", expected.join(" | "), actual, short(value)));
+        return Err(format!(
+            "expected {}, found {} {}",
+            expected.join(" | "),
+            actual,
+            crate::text::short_json(value, 41)
+        ));
     }
     if let Some(values) = enum_values(refs, schema)
         && !values.is_empty()
         && !values.contains(value)
     {
-        let allowed = crate::text::some_of(values.iter().map(short), 12);
-        return Err(format!("{} is not one of {allowed}", short(value)));
+        let allowed = crate::text::some_of(values.iter().map(|v| crate::text::short_json(v, 41)), 12);
+        return Err(format!("{} is not one of {allowed}", crate::text::short_json(value, 41)));
     }
     Ok(())
 }
@@ -382,7 +387,7 @@ fn contradictions_at(
         && !values.contains(value)
         && !(value.is_null() && expected.contains(&"null"))
     {
-        note(out, path, format!("{} is not one of its enum values", short(value)));
+        note(out, path, format!("{} is not one of its enum values", crate::text::short_json(value, 41)));
         return;
     }
     match value {
@@ -446,10 +451,6 @@ fn note(out: &mut Vec<(String, String)>, path: String, what: String) {
     if !out.iter().any(|(seen, _)| shape(seen) == this) {
         out.push((path, what));
     }
-}
-
-fn short(value: &Value) -> String {
-    crate::text::shorten(&value.to_string(), 41).into_owned()
 }
 
 /// A one-line type summary: `object {id, name, …}`, `array of object {…}`, `string (date)`.

@@ -9,10 +9,12 @@
 //! `produces`). `definitions`, `parameters` and `responses` stay at the root, where `$ref`s point
 //! (`#/definitions/...`); shared parameters and responses are rewritten in place.
 //!
-//! A body or form parameter shared by `$ref` or by a path item is copied into every operation
-//! that takes it: those copies (and the media types each operation names) are weighed against the
-//! [`BuildBudget`] the loader then builds the tools out of, sized by the 2.0 document, so a small
-//! file whose operations share one large body stops at `protocol-too-large` as its 3.0 form would.
+//! A `body` parameter shared by `$ref` becomes a request body whose schema is a `$ref` to the
+//! shared one, as OpenAPI 3 writes it. What is copied into every operation instead (a body
+//! parameter of a path item, form fields, the JSON media type each operation names) is weighed
+//! against the [`BuildBudget`] the loader then builds the tools out of, sized by the 2.0
+//! document, so a small file whose operations share one large body stops at
+//! `protocol-too-large` as its 3.0 form would.
 
 use std::collections::HashSet;
 
@@ -292,9 +294,20 @@ fn request_body(doc: &Node, label: &str, params: &[&Node], consumes: &[String], 
     let first = *params.first()?;
     let at = first.range;
     let resolved: Vec<&Node> = params.iter().map(|p| resolve(doc, p)).collect();
-    if let Some(body) = resolved.iter().find(|p| p.str_of("in") == "body") {
+    if let Some(i) = resolved.iter().position(|p| p.str_of("in") == "body") {
+        let body = resolved[i];
         let media = copies.json_media(consumes, at);
-        let schema = body.get("schema").map_or_else(|| object(body.range, vec![]), |s| copies.node(s, at));
+        // A body shared by `$ref` keeps its schema where it is written, as OpenAPI 3's shared
+        // request bodies do: the loader reads it once and weighs what each operation takes of it.
+        let shared = params[i].get("$ref").filter(|r| r.as_str().is_some_and(stays_in_place));
+        let schema = match (body.get("schema"), shared) {
+            (Some(_), Some(reference)) => {
+                let pointer = format!("{}/schema", reference.as_str().unwrap_or_default());
+                object(reference.range, vec![("$ref".into(), string(reference.range, &pointer))])
+            }
+            (Some(schema), None) => copies.node(schema, at),
+            (None, _) => object(body.range, vec![]),
+        };
         let mut members = vec![(
             "content".into(),
             object(body.range, vec![(media, object(body.range, vec![("schema".into(), schema)]))]),
@@ -380,6 +393,15 @@ fn response(response: &Node, produces: &[String], copies: &mut Copies) -> Node {
         out.push(("content".into(), schema.range, content));
     }
     Node { kind: NodeKind::Object(out), range: response.range }
+}
+
+/// Whether what `reference` points at keeps its place and its 2.0 form in the upgraded document:
+/// shared parameters (a body one is not rewritten) and what the bundler copied in.
+fn stays_in_place(reference: &str) -> bool {
+    reference.strip_prefix("#/").is_some_and(|pointer| {
+        pointer.starts_with("parameters/")
+            || pointer.strip_prefix(super::bundle::BUNDLED).is_some_and(|rest| rest.starts_with('/'))
+    })
 }
 
 /// A parameter behind a local `$ref` (`#/parameters/x`), or the parameter itself.

@@ -8,8 +8,7 @@ use tree_sitter::Node;
 use super::{Ty, Walker};
 use crate::analysis::CallArg;
 use crate::analysis::parse::{fields, string_value, text_of};
-use crate::diagnostic::did_you_mean;
-use crate::text::ByteRange;
+use crate::text::{ByteRange, quoted};
 use crate::toolset::schema;
 use crate::toolset::{Catalog, Param, ParamLocation, Tool};
 
@@ -111,8 +110,12 @@ impl<'t, 'c> Walker<'t, 'c> {
         let range = site.name_range.unwrap_or(site.value_range);
         let shown = self.written_name(call_index, tool, wire);
         let names: Vec<&str> = tool.params.iter().map(|p| spelling(p, wire)).collect();
-        let mut d = self.error(range, "unknown-argument", format!("`{shown}` has no parameter `{}`", site.name));
-        if let Some(best) = did_you_mean(&site.name, names.iter().copied()) {
+        let mut d = self.error(
+            range,
+            "unknown-argument",
+            format!("`{}` has no parameter `{}`", quoted(&shown), quoted(&site.name)),
+        );
+        if let Some(best) = self.did_you_mean(&site.name, names.iter().copied()) {
             d.message.push_str(&format!("; did you mean `{best}`?"));
             if let Some(name_range) = site.name_range {
                 // A wire name is a string key (`params={"page": …}`): the replacement keeps its quotes.
@@ -142,10 +145,13 @@ impl<'t, 'c> Walker<'t, 'c> {
         let shown = self.written_name(call_index, tool, wire);
         // A message and its fix are made for each call: what they quote of the protocol is cut
         // short, and a fix that would insert more than a user would type is not offered.
-        let list = crate::text::some_of(missing.iter().map(|p| format!("`{}`", spelling(p, wire))), 20);
+        let list = crate::text::some_of(missing.iter().map(|p| format!("`{}`", quoted(spelling(p, wire)))), 20);
         let plural = if missing.len() > 1 { "s" } else { "" };
-        let mut d =
-            self.error(anchor, "missing-argument", format!("`{shown}` is missing required argument{plural} {list}"));
+        let mut d = self.error(
+            anchor,
+            "missing-argument",
+            format!("`{}` is missing required argument{plural} {list}", quoted(&shown)),
+        );
         // Only keywords can be added for the user: HTTP arguments live in a URL or a dict.
         let added_len: usize = missing.iter().map(|p| p.name.len() + 6).sum();
         if !wire
@@ -173,16 +179,22 @@ impl<'t, 'c> Walker<'t, 'c> {
             let d = self.error(
                 range,
                 "wrong-type",
-                format!("`{}` expects {}, got {} {}", param.name, expected.join(" | "), actual, short_json(value)),
+                format!(
+                    "`{}` expects {}, got {} {}",
+                    quoted(&param.name),
+                    expected.join(" | "),
+                    actual,
+                    crate::text::short_json(value, 41)
+                ),
             );
             self.diag(d);
             return;
         }
         if let Err(message) = schema::check_literal(self.catalog, &param.schema, value) {
-            let mut d = self.error(range, "not-in-enum", format!("`{}`: {message}", param.name));
+            let mut d = self.error(range, "not-in-enum", format!("`{}`: {message}", quoted(&param.name)));
             let allowed = schema::enum_values(self.catalog, &param.schema);
             if let (Some(written), Some(allowed)) = (value.as_str(), allowed)
-                && let Some(best) = did_you_mean(written, allowed.iter().filter_map(Value::as_str))
+                && let Some(best) = self.did_you_mean(written, allowed.iter().filter_map(Value::as_str))
             {
                 d.message.push_str(&format!("; did you mean \"{best}\"?"));
                 // Respelt only where the source spells the value plainly: `"movies"`, or `movies` in a URL.
@@ -218,7 +230,7 @@ impl<'t, 'c> Walker<'t, 'c> {
                 "argument-type-mismatch",
                 format!(
                     "`{}` expects {}, but this response field is {}",
-                    param.name,
+                    quoted(&param.name),
                     expected.join(" | "),
                     schema::summary(self.catalog, value_schema)
                 ),
@@ -328,8 +340,4 @@ fn coerce_text(refs: &dyn schema::Refs, text: &str, param_schema: &Value) -> Val
         return Value::Bool(text == "true");
     }
     Value::String(text.to_string())
-}
-
-fn short_json(value: &Value) -> String {
-    crate::text::shorten(&value.to_string(), 41).into_owned()
 }

@@ -10,8 +10,7 @@ use super::{Ty, Walker};
 use crate::analysis::dialect;
 use crate::analysis::parse::{fields, range_of, text_of};
 use crate::analysis::{Dialect, ToolCall, ToolsetImport};
-use crate::diagnostic::did_you_mean;
-use crate::text::ByteRange;
+use crate::text::{ByteRange, quoted};
 use crate::toolset::Tool;
 
 impl<'t, 'c> Walker<'t, 'c> {
@@ -24,7 +23,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             if !known {
                 let names = self.catalog.toolsets.iter().map(|t| t.name.as_str());
                 let mut d = self.error(*range, "unknown-toolset", format!("no toolset `{toolset}` in this workspace"));
-                if let Some(best) = did_you_mean(toolset, names) {
+                if let Some(best) = self.did_you_mean(toolset, names) {
                     d.message.push_str(&format!("; did you mean `{best}`?"));
                     d = d.with_suggestion(format!("Change to `{best}`"), *range, best);
                 } else if !self.catalog.toolsets.is_empty() {
@@ -59,7 +58,8 @@ impl<'t, 'c> Walker<'t, 'c> {
             return None; // no list to check against (an untrusted or unavailable MCP server)
         }
         let mut d = self.error(range, "unknown-tool", format!("toolset `{toolset}` has no tool `{name}`"));
-        if let Some(best) = did_you_mean(name, self.catalog.names_and_aliases(&ts.name)) {
+        let catalog = self.catalog;
+        if let Some(best) = self.did_you_mean(name, catalog.names_and_aliases(&ts.name)) {
             d.message.push_str(&format!("; did you mean `{best}`?"));
             d = d.with_suggestion(format!("Change to `{best}`"), range, best);
         }
@@ -241,12 +241,15 @@ impl<'t, 'c> Walker<'t, 'c> {
                     );
                     match free.next() {
                         Some(param) => {
-                            d.message.push_str(&format!("; this one is taken as `{}`", param.name));
-                            d = d.with_suggestion(
-                                format!("Pass it as `{}=`", param.name),
-                                ByteRange::new(range.start, range.start),
-                                format!("{}=", param.name),
-                            );
+                            d.message.push_str(&format!("; this one is taken as `{}`", quoted(&param.name)));
+                            // Made for each call: a name longer than a message quotes gets no fix.
+                            if param.name.len() <= crate::text::QUOTED_CHARS {
+                                d = d.with_suggestion(
+                                    format!("Pass it as `{}=`", param.name),
+                                    ByteRange::new(range.start, range.start),
+                                    format!("{}=", param.name),
+                                );
+                            }
                             // Its value is walked once, by the argument checks.
                             given.sites.push(ArgSite {
                                 name: param.name.clone(),

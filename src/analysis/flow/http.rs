@@ -9,10 +9,13 @@ use super::{Ty, Walker};
 use crate::analysis::dialect::{self, FlatUrl};
 use crate::analysis::parse::{fields, range_of, string_value, text_of};
 use crate::analysis::{Dialect, ToolCall, UrlSite};
-use crate::diagnostic::did_you_mean;
-use crate::text::ByteRange;
+use crate::diagnostic::did_you_mean_within;
+use crate::text::{ByteRange, quoted};
 use crate::toolset::endpoint::{self, EndpointMatch, Matched, SplitUrl};
 use crate::toolset::{ParamLocation, Toolset, Transport};
+
+/// The longest protocol path an `unknown-endpoint` fix writes into the program.
+const MAX_FIXED_PATH: usize = 2048;
 
 impl<'t, 'c> Walker<'t, 'c> {
     /// A function of `requests`/`httpx`: `requests.get(…)`, or one imported from the library, which
@@ -135,10 +138,13 @@ impl<'t, 'c> Walker<'t, 'c> {
                     "unknown-endpoint",
                     format!("{} {written} is not an endpoint of `{}`", method.to_ascii_uppercase(), toolset.name),
                 );
-                if let Some(path) = closest_path(toolset, method, &written) {
-                    d.message.push_str(&format!("; did you mean {path}?"));
-                    if let Some((span, respelt)) = written_span.and_then(|span| respelt_path(self.text, span, path)) {
-                        d = d.with_suggestion(format!("Change to {path}"), span, respelt);
+                if let Some(path) = closest_path(toolset, method, &written, &mut self.suggestion_work) {
+                    d.message.push_str(&format!("; did you mean {}?", quoted(path)));
+                    // Made for each call: a path longer than a user types gets no fix.
+                    if path.len() <= MAX_FIXED_PATH
+                        && let Some((span, respelt)) = written_span.and_then(|span| respelt_path(self.text, span, path))
+                    {
+                        d = d.with_suggestion(format!("Change to {}", quoted(path)), span, respelt);
                     }
                 }
                 self.diag(d);
@@ -323,7 +329,7 @@ fn path_range(flat: &FlatUrl, split: &SplitUrl, url_range: ByteRange) -> (ByteRa
 }
 
 /// The toolset's path for `method` closest to the path written, for did-you-mean.
-fn closest_path<'c>(toolset: &'c Toolset, method: &str, written: &str) -> Option<&'c str> {
+fn closest_path<'c>(toolset: &'c Toolset, method: &str, written: &str, work_left: &mut usize) -> Option<&'c str> {
     let paths: Vec<&str> = toolset
         .tools
         .iter()
@@ -332,10 +338,13 @@ fn closest_path<'c>(toolset: &'c Toolset, method: &str, written: &str) -> Option
             _ => None,
         })
         .collect();
+    // Respelling every path is part of the suggestion's cost.
+    let respelling: usize = paths.iter().map(|p| p.len()).sum();
+    *work_left = work_left.checked_sub(respelling)?;
     // Parameters compare by position, not by name: `/movie/{…}` is `/movie/{movie_id}`.
     let normalized = written.replace("{…}", "{}");
     let comparable: Vec<String> = paths.iter().map(|p| normalize_template(p)).collect();
-    let best = did_you_mean(&normalized, comparable.iter().map(String::as_str))?;
+    let best = did_you_mean_within(&normalized, comparable.iter().map(String::as_str), work_left)?;
     let i = comparable.iter().position(|c| c == best)?;
     Some(paths[i])
 }

@@ -104,6 +104,11 @@ pub fn run_after<'c>(
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
+    /// [`crate::diagnostic::did_you_mean`] within what this walk may still spend on suggestions.
+    fn did_you_mean<'a>(&mut self, word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+        crate::diagnostic::did_you_mean_within(word, candidates, &mut self.suggestion_work)
+    }
+
     /// A walker at the start of the program, its imports checked.
     fn new(file: &'t Path, text: &'t str, root: Node<'t>, catalog: &'c Catalog, until: Option<usize>) -> Self {
         let imports = Imports::collect(root, text);
@@ -125,6 +130,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             returns: Vec::new(),
             nesting_checked: false,
             log: Default::default(),
+            suggestion_work: crate::diagnostic::SUGGESTION_WORK,
         };
         walker.check_imports();
         walker
@@ -195,6 +201,8 @@ struct Walker<'t, 'c> {
     nesting_checked: bool,
     /// What the top-level statement being walked reads and binds (for incremental re-analysis).
     log: incremental::LogCell<'c>,
+    /// What did-you-mean suggestions may still cost this walk ([`crate::diagnostic::SUGGESTION_WORK`]).
+    suggestion_work: usize,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {

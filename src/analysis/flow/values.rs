@@ -12,7 +12,6 @@ use super::args::literal_json;
 use super::{Ty, Walker};
 use crate::analysis::parse::{fields, range_of, string_value, text_of};
 use crate::analysis::{Access, Key};
-use crate::diagnostic::did_you_mean;
 use crate::toolset::Tool;
 use crate::toolset::schema::{self, KeyLookup};
 
@@ -382,9 +381,8 @@ impl<'t, 'c> Walker<'t, 'c> {
             KeyLookup::Missing => {
                 // `.get("k")` says the key may be absent: a key the schema has nothing like is
                 // read on purpose; a near miss of a declared one is still a typo.
-                let near_miss =
-                    || did_you_mean(key, schema::keys(self.catalog, s).into_iter().map(|(n, _)| n)).is_some();
-                if !via_get || near_miss() {
+                let catalog = self.catalog;
+                if !via_get || self.did_you_mean(key, schema::keys(catalog, s).into_iter().map(|(n, _)| n)).is_some() {
                     self.report_unknown_key(s, call, key, key_node);
                 }
                 None
@@ -398,7 +396,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         let tool = self.out.calls.get(call).map(|c| c.name.clone()).unwrap_or_default();
         let mut d =
             self.warning(key_range, "unknown-key", format!("key \"{key}\" is not in the response schema of `{tool}`"));
-        if let Some(best) = did_you_mean(key, names.iter().copied()) {
+        if let Some(best) = self.did_you_mean(key, names.iter().copied()) {
             d.message.push_str(&format!("; did you mean \"{best}\"?"));
             let quote = quote_of(key_node, self.text);
             d = d.with_suggestion(format!("Change to \"{best}\""), key_range, format!("{quote}{best}{quote}"));
