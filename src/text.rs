@@ -70,47 +70,68 @@ pub fn shorten(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
 /// quoting one `enum` member for each call of a program costs the length it shows, not the
 /// member's.
 pub fn short_json(value: &serde_json::Value, max_chars: usize) -> String {
-    // One character more than is shown, so that a value cut short still shows `…`.
-    let mut room = max_chars.saturating_add(1);
-    shorten(&clip(value, &mut room).to_string(), max_chars).into_owned()
+    let mut clipped = Clipped { room: max_chars, cut: false };
+    let text = clipped.clip(value).to_string();
+    if !clipped.cut {
+        return shorten(&text, max_chars).into_owned();
+    }
+    let kept: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    format!("{kept}…")
 }
 
-/// The beginning of `value`, `room` characters of its text and one for each other value, taken
-/// from `room`.
-fn clip(value: &serde_json::Value, room: &mut usize) -> serde_json::Value {
-    use serde_json::Value;
-    let text = |text: &str, room: &mut usize| -> String {
-        let kept: String = text.chars().take(*room).collect();
-        *room = room.saturating_sub(kept.chars().count().max(1));
+/// What is left to show of a value, and whether anything was left out.
+struct Clipped {
+    room: usize,
+    cut: bool,
+}
+
+impl Clipped {
+    /// The beginning of `value`: its text a character of room each, every other value (an
+    /// empty array included) one.
+    fn clip(&mut self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        self.room = self.room.saturating_sub(1);
+        match value {
+            Value::String(s) => Value::String(self.text(s)),
+            Value::Array(items) => {
+                let mut kept = Vec::new();
+                for item in items {
+                    if self.room == 0 {
+                        self.cut = true;
+                        break;
+                    }
+                    kept.push(self.clip(item));
+                }
+                Value::Array(kept)
+            }
+            Value::Object(members) => {
+                let mut kept = serde_json::Map::new();
+                for (key, member) in members {
+                    if self.room == 0 {
+                        self.cut = true;
+                        break;
+                    }
+                    let key = self.text(key);
+                    // A key cut short may read as one kept before it: nothing after it is shown.
+                    if kept.contains_key(&key) {
+                        self.cut = true;
+                        break;
+                    }
+                    let member = self.clip(member);
+                    kept.insert(key, member);
+                }
+                Value::Object(kept)
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn text(&mut self, text: &str) -> String {
+        let kept: String = text.chars().take(self.room).collect();
+        let taken = kept.chars().count();
+        self.cut |= taken < text.chars().take(self.room + 1).count();
+        self.room -= taken;
         kept
-    };
-    match value {
-        Value::String(s) => Value::String(text(s, room)),
-        Value::Array(items) => {
-            let mut kept = Vec::new();
-            for item in items {
-                if *room == 0 {
-                    break;
-                }
-                kept.push(clip(item, room));
-            }
-            Value::Array(kept)
-        }
-        Value::Object(members) => {
-            let mut kept = serde_json::Map::new();
-            for (key, member) in members {
-                if *room == 0 {
-                    break;
-                }
-                let key = text(key, room);
-                kept.insert(key, clip(member, room));
-            }
-            Value::Object(kept)
-        }
-        other => {
-            *room = room.saturating_sub(1);
-            other.clone()
-        }
     }
 }
 
@@ -329,6 +350,12 @@ mod tests {
         assert_eq!(short_json(&serde_json::json!({"a": [1, 2]}), 40), r#"{"a":[1,2]}"#);
         assert_eq!(short_json(&serde_json::json!("é".repeat(1 << 20)), 5), "\"ééé…");
         assert_eq!(short_json(&serde_json::json!(["x".repeat(10)]), 6), r#"["xxx…"#);
+        let empties = serde_json::Value::Array(vec![serde_json::json!([]); 100_000]);
+        assert_eq!(short_json(&empties, 10), "[[],[],[]…");
+        let (a, b) = ("a".repeat(20), format!("{}Z", "a".repeat(20)));
+        let clashing = serde_json::json!({a.clone(): "xy", b: 5});
+        let shown = short_json(&clashing, 41);
+        assert!(shown.ends_with('…') && shown.contains(r#""xy""#) && !shown.contains(":5"), "{shown}");
     }
 
     #[test]

@@ -229,13 +229,13 @@ pub fn tool_request(
 }
 
 fn unknown_argument(tool: &Tool, name: &str) -> String {
-    let known: Vec<&str> = tool.params.iter().map(|p| p.name.as_str()).collect();
-    let hint = match crate::diagnostic::did_you_mean(name, known.iter().copied()) {
+    let known = || tool.params.iter().map(|p| p.name.as_str());
+    let hint = match crate::diagnostic::did_you_mean(name, known()) {
         Some(close) => format!("; did you mean `{close}`?"),
-        None if known.is_empty() => "; it takes no arguments".into(),
-        None => format!("; it takes {}", known.join(", ")),
+        None if tool.params.is_empty() => "; it takes no arguments".into(),
+        None => format!("; it takes {}", crate::text::some_of(known(), 20)),
     };
-    format!("unknown argument `{name}`{hint}")
+    format!("unknown argument `{}`{hint}", crate::text::quoted(name))
 }
 
 /// The request for a ToolBench tool on a ToolBench-style server (`base_url` of its toolset): a POST

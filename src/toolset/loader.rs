@@ -861,10 +861,6 @@ Owner:
         }
     }
 
-    /// What the bundler copies and what the operations then copy come out of one bound sized by
-    /// what was written: nested pointers (`ext.json#/a/a/…`) make the bundled document far
-    /// heavier than the files, and a bound of eight times the bundled document let 60 operations
-    /// copy a shared 20,000-property parameter 60 times, with no error.
     /// A parameter named longer than a word (here 2,000 bytes) is left out of its tool, with one
     /// warning on the operation, and the rest of the tool loads; a shared one is weighed as a
     /// copy for each operation using it (a 1 MB name shared by 4,000 operations aborted at 3.7 GB).
@@ -900,6 +896,10 @@ Owner:
         assert!(copied <= 128 << 20, "{copied} bytes of names");
     }
 
+    /// What the bundler copies and what the operations then copy come out of one bound sized by
+    /// what was written: nested pointers (`ext.json#/a/a/…`) make the bundled document far
+    /// heavier than the files, and a bound of eight times the bundled document let 60 operations
+    /// copy a shared 20,000-property parameter 60 times, with no error.
     #[test]
     fn bundled_copies_and_operations_share_one_bound() {
         let dir = tempfile::tempdir().unwrap();

@@ -53,7 +53,7 @@ impl RefError<'_> {
         let reference = crate::text::quoted(self.reference);
         let message = match self.problem {
             RefProblem::Missing => format!("`$ref` `{reference}` does not resolve; {consequence}"),
-            RefProblem::External if reference.contains("://") => format!(
+            RefProblem::External if self.reference.contains("://") => format!(
                 "`$ref` `{reference}` is remote; chainsmith never fetches protocols over the network; {consequence}"
             ),
             RefProblem::External => {

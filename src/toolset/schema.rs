@@ -77,7 +77,13 @@ pub fn follow<'a>(refs: &'a dyn Refs, schema: &'a Value) -> Option<&'a Value> {
 
 /// The name a referenced schema goes by (`Customer` for `…#/components/schemas/Customer`).
 pub fn ref_name(reference: &str) -> &str {
-    reference.rsplit('/').next().unwrap_or(reference)
+    let mut segments = reference.rsplit('/');
+    let last = segments.next().unwrap_or(reference);
+    // A Swagger body parameter's schema (`#/parameters/pet_list/schema`) is named by its parameter.
+    match (last, segments.next(), segments.next()) {
+        ("schema", Some(owner), Some("parameters")) if !owner.is_empty() => owner,
+        _ => last,
+    }
 }
 
 /// The JSON types a schema admits, after `nullable`, `type` arrays, `$ref` and
@@ -517,6 +523,13 @@ fn outline_into(refs: &dyn Refs, schema: &Value, indent: &str, lines: &mut Vec<S
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_reference_is_named_by_its_last_segment_a_body_schema_by_its_parameter() {
+        assert_eq!(ref_name("api/x.json#/components/schemas/Pet"), "Pet");
+        assert_eq!(ref_name("api/x.json#/parameters/pet_list/schema"), "pet_list");
+        assert_eq!(ref_name("api/x.json#/definitions/schema"), "schema");
+    }
 
     #[test]
     fn lookups_through_compositions() {

@@ -398,10 +398,12 @@ fn response(response: &Node, produces: &[String], copies: &mut Copies) -> Node {
 /// Whether what `reference` points at keeps its place and its 2.0 form in the upgraded document:
 /// shared parameters (a body one is not rewritten) and what the bundler copied in.
 fn stays_in_place(reference: &str) -> bool {
-    reference.strip_prefix("#/").is_some_and(|pointer| {
-        pointer.starts_with("parameters/")
-            || pointer.strip_prefix(super::bundle::BUNDLED).is_some_and(|rest| rest.starts_with('/'))
-    })
+    // The rewrite finds parameters by the pointer as written; the loader decodes `%XX` first.
+    !reference.contains('%')
+        && reference.strip_prefix("#/").is_some_and(|pointer| {
+            pointer.starts_with("parameters/")
+                || pointer.strip_prefix(super::bundle::BUNDLED).is_some_and(|rest| rest.starts_with('/'))
+        })
 }
 
 /// A parameter behind a local `$ref` (`#/parameters/x`), or the parameter itself.

@@ -405,7 +405,7 @@ impl<'a> Loader<'a> {
 
         let mut params = Vec::new();
         let parameters = f.get("parameters");
-        let required: Vec<&str> = parameters
+        let required: std::collections::HashSet<&str> = parameters
             .and_then(|p| p.get("required"))
             .map(|r| r.items().iter().filter_map(Node::as_str).collect())
             .unwrap_or_default();

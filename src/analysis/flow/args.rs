@@ -109,13 +109,13 @@ impl<'t, 'c> Walker<'t, 'c> {
     fn report_unknown_argument(&mut self, call_index: usize, tool: &Tool, site: &ArgSite<'t>, wire: bool) {
         let range = site.name_range.unwrap_or(site.value_range);
         let shown = self.written_name(call_index, tool, wire);
-        let names: Vec<&str> = tool.params.iter().map(|p| spelling(p, wire)).collect();
+        let names = || tool.params.iter().map(|p| spelling(p, wire));
         let mut d = self.error(
             range,
             "unknown-argument",
             format!("`{}` has no parameter `{}`", quoted(&shown), quoted(&site.name)),
         );
-        if let Some(best) = self.did_you_mean(&site.name, names.iter().copied()) {
+        if let Some(best) = self.did_you_mean(&site.name, names()) {
             d.message.push_str(&format!("; did you mean `{best}`?"));
             if let Some(name_range) = site.name_range {
                 // A wire name is a string key (`params={"page": …}`): the replacement keeps its quotes.
@@ -127,8 +127,8 @@ impl<'t, 'c> Walker<'t, 'c> {
                 };
                 d = d.with_suggestion(format!("Change to `{best}`"), name_range, replacement);
             }
-        } else if !names.is_empty() {
-            d.message.push_str(&format!(" (parameters: {})", crate::text::some_of(&names, 20)));
+        } else if !tool.params.is_empty() {
+            d.message.push_str(&format!(" (parameters: {})", crate::text::some_of(names(), 20)));
         }
         self.diag(d);
     }

@@ -103,6 +103,11 @@ pub fn run_after<'c>(
     walker.out
 }
 
+/// What listing one declared name (a schema's key, a tool's parameter) for a message costs of the
+/// suggestion allowance, next to the character pairs did-you-mean measures (each found by a
+/// hashed walk of the schema: some thirty times the work).
+const LISTING_WORK: usize = 32;
+
 impl<'t, 'c> Walker<'t, 'c> {
     /// [`crate::diagnostic::did_you_mean`] within what this walk may still spend on suggestions.
     fn did_you_mean<'a>(&mut self, word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {

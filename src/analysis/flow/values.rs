@@ -379,29 +379,37 @@ impl<'t, 'c> Walker<'t, 'c> {
             KeyLookup::Declared(sub) | KeyLookup::Open(Some(sub)) => Some(sub),
             KeyLookup::Open(None) => None,
             KeyLookup::Missing => {
+                // The schema's keys are listed, and measured for a near miss, while this walk may
+                // still spend on suggestions: listing them costs what the schema declares.
+                let names: Vec<&str> = if self.suggestion_work > 0 {
+                    schema::keys(self.catalog, s).into_iter().map(|(n, _)| n).collect()
+                } else {
+                    Vec::new()
+                };
+                self.suggestion_work = self.suggestion_work.saturating_sub(names.len() * super::LISTING_WORK);
+                let best = self.did_you_mean(key, names.iter().copied());
                 // `.get("k")` says the key may be absent: a key the schema has nothing like is
                 // read on purpose; a near miss of a declared one is still a typo.
-                let catalog = self.catalog;
-                if !via_get || self.did_you_mean(key, schema::keys(catalog, s).into_iter().map(|(n, _)| n)).is_some() {
-                    self.report_unknown_key(s, call, key, key_node);
+                if !via_get || best.is_some() {
+                    self.report_unknown_key(call, key, key_node, best, &names);
                 }
                 None
             }
         }
     }
 
-    fn report_unknown_key(&mut self, s: &'c Value, call: usize, key: &str, key_node: Node<'t>) {
+    /// `best`: the declared key it is a near miss of; `names`: the declared keys, when listed.
+    fn report_unknown_key(&mut self, call: usize, key: &str, key_node: Node<'t>, best: Option<&str>, names: &[&str]) {
         let key_range = range_of(key_node);
-        let names: Vec<&str> = schema::keys(self.catalog, s).into_iter().map(|(n, _)| n).collect();
-        let tool = self.out.calls.get(call).map(|c| c.name.clone()).unwrap_or_default();
+        let tool = self.out.calls.get(call).map(|c| crate::text::quoted(&c.name).into_owned()).unwrap_or_default();
         let mut d =
             self.warning(key_range, "unknown-key", format!("key \"{key}\" is not in the response schema of `{tool}`"));
-        if let Some(best) = self.did_you_mean(key, names.iter().copied()) {
+        if let Some(best) = best {
             d.message.push_str(&format!("; did you mean \"{best}\"?"));
             let quote = quote_of(key_node, self.text);
             d = d.with_suggestion(format!("Change to \"{best}\""), key_range, format!("{quote}{best}{quote}"));
         } else if !names.is_empty() {
-            d.message.push_str(&format!(" (keys: {})", crate::text::some_of(&names, 10)));
+            d.message.push_str(&format!(" (keys: {})", crate::text::some_of(names, 10)));
         }
         self.diag(d);
     }
