@@ -132,7 +132,13 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
 /// 35-character names costs about 30 million, so some sixty of them get suggestions; a program
 /// of thousands of unknown keys read from a schema of 200,000 stops getting them instead of
 /// taking minutes.
-pub const SUGGESTION_WORK: usize = 2_000_000_000;
+pub const SUGGESTION_WORK: usize = 1_000_000_000;
+
+/// What measuring one candidate costs beyond its character pairs (both measures allocate).
+const MEASURE_WORK: usize = 128;
+
+/// What looking at a candidate costs beyond its characters.
+const LOOK_WORK: usize = 16;
 
 /// [`did_you_mean`], spending at most `work_left` (see [`SUGGESTION_WORK`]): `None`, and nothing
 /// left, when the candidates would cost more.
@@ -156,7 +162,11 @@ pub fn did_you_mean_within<'a>(
     for candidate in candidates {
         let chars = candidate.chars().take(longest_close).count();
         let close_enough = may_be_close(chars);
-        let work = if close_enough { word_chars.max(1).saturating_mul(chars.max(1)) } else { chars.max(1) };
+        let work = if close_enough {
+            MEASURE_WORK + word_chars.max(1).saturating_mul(chars.max(1))
+        } else {
+            LOOK_WORK + chars
+        };
         if work > *work_left {
             *work_left = 0;
             return None;
@@ -186,10 +196,11 @@ mod tests {
         // A candidate its length rules out is not measured: it costs the characters looked at.
         let mut left = 1_000;
         assert_eq!(did_you_mean_within("titel", ["t".repeat(100_000).as_str()], &mut left), None);
-        assert!(left >= 1_000 - 25, "{left}");
+        assert!(left >= 1_000 - LOOK_WORK - 25, "{left}");
+        // One measured costs its character pairs and a fixed part: 2 × (128 + 5 × 4 or 5).
         let mut left = 1_000;
         assert_eq!(did_you_mean_within("titel", ["name", "title"], &mut left), Some("title"));
-        assert!(left < 1_000 && left > 900, "{left}");
+        assert_eq!(left, 1_000 - (MEASURE_WORK + 20) - (MEASURE_WORK + 25));
         // Out of work, no suggestion (not the best of those measured), and none after.
         let mut left = 30;
         assert_eq!(did_you_mean_within("titel", ["name", "title"], &mut left), None);

@@ -2,6 +2,9 @@
 //! lacks (with did-you-mean), required parameters not given, literal values against a parameter's
 //! type and enum, and values taken from a response against a parameter's type.
 
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
 use serde_json::Value;
 use tree_sitter::Node;
 
@@ -15,6 +18,37 @@ use crate::toolset::{Catalog, Param, ParamLocation, Tool};
 /// The most text a "missing arguments" fix inserts (`a=..., b=...`): a tool declaring more
 /// required parameters, or names longer, than a user types gets the message without the fix.
 const MAX_ADDED: usize = 4096;
+
+/// A tool's parameters as one dialect's calls are checked against them, made once per walk: a
+/// program may call a tool of 60,000 parameters 25,000 times, and looking each argument up (and
+/// each required parameter in the call's arguments) by scanning made that 25 s.
+pub(super) struct ParamIndex<'c> {
+    /// Each spelling → the first parameter spelt so.
+    by_name: HashMap<&'c str, &'c Param>,
+    /// The required parameters a call must give (not those the URL, the headers or the API key
+    /// supply), in declaration order, and how many are spelt each way.
+    required: Vec<&'c Param>,
+    required_names: HashMap<&'c str, usize>,
+}
+
+impl<'c> ParamIndex<'c> {
+    fn new(tool: &'c Tool, wire: bool, auth_param: Option<&str>) -> Self {
+        let mut by_name = HashMap::new();
+        for param in &tool.params {
+            by_name.entry(spelling(param, wire)).or_insert(param);
+        }
+        let required = missing_params(tool, &[], wire, auth_param);
+        let mut required_names = HashMap::new();
+        for param in &required {
+            *required_names.entry(spelling(param, wire)).or_insert(0) += 1;
+        }
+        ParamIndex { by_name, required, required_names }
+    }
+}
+
+/// How many of a call's missing arguments are collected for its message and fix: past what a
+/// fix may insert ([`MAX_ADDED`]), only the count and the first few are told.
+const MISSING_COLLECTED: usize = MAX_ADDED / 6 + 1;
 
 /// One argument of a call as the checks see it.
 pub(super) struct ArgSite<'t> {
@@ -50,12 +84,13 @@ impl<'t, 'c> Walker<'t, 'c> {
     ) {
         let mut recorded = Vec::new();
         let auth_param = tool.and_then(|t| auth_query_param(self.catalog, t));
+        let index = tool.map(|t| self.param_index(t, wire, auth_param.as_deref()));
         for site in &given.sites {
             let ty = match site.value {
                 Some(v) if literal_json(v, self.text).is_none() => self.expr(v),
                 _ => Ty::Unknown,
             };
-            let param = tool.and_then(|t| t.params.iter().find(|p| spelling(p, wire) == site.name));
+            let param = index.as_ref().and_then(|i| i.by_name.get(site.name.as_str()).copied());
             recorded.push(CallArg {
                 name: site.name.clone(),
                 name_range: site.name_range,
@@ -72,18 +107,32 @@ impl<'t, 'c> Walker<'t, 'c> {
                 None => self.report_unknown_argument(call_index, tool, site, wire),
             }
         }
-        if let Some(tool) = tool
+        if let (Some(tool), Some(index)) = (tool, index)
             && !given.incomplete
         {
-            let given: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
-            let missing = missing_params(tool, &given, wire, auth_param.as_deref());
-            if !missing.is_empty() {
-                self.report_missing_args(call_index, tool, &missing, wire, anchor, arguments);
+            let given: HashSet<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
+            let given_required: usize = given.iter().filter_map(|g| index.required_names.get(g)).sum();
+            let count = index.required.len() - given_required;
+            if count > 0 {
+                let missing: Vec<&Param> = index
+                    .required
+                    .iter()
+                    .copied()
+                    .filter(|p| !given.contains(spelling(p, wire)))
+                    .take(MISSING_COLLECTED)
+                    .collect();
+                self.report_missing_args(call_index, tool, (&missing, count), wire, anchor, arguments);
             }
         }
         if let Some(call) = self.out.calls.get_mut(call_index) {
             call.args = recorded;
         }
+    }
+
+    /// The parameters of `tool` indexed for `wire` calls, made on first use in this walk.
+    fn param_index(&mut self, tool: &'c Tool, wire: bool, auth_param: Option<&str>) -> Rc<ParamIndex<'c>> {
+        let key = (std::ptr::from_ref(tool) as usize, wire);
+        self.param_indexes.entry(key).or_insert_with(|| Rc::new(ParamIndex::new(tool, wire, auth_param))).clone()
     }
 
     /// The tool as the user wrote it at call `call_index` (an alias stays an alias); an HTTP call's
@@ -133,11 +182,12 @@ impl<'t, 'c> Walker<'t, 'c> {
         self.diag(d);
     }
 
+    /// `missing`: the first missing parameters (all of them, when there are few) and how many.
     fn report_missing_args(
         &mut self,
         call_index: usize,
         tool: &Tool,
-        missing: &[&Param],
+        (missing, count): (&[&Param], usize),
         wire: bool,
         anchor: ByteRange,
         arguments: Option<Node<'t>>,
@@ -146,7 +196,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         // A message and its fix are made for each call: what they quote of the protocol is cut
         // short, and a fix that would insert more than a user would type is not offered.
         let list = crate::text::some_of(missing.iter().map(|p| format!("`{}`", quoted(spelling(p, wire)))), 20);
-        let plural = if missing.len() > 1 { "s" } else { "" };
+        let plural = if count > 1 { "s" } else { "" };
         let mut d = self.error(
             anchor,
             "missing-argument",
@@ -155,6 +205,7 @@ impl<'t, 'c> Walker<'t, 'c> {
         // Only keywords can be added for the user: HTTP arguments live in a URL or a dict.
         let added_len: usize = missing.iter().map(|p| p.name.len() + 6).sum();
         if !wire
+            && count == missing.len()
             && added_len <= MAX_ADDED
             && let Some(arguments) = arguments
         {

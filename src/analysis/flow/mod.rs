@@ -136,6 +136,7 @@ impl<'t, 'c> Walker<'t, 'c> {
             nesting_checked: false,
             log: Default::default(),
             suggestion_work: crate::diagnostic::SUGGESTION_WORK,
+            param_indexes: HashMap::new(),
         };
         walker.check_imports();
         walker
@@ -208,6 +209,8 @@ struct Walker<'t, 'c> {
     log: incremental::LogCell<'c>,
     /// What did-you-mean suggestions may still cost this walk ([`crate::diagnostic::SUGGESTION_WORK`]).
     suggestion_work: usize,
+    /// Each called tool's parameters indexed, by (the tool's address, wire names or keywords).
+    param_indexes: HashMap<(usize, bool), std::rc::Rc<args::ParamIndex<'c>>>,
 }
 
 impl<'t, 'c> Walker<'t, 'c> {
